@@ -1,0 +1,176 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Condition types of a Cluster.
+const (
+	// ConditionReady says whether the member's API server answers /readyz.
+	ConditionReady = "Ready"
+	// ConditionSynced says whether every selected resource is synced.
+	ConditionSynced = "Synced"
+)
+
+// Sync states of one resource of a Cluster.
+const (
+	SyncStatePending = "Pending"
+	SyncStateSyncing = "Syncing"
+	SyncStateSynced  = "Synced"
+	SyncStateError   = "Error"
+	SyncStatePaused  = "Paused"
+)
+
+// SecretKeyRef names one key of a Secret in the host cluster.
+type SecretKeyRef struct {
+	// Namespace of the Secret.
+	// +kubebuilder:validation:MinLength=1
+	Namespace string `json:"namespace"`
+	// Name of the Secret.
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// Key in the Secret's data. Defaults to "token" for tokens and
+	// "kubeconfig" for kubeconfigs.
+	// +optional
+	Key string `json:"key,omitempty"`
+}
+
+// GroupResources selects resources of one API group.
+type GroupResources struct {
+	// Group is the API group, "" for the core group, "*" for every group.
+	Group string `json:"group"`
+	// Versions to sync; empty or ["*"] means the group's preferred version.
+	// +optional
+	Versions []string `json:"versions,omitempty"`
+	// Resources are plural resource names; "*" means every resource of the
+	// group that can be listed and watched.
+	// +kubebuilder:validation:MinItems=1
+	Resources []string `json:"resources"`
+}
+
+// ClusterSpec says how to reach a member cluster and what to sync from it.
+// +kubebuilder:validation:XValidation:rule="has(self.apiServer) || has(self.kubeconfigSecretRef)",message="one of apiServer or kubeconfigSecretRef is required"
+type ClusterSpec struct {
+	// APIServer is the member's API server URL.
+	// +kubebuilder:validation:Pattern=`^https?://`
+	// +optional
+	APIServer string `json:"apiServer,omitempty"`
+	// CAData is the PEM bundle that signs the member's serving certificate.
+	// +optional
+	CAData []byte `json:"caData,omitempty"`
+	// TokenSecretRef names a bearer token for the member.
+	// +optional
+	TokenSecretRef *SecretKeyRef `json:"tokenSecretRef,omitempty"`
+	// KubeconfigSecretRef names a kubeconfig for the member; its current
+	// context is used. It wins over apiServer, caData and tokenSecretRef.
+	// +optional
+	KubeconfigSecretRef *SecretKeyRef `json:"kubeconfigSecretRef,omitempty"`
+	// InsecureSkipTLSVerify skips verification of the member's certificate.
+	// +optional
+	InsecureSkipTLSVerify bool `json:"insecureSkipTLSVerify,omitempty"`
+	// SyncResources selects the resources to sync.
+	// +optional
+	SyncResources []GroupResources `json:"syncResources,omitempty"`
+	// SyncAllCustomResources syncs every resource served by a CRD of the member.
+	// +optional
+	SyncAllCustomResources bool `json:"syncAllCustomResources,omitempty"`
+	// SyncResourcesRef names a ClusterSyncResources whose resources are synced
+	// too.
+	// +optional
+	SyncResourcesRef string `json:"syncResourcesRef,omitempty"`
+	// Paused stops syncing; stored objects stay as they are.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+}
+
+// ResourceSyncStatus is the sync state of one resource of a Cluster.
+type ResourceSyncStatus struct {
+	Group      string `json:"group"`
+	Version    string `json:"version"`
+	Resource   string `json:"resource"`
+	Kind       string `json:"kind"`
+	Namespaced bool   `json:"namespaced"`
+	// State is Pending, Syncing, Synced, Error or Paused.
+	State string `json:"state"`
+	// Count of objects stored for this resource.
+	// +optional
+	Count int64 `json:"count,omitempty"`
+	// +optional
+	LastError string `json:"lastError,omitempty"`
+	// +optional
+	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
+}
+
+// ClusterStatus is the observed state of a member cluster.
+type ClusterStatus struct {
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// Version is the member's Kubernetes version.
+	// +optional
+	Version string `json:"version,omitempty"`
+	// ObservedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// SyncedResourceCount is the number of resources being synced.
+	// +optional
+	SyncedResourceCount int32 `json:"syncedResourceCount,omitempty"`
+	// SyncResources is the state of each synced resource.
+	// +optional
+	SyncResources []ResourceSyncStatus `json:"syncResources,omitempty"`
+}
+
+// Cluster is a member cluster whose objects Panorama syncs.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,categories=panorama
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.version`
+// +kubebuilder:printcolumn:name="Resources",type=integer,JSONPath=`.status.syncedResourceCount`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Cluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ClusterSpec   `json:"spec"`
+	Status ClusterStatus `json:"status,omitempty"`
+}
+
+// ClusterList is a list of Clusters.
+// +kubebuilder:object:root=true
+type ClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Cluster `json:"items"`
+}
+
+// ClusterSyncResourcesSpec is a shared list of resources to sync.
+type ClusterSyncResourcesSpec struct {
+	// +kubebuilder:validation:MinItems=1
+	SyncResources []GroupResources `json:"syncResources"`
+}
+
+// ClusterSyncResources is a resource selection that Clusters reference by
+// spec.syncResourcesRef.
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,categories=panorama
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ClusterSyncResources struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec ClusterSyncResourcesSpec `json:"spec"`
+}
+
+// ClusterSyncResourcesList is a list of ClusterSyncResources.
+// +kubebuilder:object:root=true
+type ClusterSyncResourcesList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ClusterSyncResources `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Cluster{}, &ClusterList{}, &ClusterSyncResources{}, &ClusterSyncResourcesList{})
+}

@@ -1,0 +1,30 @@
+// Package v1alpha1 is the aggregated API group search.panorama.io that the
+// Panorama API server serves: the virtual "resources" path over every synced
+// resource and "collectionresources", several kinds in one list.
+// +kubebuilder:object:generate=true
+// +groupName=search.panorama.io
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// GroupName is the aggregated API group.
+const GroupName = "search.panorama.io"
+
+var (
+	// SchemeGroupVersion is the group and version served.
+	SchemeGroupVersion = schema.GroupVersion{Group: GroupName, Version: "v1alpha1"}
+
+	schemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
+	// AddToScheme adds the group's types to a scheme.
+	AddToScheme = schemeBuilder.AddToScheme
+)
+
+func addKnownTypes(scheme *runtime.Scheme) error {
+	scheme.AddKnownTypes(SchemeGroupVersion, &CollectionResource{}, &CollectionResourceList{})
+	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
+	return nil
+}

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Builds the test control plane (kube-apiserver, etcd, kubectl, helm) from the Go
+# module proxy into a cache folder outside the repo, keyed by versions, and prints
+# that folder (use it as KUBEBUILDER_ASSETS). A complete folder is reused as is.
+#
+# No download site is reachable from CI and Debian's packages are too old, so
+# every binary is compiled from its published Go module.
+set -euo pipefail
+
+K8S_VERSION=${K8S_VERSION:-1.37.2}
+ETCD_VERSION=${ETCD_VERSION:-3.7.0}
+HELM_VERSION=${HELM_VERSION:-4.3.2}
+
+cache_root=${PANORAMA_CACHE:-$HOME/.cache/panorama}
+dir="$cache_root/assets/k8s-$K8S_VERSION-etcd-$ETCD_VERSION-helm-$HELM_VERSION"
+bins=(kube-apiserver kubectl etcd helm)
+
+complete() {
+  local b
+  for b in "${bins[@]}"; do [ -x "$dir/$b" ] || return 1; done
+}
+if complete; then echo "$dir"; exit 0; fi
+
+mkdir -p "$dir"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+log() { echo "test-assets: $*" >&2; }
+export GOFLAGS=-mod=mod CGO_ENABLED=0 GOTOOLCHAIN=local
+
+build_kubernetes() {
+  local mod="$work/kubernetes" staging minor=${K8S_VERSION#*.}
+  minor=${minor%%.*}
+  mkdir -p "$mod"
+  # k8s.io/kubernetes requires its staging modules at v0.0.0 and replaces them
+  # with local folders; a dependent module must pin them itself.
+  local gomod
+  gomod=$(cd "$work" && go mod download -json "k8s.io/kubernetes@v$K8S_VERSION" | sed -n 's/.*"GoMod": "\(.*\)",*/\1/p')
+  staging=$(grep -Eo '^[[:space:]]+k8s\.io/[a-z0-9-]+ v0\.0\.0$' "$gomod" | awk '{print $1}' | sort -u)
+  {
+    echo "module panorama.local/testassets"
+    echo "go $(go env GOVERSION | sed 's/^go//; s/\.[0-9]*$//')"
+    echo "require k8s.io/kubernetes v$K8S_VERSION"
+    for m in $staging; do echo "replace $m => $m v0.${K8S_VERSION#*.}"; done
+  } >"$mod/go.mod"
+  local ldflags="" pkg
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ldflags+=" -X $pkg.gitVersion=v$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
+  done
+  for b in kube-apiserver kubectl; do
+    [ -x "$dir/$b" ] && continue
+    log "building $b v$K8S_VERSION"
+    (cd "$mod" && go build -trimpath -ldflags "$ldflags" -o "$dir/$b.tmp" "k8s.io/kubernetes/cmd/$b" && mv "$dir/$b.tmp" "$dir/$b")
+  done
+}
+
+build_etcd() {
+  [ -x "$dir/etcd" ] && return
+  local mod="$work/etcd"
+  mkdir -p "$mod"
+  cat >"$mod/go.mod" <<GOMOD
+module panorama.local/etcd
+go $(go env GOVERSION | sed 's/^go//; s/\.[0-9]*$//')
+require go.etcd.io/etcd/server/v3 v$ETCD_VERSION
+GOMOD
+  cat >"$mod/main.go" <<'GO'
+package main
+
+import (
+	"os"
+
+	"go.etcd.io/etcd/server/v3/etcdmain"
+)
+
+func main() { etcdmain.Main(os.Args) }
+GO
+  log "building etcd v$ETCD_VERSION"
+  (cd "$mod" && go build -trimpath -o "$dir/etcd.tmp" . && mv "$dir/etcd.tmp" "$dir/etcd")
+}
+
+build_helm() {
+  [ -x "$dir/helm" ] && return
+  log "building helm v$HELM_VERSION"
+  GOBIN="$work/bin" go install -trimpath "helm.sh/helm/v${HELM_VERSION%%.*}/cmd/helm@v$HELM_VERSION"
+  mv "$work/bin/helm" "$dir/helm"
+}
+
+build_etcd
+build_kubernetes
+build_helm
+complete
+echo "$dir"

@@ -1,0 +1,272 @@
+package storage
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
+)
+
+// Limits on query input, so that no request can build an unbounded statement.
+const (
+	MaxListValues     = 1000
+	MaxOwnerSeniority = 10
+	MaxLimit          = 10000
+)
+
+// OrderField is a column a list can be ordered by.
+type OrderField string
+
+// Order fields.
+const (
+	OrderCluster   OrderField = "cluster"
+	OrderNamespace OrderField = "namespace"
+	OrderName      OrderField = "name"
+	OrderCreated   OrderField = "created_at"
+)
+
+// keyOrder makes any ordering total: an object is unique by these.
+var keyOrder = []OrderField{OrderCluster, OrderNamespace, OrderName}
+
+// ParseOrderField accepts the names users write.
+func ParseOrderField(s string) (OrderField, bool) {
+	switch s {
+	case "cluster":
+		return OrderCluster, true
+	case "namespace":
+		return OrderNamespace, true
+	case "name":
+		return OrderName, true
+	case "created_at", "creationTimestamp", "metadata.creationTimestamp":
+		return OrderCreated, true
+	}
+	return "", false
+}
+
+// OrderBy is one ordering term.
+type OrderBy struct {
+	Field OrderField
+	Desc  bool
+}
+
+func (o OrderBy) String() string {
+	if o.Desc {
+		return string(o.Field) + " desc"
+	}
+	return string(o.Field)
+}
+
+// ListQuery selects objects of one resource. Zero fields select everything.
+type ListQuery struct {
+	GVR        schema.GroupVersionResource
+	Clusters   []string
+	Namespaces []string
+	Names      []string
+	// FuzzyName selects names containing it (case-sensitive).
+	FuzzyName string
+	Labels    labels.Requirements
+	Fields    fields.Requirements
+	// OwnerUID or OwnerName (optionally with OwnerGroupResource) select objects
+	// owned by that object; OwnerSeniority 1 selects the owner's grandchildren
+	// instead of its children, and so on.
+	OwnerUID           string
+	OwnerName          string
+	OwnerGroupResource *schema.GroupResource
+	OwnerSeniority     int
+	// CreatedSince and CreatedBefore bound creationTimestamp: since <= t < before.
+	CreatedSince  *time.Time
+	CreatedBefore *time.Time
+	OrderBy       []OrderBy
+	// Limit bounds a page; 0 means all.
+	Limit int64
+	// Continue resumes a previous page; it fixes the revision.
+	Continue string
+	// Revision lists the state at that revision; 0 means the latest.
+	Revision           int64
+	WithRemainingCount bool
+}
+
+// ListResult is one page.
+type ListResult struct {
+	Objects []Object
+	// Revision the page shows the state at.
+	Revision int64
+	// Continue is set when more objects follow.
+	Continue       string
+	RemainingCount *int64
+}
+
+// Validate checks the query before any of it reaches a database.
+func (q *ListQuery) Validate() error {
+	if q.GVR.Resource == "" || q.GVR.Version == "" {
+		return Invalid("resource", "a version and resource are required")
+	}
+	for name, vs := range map[string][]string{"clusters": q.Clusters, "namespaces": q.Namespaces, "names": q.Names} {
+		if len(vs) > MaxListValues {
+			return Invalid(name, "at most %d values", MaxListValues)
+		}
+	}
+	for _, r := range q.Labels {
+		switch r.Operator() {
+		case selection.Equals, selection.DoubleEquals, selection.NotEquals, selection.In, selection.NotIn,
+			selection.Exists, selection.DoesNotExist:
+		default:
+			return Invalid("labelSelector", "operator %q is not supported", r.Operator())
+		}
+		if r.Values().Len() > MaxListValues {
+			return Invalid("labelSelector", "at most %d values", MaxListValues)
+		}
+	}
+	for _, r := range q.Fields {
+		if !IsSelectableField(r.Field) {
+			return Invalid("fieldSelector", "field label not supported: %s", r.Field)
+		}
+		switch r.Operator {
+		case selection.Equals, selection.DoubleEquals, selection.NotEquals:
+		default:
+			return Invalid("fieldSelector", "operator %q is not supported", r.Operator)
+		}
+	}
+	if q.OwnerSeniority < 0 || q.OwnerSeniority > MaxOwnerSeniority {
+		return Invalid("ownerSeniority", "must be between 0 and %d", MaxOwnerSeniority)
+	}
+	if q.OwnerUID != "" && q.OwnerName != "" {
+		return Invalid("ownerUID", "ownerUID and ownerName are exclusive")
+	}
+	if q.OwnerGroupResource != nil && q.OwnerName == "" {
+		return Invalid("ownerGR", "ownerGR needs ownerName")
+	}
+	if q.Limit < 0 {
+		return Invalid("limit", "must not be negative")
+	}
+	if q.Limit > MaxLimit {
+		return Invalid("limit", "at most %d", MaxLimit)
+	}
+	if q.Revision < 0 {
+		return Invalid("resourceVersion", "must not be negative")
+	}
+	seen := map[OrderField]bool{}
+	for _, o := range q.OrderBy {
+		if _, ok := ParseOrderField(string(o.Field)); !ok {
+			return Invalid("orderby", "unknown field %q", o.Field)
+		}
+		if seen[o.Field] {
+			return Invalid("orderby", "field %q given twice", o.Field)
+		}
+		seen[o.Field] = true
+	}
+	return nil
+}
+
+// Order is the full ordering of the query: its terms, then the key.
+func (q *ListQuery) Order() []OrderBy {
+	out := slices.Clone(q.OrderBy)
+	for _, f := range keyOrder {
+		if !slices.ContainsFunc(out, func(o OrderBy) bool { return o.Field == f }) {
+			out = append(out, OrderBy{Field: f})
+		}
+	}
+	return out
+}
+
+func orderString(order []OrderBy) string {
+	parts := make([]string, len(order))
+	for i, o := range order {
+		parts[i] = o.String()
+	}
+	return strings.Join(parts, ",")
+}
+
+// OwnerSet is the resolved set of owner UIDs an owner filter selects.
+type OwnerSet map[string]struct{}
+
+// Matches reports whether o passes every filter of q except the owner one,
+// which needs owners (nil when q has no owner filter). It is the reference
+// the SQL compiler is tested against, and filters the objects that a
+// snapshot list takes from the log.
+func (q *ListQuery) Matches(o *Object, owners OwnerSet) bool {
+	if o.GVR != q.GVR {
+		return false
+	}
+	if len(q.Clusters) > 0 && !slices.Contains(q.Clusters, o.Cluster) {
+		return false
+	}
+	if len(q.Namespaces) > 0 && !slices.Contains(q.Namespaces, o.Namespace) {
+		return false
+	}
+	if len(q.Names) > 0 && !slices.Contains(q.Names, o.Name) {
+		return false
+	}
+	if q.FuzzyName != "" && !strings.Contains(o.Name, q.FuzzyName) {
+		return false
+	}
+	if q.CreatedSince != nil && o.CreatedAt < q.CreatedSince.Unix() {
+		return false
+	}
+	if q.CreatedBefore != nil && o.CreatedAt >= q.CreatedBefore.Unix() {
+		return false
+	}
+	for _, r := range q.Labels {
+		if !r.Matches(labels.Set(o.Labels)) {
+			return false
+		}
+	}
+	for _, r := range q.Fields {
+		equal := o.FieldValue(r.Field) == r.Value
+		if equal == (r.Operator == selection.NotEquals) {
+			return false
+		}
+	}
+	if owners != nil {
+		if _, ok := owners[o.OwnerUID]; !ok || o.OwnerUID == "" {
+			return false
+		}
+	}
+	return true
+}
+
+// HasOwnerFilter reports whether q filters by owner.
+func (q *ListQuery) HasOwnerFilter() bool { return q.OwnerUID != "" || q.OwnerName != "" }
+
+// Compare orders a before b under order: negative, zero or positive.
+func Compare(order []OrderBy, a, b *Object) int {
+	for _, o := range order {
+		c := compareField(o.Field, a, b)
+		if o.Desc {
+			c = -c
+		}
+		if c != 0 {
+			return c
+		}
+	}
+	return 0
+}
+
+func compareField(f OrderField, a, b *Object) int {
+	switch f {
+	case OrderCluster:
+		return strings.Compare(a.Cluster, b.Cluster)
+	case OrderNamespace:
+		return strings.Compare(a.Namespace, b.Namespace)
+	case OrderName:
+		return strings.Compare(a.Name, b.Name)
+	case OrderCreated:
+		return cmpInt(a.CreatedAt, b.CreatedAt)
+	}
+	panic(fmt.Sprintf("unknown order field %q", f))
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

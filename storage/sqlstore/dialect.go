@@ -1,0 +1,137 @@
+package sqlstore
+
+import (
+	"database/sql"
+	"fmt"
+	"strings"
+)
+
+// dialect is what differs between the databases beyond what gorm hides:
+// column types with byte-order collation (so SQL and Go order strings
+// alike, which keyset paging needs), index syntax, and transaction modes.
+type dialect struct {
+	name  string
+	types map[string]string
+	// tableOptions follow CREATE TABLE (...).
+	tableOptions string
+	// inlineIndexes puts indexes inside CREATE TABLE: MySQL has no
+	// CREATE INDEX IF NOT EXISTS.
+	inlineIndexes bool
+	// prefixIndexes keeps MySQL's index key under its byte limit.
+	prefixIndexes bool
+	// forUpdate is appended to the revision counter read that serializes
+	// writers; SQLite serializes writers by itself.
+	forUpdate string
+	// contains is a case-sensitive substring test of a column.
+	contains func(column string) string
+	// readTx gives a list one snapshot for its revision and its rows.
+	readTx *sql.TxOptions
+	// writeTx reads the latest committed rows once the counter is locked.
+	writeTx *sql.TxOptions
+}
+
+var dialects = map[string]*dialect{
+	"mysql": {
+		name: "mysql",
+		types: map[string]string{
+			"bigint": "BIGINT", "blob": "LONGBLOB", "char1": "CHAR(1)",
+			"s16": binVarchar(16), "s64": binVarchar(64), "s128": binVarchar(128),
+			"s253": binVarchar(253), "s317": binVarchar(317), "s512": binVarchar(512),
+		},
+		tableOptions:  " ENGINE=InnoDB ROW_FORMAT=DYNAMIC DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+		inlineIndexes: true,
+		prefixIndexes: true,
+		forUpdate:     " FOR UPDATE",
+		contains:      func(c string) string { return "LOCATE(?, " + c + ") > 0" },
+		readTx:        &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true},
+		writeTx:       &sql.TxOptions{Isolation: sql.LevelReadCommitted},
+	},
+	"postgres": {
+		name: "postgres",
+		types: map[string]string{
+			"bigint": "BIGINT", "blob": "BYTEA", "char1": `CHAR(1) COLLATE "C"`,
+			"s16": `VARCHAR(16) COLLATE "C"`, "s64": `VARCHAR(64) COLLATE "C"`, "s128": `VARCHAR(128) COLLATE "C"`,
+			"s253": `VARCHAR(253) COLLATE "C"`, "s317": `VARCHAR(317) COLLATE "C"`, "s512": `VARCHAR(512) COLLATE "C"`,
+		},
+		forUpdate: " FOR UPDATE",
+		contains:  func(c string) string { return "STRPOS(" + c + ", ?) > 0" },
+		readTx:    &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true},
+		writeTx:   &sql.TxOptions{Isolation: sql.LevelReadCommitted},
+	},
+	"sqlite": {
+		name: "sqlite",
+		types: map[string]string{
+			"bigint": "INTEGER", "blob": "BLOB", "char1": "TEXT",
+			"s16": "TEXT", "s64": "TEXT", "s128": "TEXT", "s253": "TEXT", "s317": "TEXT", "s512": "TEXT",
+		},
+		contains: func(c string) string { return "INSTR(" + c + ", ?) > 0" },
+	},
+}
+
+func binVarchar(n int) string {
+	return fmt.Sprintf("VARCHAR(%d) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin", n)
+}
+
+type column struct {
+	name, typ string
+	nullable  bool
+}
+
+type index struct {
+	name   string
+	unique bool
+	// columns; "col:N" indexes only the first N characters on MySQL.
+	columns []string
+}
+
+type table struct {
+	name       string
+	columns    []column
+	primaryKey []string
+	indexes    []index
+}
+
+// ddl renders t as statements that may run again without harm.
+func (d *dialect) ddl(t table) []string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "CREATE TABLE IF NOT EXISTS %s (", t.name)
+	for _, c := range t.columns {
+		null := " NOT NULL"
+		if c.nullable {
+			null = " NULL"
+		}
+		fmt.Fprintf(&b, "%s %s%s, ", c.name, d.types[c.typ], null)
+	}
+	fmt.Fprintf(&b, "PRIMARY KEY (%s)", strings.Join(t.primaryKey, ", "))
+	var stmts []string
+	for _, ix := range t.indexes {
+		cols := d.indexColumns(ix.columns)
+		switch {
+		case d.inlineIndexes && ix.unique:
+			fmt.Fprintf(&b, ", UNIQUE KEY %s (%s)", ix.name, cols)
+		case d.inlineIndexes:
+			fmt.Fprintf(&b, ", KEY %s (%s)", ix.name, cols)
+		default:
+			unique := ""
+			if ix.unique {
+				unique = "UNIQUE "
+			}
+			stmts = append(stmts, fmt.Sprintf("CREATE %sINDEX IF NOT EXISTS %s ON %s (%s)", unique, ix.name, t.name, cols))
+		}
+	}
+	b.WriteString(")" + d.tableOptions)
+	return append([]string{b.String()}, stmts...)
+}
+
+func (d *dialect) indexColumns(cols []string) string {
+	out := make([]string, len(cols))
+	for i, c := range cols {
+		name, prefix, hasPrefix := strings.Cut(c, ":")
+		if hasPrefix && d.prefixIndexes {
+			out[i] = name + "(" + prefix + ")"
+		} else {
+			out[i] = name
+		}
+	}
+	return strings.Join(out, ", ")
+}

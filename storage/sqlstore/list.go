@@ -1,0 +1,346 @@
+package sqlstore
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/watch"
+	"gorm.io/gorm"
+
+	"github.com/panorama-io/panorama/storage"
+)
+
+// orderColumns maps order fields to columns; nothing else reaches ORDER BY.
+var orderColumns = map[storage.OrderField]string{
+	storage.OrderCluster:   "cluster",
+	storage.OrderNamespace: "namespace",
+	storage.OrderName:      "name",
+	storage.OrderCreated:   "created_at",
+}
+
+// List implements storage.Interface.
+//
+// A page shows the state at one revision R. Rows written at or before R are
+// still in resources as they were; an object changed after R is in the log,
+// whose first entry after R holds its state at R in prev_object. Both are
+// read in one snapshot, so continuing a list at R neither skips nor repeats
+// objects however they change meanwhile.
+func (s *Store) List(ctx context.Context, q *storage.ListQuery) (*storage.ListResult, error) {
+	if err := q.Validate(); err != nil {
+		return nil, err
+	}
+	order := q.Order()
+	rev := q.Revision
+	var after *storage.Object
+	if q.Continue != "" {
+		var err error
+		if rev, after, err = storage.DecodeContinue(q.Continue, order); err != nil {
+			return nil, err
+		}
+	}
+	res := &storage.ListResult{}
+	err := s.read(ctx, func(tx *gorm.DB) error {
+		current, compacted, err := revisions(tx)
+		if err != nil {
+			return err
+		}
+		if rev == 0 {
+			rev = current
+		}
+		if rev < compacted {
+			return &storage.TooOldError{Requested: rev, Compacted: compacted}
+		}
+		if rev > current {
+			return &storage.TooLargeError{Requested: rev, Current: current}
+		}
+		res.Revision = rev
+		var owners storage.OwnerSet
+		if q.HasOwnerFilter() {
+			if owners, err = s.resolveOwners(tx, q); err != nil || len(owners) == 0 {
+				return err
+			}
+		}
+		atRevision := func() *gorm.DB {
+			return s.filter(tx.Model(&resourceRow{}), q, owners).Where("revision <= ?", rev)
+		}
+		page := atRevision()
+		if after != nil {
+			page = keyset(page, order, after)
+		}
+		page = page.Order(orderSQL(order))
+		if q.Limit > 0 {
+			page = page.Limit(int(q.Limit) + 1)
+		}
+		var rows []resourceRow
+		if err := page.Find(&rows).Error; err != nil {
+			return err
+		}
+		objs := make([]storage.Object, len(rows))
+		for i := range rows {
+			objs[i] = rows[i].object()
+		}
+		var changed []storage.Object
+		if rev < current {
+			if changed, err = s.changedSince(tx, q, owners, rev, order, after); err != nil {
+				return err
+			}
+			objs = merge(order, objs, changed)
+		}
+		if q.Limit > 0 && int64(len(objs)) > q.Limit {
+			objs = objs[:q.Limit]
+			last := &objs[len(objs)-1]
+			res.Continue = storage.EncodeContinue(rev, order, last)
+			if q.WithRemainingCount {
+				var n int64
+				if err := keyset(atRevision(), order, last).Count(&n).Error; err != nil {
+					return err
+				}
+				for i := range changed {
+					if storage.Compare(order, &changed[i], last) > 0 {
+						n++
+					}
+				}
+				res.RemainingCount = &n
+			}
+		}
+		res.Objects = objs
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// filter adds q's filters as bound parameters; column and table names come
+// only from constants.
+func (s *Store) filter(db *gorm.DB, q *storage.ListQuery, owners storage.OwnerSet) *gorm.DB {
+	db = db.Where("api_group = ? AND version = ? AND resource = ?", q.GVR.Group, q.GVR.Version, q.GVR.Resource)
+	if len(q.Clusters) > 0 {
+		db = db.Where("cluster IN ?", q.Clusters)
+	}
+	if len(q.Namespaces) > 0 {
+		db = db.Where("namespace IN ?", q.Namespaces)
+	}
+	if len(q.Names) > 0 {
+		db = db.Where("name IN ?", q.Names)
+	}
+	if q.FuzzyName != "" {
+		db = db.Where(s.dialect.contains("name"), q.FuzzyName)
+	}
+	if q.CreatedSince != nil {
+		db = db.Where("created_at >= ?", q.CreatedSince.Unix())
+	}
+	if q.CreatedBefore != nil {
+		db = db.Where("created_at < ?", q.CreatedBefore.Unix())
+	}
+	if owners != nil {
+		db = db.Where("owner_uid IN ?", setKeys(owners))
+	}
+	const (
+		hasAttr   = "revision IN (SELECT resource_revision FROM " + attributesTable + " WHERE kind = ? AND attr_key = ?"
+		lacksAttr = "revision NOT IN (SELECT resource_revision FROM " + attributesTable + " WHERE kind = ? AND attr_key = ?"
+	)
+	for _, r := range q.Labels {
+		values := r.Values().UnsortedList()
+		slices.Sort(values)
+		switch r.Operator() {
+		case selection.Equals, selection.DoubleEquals:
+			db = db.Where(hasAttr+" AND attr_value = ?)", attrKindLabel, r.Key(), values[0])
+		case selection.In:
+			db = db.Where(hasAttr+" AND attr_value IN ?)", attrKindLabel, r.Key(), values)
+		case selection.NotEquals:
+			db = db.Where(lacksAttr+" AND attr_value = ?)", attrKindLabel, r.Key(), values[0])
+		case selection.NotIn:
+			db = db.Where(lacksAttr+" AND attr_value IN ?)", attrKindLabel, r.Key(), values)
+		case selection.Exists:
+			db = db.Where(hasAttr+")", attrKindLabel, r.Key())
+		case selection.DoesNotExist:
+			db = db.Where(lacksAttr+")", attrKindLabel, r.Key())
+		}
+	}
+	for _, r := range q.Fields {
+		negate := r.Operator == selection.NotEquals
+		switch {
+		case r.Field == "metadata.name" || r.Field == "metadata.namespace":
+			op := " = ?"
+			if negate {
+				op = " <> ?"
+			}
+			db = db.Where(strings.TrimPrefix(r.Field, "metadata.")+op, r.Value)
+		case r.Value == "":
+			// Empty values are never stored: "= ''" means the field is absent.
+			if negate {
+				db = db.Where(hasAttr+")", attrKindField, r.Field)
+			} else {
+				db = db.Where(lacksAttr+")", attrKindField, r.Field)
+			}
+		case negate:
+			db = db.Where(lacksAttr+" AND attr_value = ?)", attrKindField, r.Field, r.Value)
+		default:
+			db = db.Where(hasAttr+" AND attr_value = ?)", attrKindField, r.Field, r.Value)
+		}
+	}
+	return db
+}
+
+// resolveOwners finds the UIDs whose children q selects: the named owner,
+// then OwnerSeniority generations of its descendants.
+func (s *Store) resolveOwners(tx *gorm.DB, q *storage.ListQuery) (storage.OwnerSet, error) {
+	scope := func() *gorm.DB {
+		db := tx.Model(&resourceRow{})
+		if len(q.Clusters) > 0 {
+			db = db.Where("cluster IN ?", q.Clusters)
+		}
+		return db
+	}
+	var uids []string
+	if q.OwnerUID != "" {
+		uids = []string{q.OwnerUID}
+	} else {
+		db := scope().Where("name = ?", q.OwnerName)
+		if gr := q.OwnerGroupResource; gr != nil {
+			db = db.Where("api_group = ? AND resource = ?", gr.Group, gr.Resource)
+		}
+		if err := db.Distinct().Pluck("uid", &uids).Error; err != nil {
+			return nil, err
+		}
+	}
+	for i := 0; i < q.OwnerSeniority && len(uids) > 0; i++ {
+		var next []string
+		for start := 0; start < len(uids); start += keyChunk {
+			var chunk []string
+			if err := scope().Where("owner_uid IN ?", uids[start:min(start+keyChunk, len(uids))]).Distinct().Pluck("uid", &chunk).Error; err != nil {
+				return nil, err
+			}
+			next = append(next, chunk...)
+		}
+		uids = next
+	}
+	set := make(storage.OwnerSet, len(uids))
+	for _, u := range uids {
+		if u != "" {
+			set[u] = struct{}{}
+		}
+	}
+	return set, nil
+}
+
+// changedSince returns, in order and after the cursor, the objects that q
+// selects at rev but that were changed or deleted after it: the state before
+// the first log entry after rev.
+func (s *Store) changedSince(tx *gorm.DB, q *storage.ListQuery, owners storage.OwnerSet, rev int64, order []storage.OrderBy, after *storage.Object) ([]storage.Object, error) {
+	db := tx.Select("revision", "type", "cluster", "namespace", "name", "prev_object").
+		Where("api_group = ? AND version = ? AND resource = ? AND revision > ?", q.GVR.Group, q.GVR.Version, q.GVR.Resource, rev)
+	if len(q.Clusters) > 0 {
+		db = db.Where("cluster IN ?", q.Clusters)
+	}
+	if len(q.Namespaces) > 0 {
+		db = db.Where("namespace IN ?", q.Namespaces)
+	}
+	if len(q.Names) > 0 {
+		db = db.Where("name IN ?", q.Names)
+	}
+	var rows []eventRow
+	if err := db.Order("revision").Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	seen := map[storage.Key]bool{}
+	var out []storage.Object
+	for _, r := range rows {
+		k := storage.Key{Cluster: r.Cluster, Namespace: r.Namespace, Name: r.Name}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		if watch.EventType(r.Type) == watch.Added || len(r.PrevObject) == 0 {
+			continue // did not exist at rev
+		}
+		o, err := storage.DecodeStored(r.PrevObject)
+		if err != nil {
+			return nil, err
+		}
+		o.Cluster, o.GVR = r.Cluster, q.GVR
+		if !q.Matches(&o, owners) || (after != nil && storage.Compare(order, &o, after) <= 0) {
+			continue
+		}
+		out = append(out, o)
+	}
+	slices.SortFunc(out, func(a, b storage.Object) int { return storage.Compare(order, &a, &b) })
+	return out, nil
+}
+
+func merge(order []storage.OrderBy, a, b []storage.Object) []storage.Object {
+	if len(b) == 0 {
+		return a
+	}
+	out := make([]storage.Object, 0, len(a)+len(b))
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		if storage.Compare(order, &a[i], &b[j]) <= 0 {
+			out = append(out, a[i])
+			i++
+		} else {
+			out = append(out, b[j])
+			j++
+		}
+	}
+	out = append(out, a[i:]...)
+	return append(out, b[j:]...)
+}
+
+func orderSQL(order []storage.OrderBy) string {
+	parts := make([]string, len(order))
+	for i, o := range order {
+		parts[i] = orderColumns[o.Field]
+		if o.Desc {
+			parts[i] += " DESC"
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// keyset selects the rows after last under order: a seek on the index
+// rather than an OFFSET.
+func keyset(db *gorm.DB, order []storage.OrderBy, last *storage.Object) *gorm.DB {
+	var ors []string
+	var args []any
+	for i, o := range order {
+		var ands []string
+		for _, prev := range order[:i] {
+			ands = append(ands, orderColumns[prev.Field]+" = ?")
+			args = append(args, orderValue(prev.Field, last))
+		}
+		cmp := " > ?"
+		if o.Desc {
+			cmp = " < ?"
+		}
+		ands = append(ands, orderColumns[o.Field]+cmp)
+		args = append(args, orderValue(o.Field, last))
+		ors = append(ors, "("+strings.Join(ands, " AND ")+")")
+	}
+	return db.Where("("+strings.Join(ors, " OR ")+")", args...)
+}
+
+func orderValue(f storage.OrderField, o *storage.Object) any {
+	switch f {
+	case storage.OrderCluster:
+		return o.Cluster
+	case storage.OrderNamespace:
+		return o.Namespace
+	case storage.OrderName:
+		return o.Name
+	}
+	return o.CreatedAt
+}
+
+func setKeys(s storage.OwnerSet) []string {
+	out := make([]string, 0, len(s))
+	for k := range s {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,124 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"gorm.io/gorm"
+
+	"github.com/panorama-io/panorama/storage"
+)
+
+// Get implements storage.Interface.
+func (s *Store) Get(ctx context.Context, key storage.Key) (*storage.Object, error) {
+	var row resourceRow
+	err := s.db.WithContext(ctx).
+		Where("api_group = ? AND version = ? AND resource = ? AND cluster = ? AND namespace = ? AND name = ?",
+			key.GVR.Group, key.GVR.Version, key.GVR.Resource, key.Cluster, key.Namespace, key.Name).
+		Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, storage.ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	o := row.object()
+	return &o, nil
+}
+
+// MemberVersions implements storage.Interface.
+func (s *Store) MemberVersions(ctx context.Context, cluster string, gvr schema.GroupVersionResource) (map[storage.NamespacedName]string, error) {
+	var rows []resourceRow
+	err := s.db.WithContext(ctx).Select("namespace", "name", "member_resource_version").
+		Where("api_group = ? AND version = ? AND resource = ? AND cluster = ?", gvr.Group, gvr.Version, gvr.Resource, cluster).
+		Find(&rows).Error
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[storage.NamespacedName]string, len(rows))
+	for _, r := range rows {
+		out[storage.NamespacedName{Namespace: r.Namespace, Name: r.Name}] = r.MemberResourceVersion
+	}
+	return out, nil
+}
+
+// Revision implements storage.Interface.
+func (s *Store) Revision(ctx context.Context) (current, compacted int64, err error) {
+	return revisions(s.db.WithContext(ctx))
+}
+
+func revisions(db *gorm.DB) (current, compacted int64, err error) {
+	var rows []metaRow
+	if err := db.Find(&rows).Error; err != nil {
+		return 0, 0, err
+	}
+	for _, r := range rows {
+		switch r.Name {
+		case metaRevision:
+			current = r.Value
+		case metaCompacted:
+			compacted = r.Value
+		}
+	}
+	return current, compacted, nil
+}
+
+// Events implements storage.Interface.
+func (s *Store) Events(ctx context.Context, since int64, limit int) ([]storage.Event, error) {
+	var out []storage.Event
+	err := s.read(ctx, func(tx *gorm.DB) error {
+		_, compacted, err := revisions(tx)
+		if err != nil {
+			return err
+		}
+		if since < compacted {
+			return &storage.TooOldError{Requested: since, Compacted: compacted}
+		}
+		var rows []eventRow
+		if err := tx.Omit("prev_object").Where("revision > ?", since).Order("revision").Limit(limit).Find(&rows).Error; err != nil {
+			return err
+		}
+		out = make([]storage.Event, len(rows))
+		for i := range rows {
+			out[i] = rows[i].event()
+		}
+		return nil
+	})
+	return out, err
+}
+
+// compactStep bounds one DELETE of the log, so compaction never holds a
+// huge transaction.
+const compactStep = 5000
+
+// Compact implements storage.Interface.
+func (s *Store) Compact(ctx context.Context, revision int64) error {
+	db := s.db.WithContext(ctx)
+	current, compacted, err := revisions(db)
+	if err != nil {
+		return err
+	}
+	if revision > current {
+		return &storage.TooLargeError{Requested: revision, Current: current}
+	}
+	if revision <= compacted {
+		return nil
+	}
+	// Raise the mark first: from then on no reader relies on what is dropped.
+	if err := db.Model(&metaRow{}).Where("name = ? AND value < ?", metaCompacted, revision).Update("value", revision).Error; err != nil {
+		return err
+	}
+	for lo := compacted; lo < revision; lo += compactStep {
+		hi := min(lo+compactStep, revision)
+		if err := db.Where("revision > ? AND revision <= ?", lo, hi).Delete(&eventRow{}).Error; err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// read runs fn in a read-only snapshot where the database has them.
+func (s *Store) read(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	return s.db.WithContext(ctx).Transaction(fn, s.dialect.readTx)
+}

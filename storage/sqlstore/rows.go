@@ -1,0 +1,73 @@
+package sqlstore
+
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/panorama-io/panorama/storage"
+)
+
+type resourceRow struct {
+	Revision              int64  `gorm:"column:revision;primaryKey;autoIncrement:false"`
+	Cluster               string `gorm:"column:cluster"`
+	Group                 string `gorm:"column:api_group"`
+	Version               string `gorm:"column:version"`
+	Resource              string `gorm:"column:resource"`
+	Namespace             string `gorm:"column:namespace"`
+	Name                  string `gorm:"column:name"`
+	Kind                  string `gorm:"column:kind"`
+	UID                   string `gorm:"column:uid"`
+	OwnerUID              string `gorm:"column:owner_uid"`
+	Created               int64  `gorm:"column:created_at"`
+	MemberResourceVersion string `gorm:"column:member_resource_version"`
+	Object                []byte `gorm:"column:object"`
+}
+
+func (resourceRow) TableName() string { return resourcesTable }
+
+func (r *resourceRow) object() storage.Object {
+	return storage.Object{
+		Key: storage.Key{
+			Cluster: r.Cluster, GVR: schema.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Resource},
+			Namespace: r.Namespace, Name: r.Name,
+		},
+		Kind: r.Kind, UID: r.UID, OwnerUID: r.OwnerUID, CreatedAt: r.Created,
+		MemberResourceVersion: r.MemberResourceVersion, Revision: r.Revision, Data: r.Object,
+	}
+}
+
+type attributeRow struct {
+	Revision int64  `gorm:"column:resource_revision;primaryKey;autoIncrement:false"`
+	Kind     string `gorm:"column:kind;primaryKey"`
+	Key      string `gorm:"column:attr_key;primaryKey"`
+	Value    string `gorm:"column:attr_value"`
+}
+
+func (attributeRow) TableName() string { return attributesTable }
+
+type eventRow struct {
+	Revision   int64  `gorm:"column:revision;primaryKey;autoIncrement:false"`
+	Type       string `gorm:"column:type"`
+	Cluster    string `gorm:"column:cluster"`
+	Group      string `gorm:"column:api_group"`
+	Version    string `gorm:"column:version"`
+	Resource   string `gorm:"column:resource"`
+	Namespace  string `gorm:"column:namespace"`
+	Name       string `gorm:"column:name"`
+	Object     []byte `gorm:"column:object"`
+	PrevObject []byte `gorm:"column:prev_object"`
+}
+
+func (eventRow) TableName() string { return eventsTable }
+
+func (e *eventRow) event() storage.Event {
+	return storage.Event{
+		Revision: e.Revision,
+		Type:     watch.EventType(e.Type),
+		Key: storage.Key{
+			Cluster: e.Cluster, GVR: schema.GroupVersionResource{Group: e.Group, Version: e.Version, Resource: e.Resource},
+			Namespace: e.Namespace, Name: e.Name,
+		},
+		Object: e.Object,
+	}
+}

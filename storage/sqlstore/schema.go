@@ -1,0 +1,157 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+
+	"gorm.io/gorm/clause"
+)
+
+// Column sizes bound what a write may hold. MySQL's index key limit (3072
+// bytes, 4 bytes a character) is what makes the unique key fit.
+const (
+	maxClusterLen    = 128
+	maxGroupLen      = 128
+	maxVersionLen    = 64
+	maxResourceLen   = 128
+	maxNamespaceLen  = 64
+	maxNameLen       = 253
+	maxAttrKeyLen    = 317
+	maxAttrValueLen  = 512
+	maxMemberRVLen   = 253
+	maxUIDLen        = 64
+	maxKindLen       = 128
+	metaRevision     = "revision"
+	metaCompacted    = "compacted"
+	attrKindLabel    = "l"
+	attrKindField    = "f"
+	resourcesTable   = "resources"
+	attributesTable  = "attributes"
+	eventsTable      = "events"
+	metaTable        = "panorama_meta"
+	migrationsTable  = "panorama_schema_migrations"
+)
+
+var keyColumns = []column{
+	{name: "cluster", typ: "s128"},
+	{name: "api_group", typ: "s128"},
+	{name: "version", typ: "s64"},
+	{name: "resource", typ: "s128"},
+	{name: "namespace", typ: "s64"},
+	{name: "name", typ: "s253"},
+}
+
+// migrations are applied in order, once each; every statement is safe to
+// run twice, so replicas starting together need no lock.
+var migrations = []struct {
+	version int64
+	tables  []table
+}{{
+	version: 1,
+	tables: []table{
+		{
+			// One row per live object, keyed by the revision that wrote it:
+			// an update deletes the old row and inserts a new one, so the
+			// attributes of a row never change and need no row id of their own.
+			name: resourcesTable,
+			columns: append(append([]column{{name: "revision", typ: "bigint"}}, keyColumns...),
+				column{name: "kind", typ: "s128"},
+				column{name: "uid", typ: "s64"},
+				column{name: "owner_uid", typ: "s64"},
+				column{name: "created_at", typ: "bigint"},
+				column{name: "member_resource_version", typ: "s253"},
+				column{name: "object", typ: "blob"},
+			),
+			primaryKey: []string{"revision"},
+			indexes: []index{
+				{name: "resources_key", unique: true, columns: []string{"api_group", "version", "resource", "cluster", "namespace", "name"}},
+				{name: "resources_namespace_name", columns: []string{"api_group", "version", "resource", "namespace", "name"}},
+				{name: "resources_created", columns: []string{"api_group", "version", "resource", "created_at"}},
+				{name: "resources_name", columns: []string{"name"}},
+				{name: "resources_owner", columns: []string{"owner_uid"}},
+				{name: "resources_uid", columns: []string{"uid"}},
+			},
+		},
+		{
+			// Labels and selectable fields, one row each, so selectors are
+			// index lookups rather than scans of JSON.
+			name: attributesTable,
+			columns: []column{
+				{name: "resource_revision", typ: "bigint"},
+				{name: "kind", typ: "char1"},
+				{name: "attr_key", typ: "s317"},
+				{name: "attr_value", typ: "s512"},
+			},
+			primaryKey: []string{"resource_revision", "kind", "attr_key"},
+			indexes: []index{
+				{name: "attributes_lookup", columns: []string{"kind", "attr_key:190", "attr_value:190"}},
+			},
+		},
+		{
+			// The change log: the resourceVersion clients see is its revision.
+			// prev_object is the state before the change, which lets a list be
+			// served as of an older revision.
+			name: eventsTable,
+			columns: append(append([]column{{name: "revision", typ: "bigint"}, {name: "type", typ: "s16"}}, keyColumns...),
+				column{name: "object", typ: "blob"},
+				column{name: "prev_object", typ: "blob", nullable: true},
+			),
+			primaryKey: []string{"revision"},
+			indexes: []index{
+				{name: "events_resource", columns: []string{"api_group", "version", "resource", "revision"}},
+			},
+		},
+		{
+			name:       metaTable,
+			columns:    []column{{name: "name", typ: "s64"}, {name: "value", typ: "bigint"}},
+			primaryKey: []string{"name"},
+		},
+	},
+}}
+
+type metaRow struct {
+	Name  string `gorm:"column:name;primaryKey"`
+	Value int64  `gorm:"column:value"`
+}
+
+func (metaRow) TableName() string { return metaTable }
+
+type migrationRow struct {
+	Version int64 `gorm:"column:version;primaryKey;autoIncrement:false"`
+}
+
+func (migrationRow) TableName() string { return migrationsTable }
+
+func (s *Store) migrate(ctx context.Context) error {
+	db := s.db.WithContext(ctx)
+	for _, stmt := range s.dialect.ddl(table{name: migrationsTable, columns: []column{{name: "version", typ: "bigint"}}, primaryKey: []string{"version"}}) {
+		if err := db.Exec(stmt).Error; err != nil {
+			return fmt.Errorf("creating %s: %w", migrationsTable, err)
+		}
+	}
+	var applied []int64
+	if err := db.Model(&migrationRow{}).Pluck("version", &applied).Error; err != nil {
+		return err
+	}
+	done := map[int64]bool{}
+	for _, v := range applied {
+		done[v] = true
+	}
+	for _, m := range migrations {
+		if done[m.version] {
+			continue
+		}
+		for _, t := range m.tables {
+			for _, stmt := range s.dialect.ddl(t) {
+				if err := db.Exec(stmt).Error; err != nil {
+					return fmt.Errorf("migration %d: %w", m.version, err)
+				}
+			}
+		}
+		if err := db.Clauses(clause.OnConflict{DoNothing: true}).Create(&migrationRow{Version: m.version}).Error; err != nil {
+			return err
+		}
+	}
+	seed := []metaRow{{Name: metaRevision}, {Name: metaCompacted}}
+	return db.Clauses(clause.OnConflict{DoNothing: true}).Create(&seed).Error
+}

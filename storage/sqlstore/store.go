@@ -1,0 +1,142 @@
+// Package sqlstore implements storage.Interface over SQL through gorm, for
+// MySQL/MariaDB, PostgreSQL and SQLite.
+//
+// Writers serialize on one counter row (panorama_meta.revision), locked for
+// the length of each write transaction. Transactions therefore commit in
+// revision order, and a reader that tails the log by "revision > last seen"
+// never misses a revision that commits late.
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/glebarez/sqlite"
+	"github.com/spf13/pflag"
+	"gorm.io/driver/mysql"
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/panorama-io/panorama/storage"
+)
+
+// Options select and reach the database.
+type Options struct {
+	// Driver is sqlite, mysql or postgres.
+	Driver string
+	// DSN is the driver's data source name; for sqlite, a file path.
+	DSN string
+	// MaxOpenConns bounds the connection pool (not for sqlite, which uses one).
+	MaxOpenConns int
+}
+
+// DefaultSQLiteFile is where the zero-setup default keeps its data.
+const DefaultSQLiteFile = "panorama.db"
+
+// AddFlags binds the standard storage flags.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Driver, "storage", "sqlite", "Storage backend: sqlite, mysql or postgres.")
+	fs.StringVar(&o.DSN, "storage-dsn", "", "Data source name of the backend; for sqlite a file path (default "+DefaultSQLiteFile+"). "+
+		"mysql: user:pass@tcp(host:3306)/db, postgres: host=... user=... dbname=... or postgres://...")
+	fs.IntVar(&o.MaxOpenConns, "storage-max-open-conns", 20, "Maximum open connections to the backend.")
+}
+
+// Store is the SQL storage.
+type Store struct {
+	db      *gorm.DB
+	dialect *dialect
+
+	mu      sync.Mutex
+	changed chan struct{}
+}
+
+var _ storage.Interface = (*Store)(nil)
+
+// Open connects, migrates the schema and returns a ready Store.
+func Open(ctx context.Context, o Options) (*Store, error) {
+	d, ok := dialects[o.Driver]
+	if !ok {
+		return nil, fmt.Errorf("unknown storage backend %q (want sqlite, mysql or postgres)", o.Driver)
+	}
+	var dialector gorm.Dialector
+	switch o.Driver {
+	case "mysql":
+		if o.DSN == "" {
+			return nil, errors.New("--storage-dsn is required for mysql")
+		}
+		dialector = mysql.Open(o.DSN)
+	case "postgres":
+		if o.DSN == "" {
+			return nil, errors.New("--storage-dsn is required for postgres")
+		}
+		dialector = postgres.Open(o.DSN)
+	case "sqlite":
+		file := o.DSN
+		if file == "" {
+			file = DefaultSQLiteFile
+		}
+		// WAL lets readers run beside the writer; the busy timeout covers
+		// another process holding the file.
+		dialector = sqlite.Open(file + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)")
+	}
+	db, err := gorm.Open(dialector, &gorm.Config{
+		Logger: logger.New(log.New(os.Stderr, "", log.LstdFlags), logger.Config{
+			SlowThreshold: 10 * time.Second, LogLevel: logger.Warn, IgnoreRecordNotFoundError: true,
+		}),
+		SkipDefaultTransaction: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", o.Driver, err)
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		return nil, err
+	}
+	if o.Driver == "sqlite" {
+		// One connection: SQLite has one writer, and a pool would only turn
+		// that into busy errors.
+		sqlDB.SetMaxOpenConns(1)
+	} else if o.MaxOpenConns > 0 {
+		sqlDB.SetMaxOpenConns(o.MaxOpenConns)
+		sqlDB.SetMaxIdleConns(o.MaxOpenConns)
+	}
+	if err := sqlDB.PingContext(ctx); err != nil {
+		_ = sqlDB.Close()
+		return nil, fmt.Errorf("connecting to %s: %w", o.Driver, err)
+	}
+	s := &Store{db: db, dialect: d, changed: make(chan struct{})}
+	if err := s.migrate(ctx); err != nil {
+		_ = sqlDB.Close()
+		return nil, fmt.Errorf("migrating %s schema: %w", o.Driver, err)
+	}
+	return s, nil
+}
+
+// Changed implements storage.Interface.
+func (s *Store) Changed() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.changed
+}
+
+func (s *Store) notify() {
+	s.mu.Lock()
+	close(s.changed)
+	s.changed = make(chan struct{})
+	s.mu.Unlock()
+}
+
+// Close implements storage.Interface.
+func (s *Store) Close() error {
+	sqlDB, err := s.db.DB()
+	if err != nil {
+		return err
+	}
+	return sqlDB.Close()
+}

@@ -1,0 +1,317 @@
+package sqlstore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/panorama-io/panorama/storage"
+)
+
+const (
+	// keyChunk bounds the names of one IN list.
+	keyChunk = 500
+	// insertBytes bounds one multi-row INSERT, well under MySQL's default
+	// max_allowed_packet, whatever the objects' size.
+	insertBytes = 4 << 20
+	insertRows  = 500
+	// deleteChunk is how many rows one transaction of DeleteResource drops.
+	deleteChunk = 1000
+)
+
+// op is one change that survives the skip rules, in batch order.
+type op struct {
+	typ watch.EventType
+	obj *unstructured.Unstructured // ADDED, MODIFIED
+	old *resourceRow               // MODIFIED, DELETED
+	ns  string
+	nm  string
+}
+
+// Apply implements storage.Interface.
+func (s *Store) Apply(ctx context.Context, cluster string, gvr schema.GroupVersionResource, changes []storage.Change) (int64, error) {
+	if err := validateTarget(cluster, gvr); err != nil {
+		return 0, err
+	}
+	for i := range changes {
+		if err := validateName(changes[i].Namespace, changes[i].Name); err != nil {
+			return 0, err
+		}
+	}
+	return s.write(ctx, func(tx *gorm.DB, base int64) (int64, error) {
+		existing, err := s.existing(tx, cluster, gvr, changes)
+		if err != nil {
+			return 0, err
+		}
+		ops := plan(changes, existing)
+		return int64(len(ops)), s.applyOps(tx, cluster, gvr, base, ops)
+	})
+}
+
+// DeleteResource implements storage.Interface.
+func (s *Store) DeleteResource(ctx context.Context, cluster string, gvr schema.GroupVersionResource) (int64, error) {
+	rev, _, err := s.Revision(ctx)
+	for err == nil {
+		var n int64
+		rev, err = s.write(ctx, func(tx *gorm.DB, base int64) (int64, error) {
+			q := tx.Where("cluster = ?", cluster)
+			if !gvr.Empty() {
+				q = q.Where("api_group = ? AND version = ? AND resource = ?", gvr.Group, gvr.Version, gvr.Resource)
+			}
+			var rows []resourceRow
+			if err := q.Order("revision").Limit(deleteChunk).Find(&rows).Error; err != nil {
+				return 0, err
+			}
+			// Rows of several resources: one log entry each, under its own key.
+			byGVR := map[schema.GroupVersionResource][]op{}
+			var order []schema.GroupVersionResource
+			for i := range rows {
+				r := &rows[i]
+				g := schema.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Resource}
+				if _, ok := byGVR[g]; !ok {
+					order = append(order, g)
+				}
+				byGVR[g] = append(byGVR[g], op{typ: watch.Deleted, old: r, ns: r.Namespace, nm: r.Name})
+			}
+			next := base
+			for _, g := range order {
+				if err := s.applyOps(tx, cluster, g, next, byGVR[g]); err != nil {
+					return 0, err
+				}
+				next += int64(len(byGVR[g]))
+			}
+			n = int64(len(rows))
+			return n, nil
+		})
+		if n < deleteChunk {
+			break
+		}
+	}
+	return rev, err
+}
+
+// write runs fn in a transaction that holds the revision counter. fn gets
+// the revision before it and returns how many revisions it used.
+func (s *Store) write(ctx context.Context, fn func(tx *gorm.DB, base int64) (int64, error)) (int64, error) {
+	var rev, used int64
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var base int64
+		if err := tx.Raw("SELECT value FROM "+metaTable+" WHERE name = ?"+s.dialect.forUpdate, metaRevision).Scan(&base).Error; err != nil {
+			return err
+		}
+		n, err := fn(tx, base)
+		if err != nil {
+			return err
+		}
+		used, rev = n, base+n
+		if n == 0 {
+			return nil
+		}
+		return tx.Model(&metaRow{}).Where("name = ?", metaRevision).Update("value", rev).Error
+	}, s.dialect.writeTx)
+	if err != nil {
+		return 0, err
+	}
+	if used > 0 {
+		s.notify()
+	}
+	return rev, nil
+}
+
+func (s *Store) existing(tx *gorm.DB, cluster string, gvr schema.GroupVersionResource, changes []storage.Change) (map[storage.NamespacedName]*resourceRow, error) {
+	names := make([]string, 0, len(changes))
+	seen := map[string]bool{}
+	for _, c := range changes {
+		if !seen[c.Name] {
+			seen[c.Name] = true
+			names = append(names, c.Name)
+		}
+	}
+	out := map[storage.NamespacedName]*resourceRow{}
+	for start := 0; start < len(names); start += keyChunk {
+		var rows []resourceRow
+		err := tx.Where("api_group = ? AND version = ? AND resource = ? AND cluster = ? AND name IN ?",
+			gvr.Group, gvr.Version, gvr.Resource, cluster, names[start:min(start+keyChunk, len(names))]).Find(&rows).Error
+		if err != nil {
+			return nil, err
+		}
+		for i := range rows {
+			out[storage.NamespacedName{Namespace: rows[i].Namespace, Name: rows[i].Name}] = &rows[i]
+		}
+	}
+	return out, nil
+}
+
+// plan turns a batch into the writes it needs: the last change of a key wins,
+// unchanged upserts and deletes of absent objects drop out.
+func plan(changes []storage.Change, existing map[storage.NamespacedName]*resourceRow) []op {
+	last := make(map[storage.NamespacedName]int, len(changes))
+	for i, c := range changes {
+		last[storage.NamespacedName{Namespace: c.Namespace, Name: c.Name}] = i
+	}
+	ops := make([]op, 0, len(last))
+	for i, c := range changes {
+		k := storage.NamespacedName{Namespace: c.Namespace, Name: c.Name}
+		if last[k] != i {
+			continue
+		}
+		old := existing[k]
+		switch {
+		case c.Object == nil && old == nil:
+		case c.Object == nil:
+			ops = append(ops, op{typ: watch.Deleted, old: old, ns: c.Namespace, nm: c.Name})
+		case old == nil:
+			ops = append(ops, op{typ: watch.Added, obj: c.Object, ns: c.Namespace, nm: c.Name})
+		case old.MemberResourceVersion != c.Object.GetResourceVersion() || c.Object.GetResourceVersion() == "":
+			ops = append(ops, op{typ: watch.Modified, obj: c.Object, old: old, ns: c.Namespace, nm: c.Name})
+		}
+	}
+	return ops
+}
+
+// applyOps writes ops with revisions base+1, base+2, ...
+func (s *Store) applyOps(tx *gorm.DB, cluster string, gvr schema.GroupVersionResource, base int64, ops []op) error {
+	if len(ops) == 0 {
+		return nil
+	}
+	var (
+		oldRevs []int64
+		rows    []resourceRow
+		attrs   []attributeRow
+		events  = make([]eventRow, 0, len(ops))
+	)
+	for i, o := range ops {
+		rev := base + int64(i) + 1
+		ev := eventRow{
+			Revision: rev, Type: string(o.typ), Cluster: cluster,
+			Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource, Namespace: o.ns, Name: o.nm,
+		}
+		if o.old != nil {
+			oldRevs = append(oldRevs, o.old.Revision)
+			ev.PrevObject = o.old.Object
+		}
+		if o.typ == watch.Deleted {
+			data, err := withRevision(o.old.Object, rev)
+			if err != nil {
+				return err
+			}
+			ev.Object = data
+			events = append(events, ev)
+			continue
+		}
+		row, rowAttrs, err := newRow(cluster, gvr, rev, o.obj)
+		if err != nil {
+			return err
+		}
+		ev.Object = row.Object
+		rows = append(rows, row)
+		attrs = append(attrs, rowAttrs...)
+		events = append(events, ev)
+	}
+	for start := 0; start < len(oldRevs); start += keyChunk {
+		chunk := oldRevs[start:min(start+keyChunk, len(oldRevs))]
+		if err := tx.Where("resource_revision IN ?", chunk).Delete(&attributeRow{}).Error; err != nil {
+			return err
+		}
+		if err := tx.Where("revision IN ?", chunk).Delete(&resourceRow{}).Error; err != nil {
+			return err
+		}
+	}
+	if err := insertChunked(tx, rows, func(r *resourceRow) int { return len(r.Object) }); err != nil {
+		return err
+	}
+	if err := insertChunked(tx, attrs, func(*attributeRow) int { return 64 }); err != nil {
+		return err
+	}
+	return insertChunked(tx, events, func(e *eventRow) int { return len(e.Object) + len(e.PrevObject) })
+}
+
+// insertChunked inserts rows in multi-row statements bounded by count and bytes.
+func insertChunked[T any](tx *gorm.DB, rows []T, size func(*T) int) error {
+	for start := 0; start < len(rows); {
+		end, bytes := start, 0
+		for end < len(rows) && end-start < insertRows && (end == start || bytes+size(&rows[end]) <= insertBytes) {
+			bytes += size(&rows[end])
+			end++
+		}
+		if err := tx.Omit(clause.Associations).Create(rows[start:end]).Error; err != nil {
+			return err
+		}
+		start = end
+	}
+	return nil
+}
+
+// newRow makes the stored form of u: metadata.resourceVersion becomes the
+// global revision, the member's one moves to an annotation, and the cluster
+// is named, so that the bytes can be served as they are.
+func newRow(cluster string, gvr schema.GroupVersionResource, rev int64, u *unstructured.Unstructured) (resourceRow, []attributeRow, error) {
+	d := storage.Describe(u)
+	if len(d.MemberResourceVersion) > maxMemberRVLen || len(d.UID) > maxUIDLen || len(d.OwnerUID) > maxUIDLen || len(d.Kind) > maxKindLen {
+		return resourceRow{}, nil, storage.Invalid("metadata", "object %s/%s has a field longer than storage allows", d.Namespace, d.Name)
+	}
+	ann := u.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[storage.ClusterAnnotation] = cluster
+	ann[storage.MemberResourceVersionAnnotation] = d.MemberResourceVersion
+	u.SetAnnotations(ann)
+	u.SetResourceVersion(strconv.FormatInt(rev, 10))
+	data, err := u.MarshalJSON()
+	if err != nil {
+		return resourceRow{}, nil, fmt.Errorf("encoding %s/%s: %w", d.Namespace, d.Name, err)
+	}
+	row := resourceRow{
+		Revision: rev, Cluster: cluster, Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource,
+		Namespace: d.Namespace, Name: d.Name, Kind: d.Kind, UID: d.UID, OwnerUID: d.OwnerUID,
+		Created: d.CreatedAt, MemberResourceVersion: d.MemberResourceVersion, Object: data,
+	}
+	attrs := make([]attributeRow, 0, len(d.Labels)+len(d.Fields))
+	for k, v := range d.Labels {
+		if len(k) > maxAttrKeyLen || len(v) > maxAttrValueLen {
+			return resourceRow{}, nil, storage.Invalid("metadata.labels", "label %q of %s/%s is longer than storage allows", k, d.Namespace, d.Name)
+		}
+		attrs = append(attrs, attributeRow{Revision: rev, Kind: attrKindLabel, Key: k, Value: v})
+	}
+	for k, v := range d.Fields {
+		attrs = append(attrs, attributeRow{Revision: rev, Kind: attrKindField, Key: k, Value: v})
+	}
+	return row, attrs, nil
+}
+
+// withRevision returns data with metadata.resourceVersion set to rev: a
+// DELETED event carries the last state at the deletion's revision.
+func withRevision(data []byte, rev int64) ([]byte, error) {
+	var obj map[string]any
+	if err := json.Unmarshal(data, &obj); err != nil {
+		return nil, err
+	}
+	u := unstructured.Unstructured{Object: obj}
+	u.SetResourceVersion(strconv.FormatInt(rev, 10))
+	return u.MarshalJSON()
+}
+
+func validateTarget(cluster string, gvr schema.GroupVersionResource) error {
+	switch {
+	case cluster == "" || len(cluster) > maxClusterLen:
+		return storage.Invalid("cluster", "must have 1 to %d characters", maxClusterLen)
+	case len(gvr.Group) > maxGroupLen, gvr.Version == "" || len(gvr.Version) > maxVersionLen, gvr.Resource == "" || len(gvr.Resource) > maxResourceLen:
+		return storage.Invalid("resource", "%v is not a storable resource", gvr)
+	}
+	return nil
+}
+
+func validateName(namespace, name string) error {
+	if name == "" || len(name) > maxNameLen || len(namespace) > maxNamespaceLen {
+		return storage.Invalid("metadata.name", "%q/%q is not a storable name", namespace, name)
+	}
+	return nil
+}

@@ -1,0 +1,93 @@
+// Package storage is the contract between the sync side, which writes what
+// member clusters hold, and the API side, which serves it: a store of the
+// current objects plus a revisioned log of every change.
+//
+// Every change gets the next value of one global revision. That revision is
+// the resourceVersion clients see, so a list or watch across all clusters is
+// consistent and resumable from a single integer.
+package storage
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// Annotations set on every stored object.
+const (
+	// ClusterAnnotation names the member cluster an object comes from.
+	ClusterAnnotation = "panorama.io/cluster"
+	// MemberResourceVersionAnnotation keeps the object's resourceVersion in
+	// its member cluster; metadata.resourceVersion becomes the global revision.
+	MemberResourceVersionAnnotation = "panorama.io/member-resource-version"
+)
+
+// Key names one object of one member cluster.
+type Key struct {
+	Cluster   string
+	GVR       schema.GroupVersionResource
+	Namespace string
+	Name      string
+}
+
+// Change is one write of a batch: an upsert of Object, or, when Object is nil,
+// a delete of Namespace/Name.
+type Change struct {
+	Object    *unstructured.Unstructured
+	Namespace string
+	Name      string
+}
+
+// Upsert makes a Change that stores obj.
+func Upsert(obj *unstructured.Unstructured) Change {
+	return Change{Object: obj, Namespace: obj.GetNamespace(), Name: obj.GetName()}
+}
+
+// Delete makes a Change that removes namespace/name.
+func Delete(namespace, name string) Change { return Change{Namespace: namespace, Name: name} }
+
+// Event is one entry of the change log.
+type Event struct {
+	Revision int64
+	Type     watch.EventType
+	Key      Key
+	// Object is the object as served after the change; for DELETED, its last
+	// state with resourceVersion set to the deletion's revision.
+	Object []byte
+}
+
+// Interface is what both sides use. Implementations are safe for concurrent
+// use; several processes may share one database.
+type Interface interface {
+	// Apply writes a batch of changes to one resource of one cluster in one
+	// transaction. Upserts whose member resourceVersion equals the stored one,
+	// and deletes of absent objects, are skipped. It returns the revision after
+	// the batch.
+	Apply(ctx context.Context, cluster string, gvr schema.GroupVersionResource, changes []Change) (int64, error)
+	// DeleteResource removes every object of one resource of one cluster;
+	// gvr zero removes every resource of the cluster. Each removal is logged.
+	DeleteResource(ctx context.Context, cluster string, gvr schema.GroupVersionResource) (int64, error)
+	// Get returns one object; ErrNotFound when absent.
+	Get(ctx context.Context, key Key) (*Object, error)
+	// List returns the objects matching q at one revision, a page at a time.
+	List(ctx context.Context, q *ListQuery) (*ListResult, error)
+	// MemberVersions maps namespace/name to member resourceVersion for one
+	// resource of one cluster: what a synchronizer needs to resume or diff.
+	MemberVersions(ctx context.Context, cluster string, gvr schema.GroupVersionResource) (map[NamespacedName]string, error)
+	// Events returns up to limit log entries after revision since, oldest
+	// first; a TooOldError when since is below the compacted revision.
+	Events(ctx context.Context, since int64, limit int) ([]Event, error)
+	// Revision returns the current and the compacted revision.
+	Revision(ctx context.Context) (current, compacted int64, err error)
+	// Compact drops log entries up to and including revision.
+	Compact(ctx context.Context, revision int64) error
+	// Changed returns a channel closed at the next write by this process, so
+	// in-process readers need not wait for a poll.
+	Changed() <-chan struct{}
+	Close() error
+}
+
+// NamespacedName is an object's name within one cluster and resource.
+type NamespacedName struct{ Namespace, Name string }
