@@ -1,0 +1,221 @@
+package sqlstore_test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/panorama-io/panorama/storage"
+)
+
+var (
+	podsGVR        = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	deploymentsGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	replicaSetsGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "replicasets"}
+	baseTime       = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
+// object builds a member object the way a synchronizer hands it over.
+func object(kind, ns, name, memberRV string, mutate ...func(u *unstructured.Unstructured)) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": kind,
+		"metadata": map[string]any{
+			"name": name, "namespace": ns, "resourceVersion": memberRV,
+			"uid": uidOf(kind, ns, name), "creationTimestamp": baseTime.Format(time.RFC3339),
+		},
+	}}
+	for _, m := range mutate {
+		m(u)
+	}
+	return u
+}
+
+func uidOf(kind, ns, name string) string {
+	sum := sha256.Sum256([]byte(kind + "/" + ns + "/" + name))
+	return hex.EncodeToString(sum[:16])
+}
+
+// world is a generated set of objects in several clusters: deployments own
+// replicasets own pods, so owner queries have depth.
+type world struct {
+	objects map[storage.Key]*storage.Object // as stored, kept by the test independently of the store
+}
+
+var (
+	clusters   = []string{"east", "west", "north"}
+	namespaces = []string{"default", "kube-system", "web", "db"}
+	appValues  = []string{"web", "db", "cache", "o.hara"}
+	tierValues = []string{"front", "back"}
+	phases     = []string{"Running", "Pending", "Failed"}
+	nodes      = []string{"node-a", "node-b", "node-c"}
+)
+
+func generate(t *testing.T, s storage.Interface, rng *rand.Rand, perCluster int) *world {
+	t.Helper()
+	ctx := context.Background()
+	w := &world{objects: map[storage.Key]*storage.Object{}}
+	for _, c := range clusters {
+		byGVR := map[schema.GroupVersionResource][]storage.Change{}
+		for i := range perCluster {
+			ns := namespaces[rng.IntN(len(namespaces))]
+			created := baseTime.Add(time.Duration(rng.IntN(1000)) * time.Hour)
+			dep := object("Deployment", ns, fmt.Sprintf("app-%d", i), "1", withLabels(rng), withCreated(created))
+			byGVR[deploymentsGVR] = append(byGVR[deploymentsGVR], storage.Upsert(dep))
+			rs := object("ReplicaSet", ns, fmt.Sprintf("app-%d-rs", i), "1", withLabels(rng), withOwner(dep), withCreated(created.Add(time.Minute)))
+			byGVR[replicaSetsGVR] = append(byGVR[replicaSetsGVR], storage.Upsert(rs))
+			for j := range 1 + rng.IntN(3) {
+				pod := object("Pod", ns, fmt.Sprintf("app-%d-rs-%d", i, j), "1", withLabels(rng), withOwner(rs), withPodFields(rng),
+					withCreated(created.Add(time.Duration(j+2)*time.Minute)))
+				byGVR[podsGVR] = append(byGVR[podsGVR], storage.Upsert(pod))
+			}
+		}
+		for gvr, changes := range byGVR {
+			keep := make([]*unstructured.Unstructured, len(changes))
+			for i := range changes {
+				keep[i] = changes[i].Object
+			}
+			if _, err := s.Apply(ctx, c, gvr, changes); err != nil {
+				t.Fatalf("apply: %v", err)
+			}
+			for _, u := range keep {
+				w.put(c, gvr, u)
+			}
+		}
+	}
+	return w
+}
+
+func (w *world) put(cluster string, gvr schema.GroupVersionResource, u *unstructured.Unstructured) {
+	data, _ := u.MarshalJSON()
+	o, err := storage.DecodeStored(data)
+	if err != nil {
+		panic(err)
+	}
+	o.Cluster, o.GVR = cluster, gvr
+	w.objects[o.Key] = &o
+}
+
+// expect is the brute-force answer to q: every object, filtered in Go,
+// owners resolved by walking the generated objects.
+func (w *world) expect(q *storage.ListQuery) []storage.Key {
+	var owners storage.OwnerSet
+	if q.HasOwnerFilter() {
+		owners = storage.OwnerSet{}
+		inScope := func(o *storage.Object) bool { return len(q.Clusters) == 0 || slices.Contains(q.Clusters, o.Cluster) }
+		for _, o := range w.objects {
+			if !inScope(o) {
+				continue
+			}
+			if q.OwnerUID == o.UID || (q.OwnerName != "" && q.OwnerName == o.Name &&
+				(q.OwnerGroupResource == nil || (o.GVR.Group == q.OwnerGroupResource.Group && o.GVR.Resource == q.OwnerGroupResource.Resource))) {
+				owners[o.UID] = struct{}{}
+			}
+		}
+		for range q.OwnerSeniority {
+			next := storage.OwnerSet{}
+			for _, o := range w.objects {
+				if _, ok := owners[o.OwnerUID]; ok && inScope(o) {
+					next[o.UID] = struct{}{}
+				}
+			}
+			owners = next
+		}
+	}
+	var out []*storage.Object
+	for _, o := range w.objects {
+		if q.Matches(o, owners) {
+			out = append(out, o)
+		}
+	}
+	order := q.Order()
+	slices.SortFunc(out, func(a, b *storage.Object) int { return storage.Compare(order, a, b) })
+	keys := make([]storage.Key, len(out))
+	for i, o := range out {
+		keys[i] = o.Key
+	}
+	return keys
+}
+
+// listAll pages through q and returns the keys in order and the revision of
+// the first page.
+func listAll(t *testing.T, s storage.Interface, q storage.ListQuery, between func()) ([]storage.Key, []storage.Object, int64) {
+	t.Helper()
+	var keys []storage.Key
+	var objs []storage.Object
+	var rev int64
+	for page := 0; ; page++ {
+		res, err := s.List(context.Background(), &q)
+		if err != nil {
+			t.Fatalf("list page %d of %+v: %v", page, q, err)
+		}
+		if page == 0 {
+			rev = res.Revision
+		} else if res.Revision != rev {
+			t.Fatalf("page %d at revision %d, first page at %d", page, res.Revision, rev)
+		}
+		if q.Limit > 0 && int64(len(res.Objects)) > q.Limit {
+			t.Fatalf("page of %d objects over limit %d", len(res.Objects), q.Limit)
+		}
+		for _, o := range res.Objects {
+			keys = append(keys, o.Key)
+			objs = append(objs, o)
+		}
+		if res.Continue == "" {
+			return keys, objs, rev
+		}
+		if page > 10000 {
+			t.Fatal("paging does not end")
+		}
+		q.Continue = res.Continue
+		if between != nil {
+			between()
+		}
+	}
+}
+
+func withLabels(rng *rand.Rand) func(*unstructured.Unstructured) {
+	return func(u *unstructured.Unstructured) {
+		l := map[string]string{}
+		if rng.IntN(5) > 0 {
+			l["app"] = appValues[rng.IntN(len(appValues))]
+		}
+		if rng.IntN(2) == 0 {
+			l["tier"] = tierValues[rng.IntN(len(tierValues))]
+		}
+		if rng.IntN(4) == 0 {
+			l["example.com/canary"] = "true"
+		}
+		u.SetLabels(l)
+	}
+}
+
+func withOwner(owner *unstructured.Unstructured) func(*unstructured.Unstructured) {
+	return func(u *unstructured.Unstructured) {
+		yes := true
+		u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "apps/v1", Kind: owner.GetKind(), Name: owner.GetName(), UID: owner.GetUID(), Controller: &yes}})
+	}
+}
+
+func withCreated(t time.Time) func(*unstructured.Unstructured) {
+	return func(u *unstructured.Unstructured) { u.SetCreationTimestamp(metav1.NewTime(t)) }
+}
+
+func withPodFields(rng *rand.Rand) func(*unstructured.Unstructured) {
+	return func(u *unstructured.Unstructured) {
+		if rng.IntN(6) > 0 {
+			_ = unstructured.SetNestedField(u.Object, phases[rng.IntN(len(phases))], "status", "phase")
+		}
+		if rng.IntN(6) > 0 {
+			_ = unstructured.SetNestedField(u.Object, nodes[rng.IntN(len(nodes))], "spec", "nodeName")
+		}
+	}
+}
