@@ -163,12 +163,15 @@ func (q *ListQuery) Validate() error {
 	return nil
 }
 
-// Order is the full ordering of the query: its terms, then the key.
+// Order is the full ordering of the query: its terms, then the key fields it
+// lacks. The key fields run in the direction of the last term, so that an
+// ordering in one direction is one index scan, forwards or backwards.
 func (q *ListQuery) Order() []OrderBy {
 	out := slices.Clone(q.OrderBy)
+	desc := len(out) > 0 && out[len(out)-1].Desc
 	for _, f := range keyOrder {
 		if !slices.ContainsFunc(out, func(o OrderBy) bool { return o.Field == f }) {
-			out = append(out, OrderBy{Field: f})
+			out = append(out, OrderBy{Field: f, Desc: desc})
 		}
 	}
 	return out

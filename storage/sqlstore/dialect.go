@@ -28,6 +28,10 @@ type dialect struct {
 	readTx *sql.TxOptions
 	// writeTx reads the latest committed rows once the counter is locked.
 	writeTx *sql.TxOptions
+	// analyze refreshes planner statistics. PostgreSQL plans a selector on
+	// a table it thinks empty as a nested loop over everything, until
+	// autovacuum gets to it; after a large initial sync that is minutes.
+	analyze string
 }
 
 var dialects = map[string]*dialect{
@@ -49,12 +53,13 @@ var dialects = map[string]*dialect{
 	"postgres": {
 		name: "postgres",
 		types: map[string]string{
-			"bigint": "BIGINT", "blob": "BYTEA", "char1": `CHAR(1) COLLATE "C"`,
+			"bigint": "BIGINT", "blob": "BYTEA", "char1": `VARCHAR(1) COLLATE "C"`,
 			"s16": `VARCHAR(16) COLLATE "C"`, "s64": `VARCHAR(64) COLLATE "C"`, "s128": `VARCHAR(128) COLLATE "C"`,
 			"s253": `VARCHAR(253) COLLATE "C"`, "s317": `VARCHAR(317) COLLATE "C"`, "s512": `VARCHAR(512) COLLATE "C"`,
 		},
 		forUpdate: " FOR UPDATE",
 		contains:  func(c string) string { return "STRPOS(" + c + ", ?) > 0" },
+		analyze:   "ANALYZE resources, attributes, events",
 		readTx:    &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true},
 		writeTx:   &sql.TxOptions{Isolation: sql.LevelReadCommitted},
 	},

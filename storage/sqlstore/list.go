@@ -305,6 +305,20 @@ func orderSQL(order []storage.OrderBy) string {
 // keyset selects the rows after last under order: a seek on the index
 // rather than an OFFSET.
 func keyset(db *gorm.DB, order []storage.OrderBy, last *storage.Object) *gorm.DB {
+	if !slices.ContainsFunc(order, func(o storage.OrderBy) bool { return o.Desc != order[0].Desc }) {
+		// One direction: a row-value comparison, which databases turn into a
+		// range on the index.
+		cols := make([]string, len(order))
+		args := make([]any, len(order))
+		for i, o := range order {
+			cols[i], args[i] = orderColumns[o.Field], orderValue(o.Field, last)
+		}
+		cmp := ") > ("
+		if order[0].Desc {
+			cmp = ") < ("
+		}
+		return db.Where("("+strings.Join(cols, ", ")+cmp+strings.TrimSuffix(strings.Repeat("?, ", len(cols)), ", ")+")", args...)
+	}
 	var ors []string
 	var args []any
 	for i, o := range order {

@@ -66,7 +66,7 @@ var migrations = []struct {
 			indexes: []index{
 				{name: "resources_key", unique: true, columns: []string{"api_group", "version", "resource", "cluster", "namespace", "name"}},
 				{name: "resources_namespace_name", columns: []string{"api_group", "version", "resource", "namespace", "name"}},
-				{name: "resources_created", columns: []string{"api_group", "version", "resource", "created_at"}},
+				{name: "resources_created", columns: []string{"api_group", "version", "resource", "created_at", "cluster", "namespace", "name"}},
 				{name: "resources_name", columns: []string{"name"}},
 				{name: "resources_owner", columns: []string{"owner_uid"}},
 				{name: "resources_uid", columns: []string{"uid"}},

@@ -14,6 +14,7 @@ import (
 	"log"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/glebarez/sqlite"
@@ -54,7 +55,13 @@ type Store struct {
 
 	mu      sync.Mutex
 	changed chan struct{}
+	// written counts rows written since statistics were last refreshed.
+	written   atomic.Int64
+	analyzing atomic.Bool
 }
+
+// analyzeAfter is how many written rows make the statistics worth refreshing.
+const analyzeAfter = 20000
 
 var _ storage.Interface = (*Store)(nil)
 
@@ -123,6 +130,21 @@ func (s *Store) Changed() <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.changed
+}
+
+// wrote records n written rows and refreshes statistics in the background
+// when enough have changed since the last time.
+func (s *Store) wrote(n int64) {
+	if s.dialect.analyze == "" || s.written.Add(n) < analyzeAfter || !s.analyzing.CompareAndSwap(false, true) {
+		return
+	}
+	s.written.Store(0)
+	go func() {
+		defer s.analyzing.Store(false)
+		if err := s.db.Exec(s.dialect.analyze).Error; err != nil {
+			log.Printf("refreshing statistics: %v", err)
+		}
+	}()
 }
 
 func (s *Store) notify() {

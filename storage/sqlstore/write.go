@@ -121,6 +121,7 @@ func (s *Store) write(ctx context.Context, fn func(tx *gorm.DB, base int64) (int
 	}
 	if used > 0 {
 		s.notify()
+		s.wrote(used)
 	}
 	return rev, nil
 }

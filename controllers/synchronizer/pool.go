@@ -1,0 +1,135 @@
+package synchronizer
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/panorama-io/panorama/storage"
+)
+
+// Pool runs the synchronizers of every cluster.
+type Pool struct {
+	store    storage.Interface
+	opts     Options
+	ctx      context.Context
+	onChange func(cluster string)
+
+	mu       sync.Mutex
+	clusters map[string]*clusterSyncs
+}
+
+type clusterSyncs struct {
+	config string // identity of the connection: a change restarts everything
+	syncs  map[schema.GroupVersionResource]*running
+}
+
+type running struct {
+	sync     *Synchronizer
+	resource Resource
+	cancel   context.CancelFunc
+	done     chan struct{}
+}
+
+// NewPool makes a pool whose synchronizers live until ctx ends. onChange is
+// called with a cluster's name when one of its synchronizers changes state.
+func NewPool(ctx context.Context, store storage.Interface, opts Options, onChange func(cluster string)) *Pool {
+	return &Pool{store: store, opts: opts, ctx: ctx, onChange: onChange, clusters: map[string]*clusterSyncs{}}
+}
+
+// Ensure makes the cluster's synchronizers exactly resources: it starts the
+// missing ones, and stops the ones no longer wanted and removes their
+// objects from storage. configID identifies the connection; when it changes
+// every synchronizer restarts (their objects stay).
+func (p *Pool) Ensure(ctx context.Context, cluster, configID string, client dynamic.Interface, resources []Resource) error {
+	p.mu.Lock()
+	cs := p.clusters[cluster]
+	if cs == nil {
+		cs = &clusterSyncs{syncs: map[schema.GroupVersionResource]*running{}}
+		p.clusters[cluster] = cs
+	}
+	var restart []*running
+	if cs.config != configID {
+		for gvr, r := range cs.syncs {
+			restart = append(restart, r)
+			delete(cs.syncs, gvr)
+		}
+		cs.config = configID
+	}
+	want := map[schema.GroupVersionResource]bool{}
+	var removed []*running
+	for _, res := range resources {
+		want[res.GVR] = true
+		if _, ok := cs.syncs[res.GVR]; !ok {
+			cs.syncs[res.GVR] = p.start(cluster, res, client)
+		}
+	}
+	for gvr, r := range cs.syncs {
+		if !want[gvr] {
+			removed = append(removed, r)
+			delete(cs.syncs, gvr)
+		}
+	}
+	p.mu.Unlock()
+
+	for _, r := range restart {
+		stop(r)
+	}
+	for _, r := range removed {
+		stop(r)
+		if _, err := p.store.DeleteResource(ctx, cluster, r.resource.GVR); err != nil {
+			return fmt.Errorf("removing %s of %s: %w", r.resource.GVR, cluster, err)
+		}
+		log.FromContext(ctx).Info("stopped syncing", "cluster", cluster, "resource", r.resource.GVR.String())
+	}
+	return nil
+}
+
+func (p *Pool) start(cluster string, res Resource, client dynamic.Interface) *running {
+	ctx, cancel := context.WithCancel(p.ctx)
+	r := &running{
+		sync:     New(cluster, res, client, p.store, p.opts, func() { p.onChange(cluster) }),
+		resource: res, cancel: cancel, done: make(chan struct{}),
+	}
+	go func() {
+		defer close(r.done)
+		r.sync.Run(ctx)
+	}()
+	return r
+}
+
+func stop(r *running) {
+	r.cancel()
+	<-r.done
+}
+
+// Stop stops every synchronizer of cluster; its objects stay in storage.
+func (p *Pool) Stop(cluster string) {
+	p.mu.Lock()
+	cs := p.clusters[cluster]
+	delete(p.clusters, cluster)
+	p.mu.Unlock()
+	if cs == nil {
+		return
+	}
+	for _, r := range cs.syncs {
+		stop(r)
+	}
+}
+
+// Statuses returns the state of each synchronizer of cluster.
+func (p *Pool) Statuses(cluster string) map[Resource]Status {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := map[Resource]Status{}
+	if cs := p.clusters[cluster]; cs != nil {
+		for _, r := range cs.syncs {
+			out[r.resource] = r.sync.Status()
+		}
+	}
+	return out
+}
