@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -16,7 +17,7 @@ import (
 type Pool struct {
 	store    storage.Interface
 	opts     Options
-	ctx      context.Context
+	logger   logr.Logger
 	onChange func(cluster string)
 
 	mu       sync.Mutex
@@ -35,10 +36,10 @@ type running struct {
 	done     chan struct{}
 }
 
-// NewPool makes a pool whose synchronizers live until ctx ends. onChange is
-// called with a cluster's name when one of its synchronizers changes state.
-func NewPool(ctx context.Context, store storage.Interface, opts Options, onChange func(cluster string)) *Pool {
-	return &Pool{store: store, opts: opts, ctx: ctx, onChange: onChange, clusters: map[string]*clusterSyncs{}}
+// NewPool makes a pool of synchronizers, which run until stopped. onChange
+// is called with a cluster's name when one of its synchronizers changes state.
+func NewPool(store storage.Interface, opts Options, onChange func(cluster string)) *Pool {
+	return &Pool{store: store, opts: opts, onChange: onChange, clusters: map[string]*clusterSyncs{}}
 }
 
 // Ensure makes the cluster's synchronizers exactly resources: it starts the
@@ -47,6 +48,7 @@ func NewPool(ctx context.Context, store storage.Interface, opts Options, onChang
 // every synchronizer restarts (their objects stay).
 func (p *Pool) Ensure(ctx context.Context, cluster, configID string, client dynamic.Interface, resources []Resource) error {
 	p.mu.Lock()
+	p.logger = log.FromContext(ctx).WithName("synchronizer")
 	cs := p.clusters[cluster]
 	if cs == nil {
 		cs = &clusterSyncs{syncs: map[schema.GroupVersionResource]*running{}}
@@ -90,7 +92,7 @@ func (p *Pool) Ensure(ctx context.Context, cluster, configID string, client dyna
 }
 
 func (p *Pool) start(cluster string, res Resource, client dynamic.Interface) *running {
-	ctx, cancel := context.WithCancel(p.ctx)
+	ctx, cancel := context.WithCancel(log.IntoContext(context.Background(), p.logger))
 	r := &running{
 		sync:     New(cluster, res, client, p.store, p.opts, func() { p.onChange(cluster) }),
 		resource: res, cancel: cancel, done: make(chan struct{}),
@@ -118,6 +120,20 @@ func (p *Pool) Stop(cluster string) {
 	}
 	for _, r := range cs.syncs {
 		stop(r)
+	}
+}
+
+// StopAll stops every synchronizer, each after writing what it has
+// pending; objects stay in storage.
+func (p *Pool) StopAll() {
+	p.mu.Lock()
+	names := make([]string, 0, len(p.clusters))
+	for name := range p.clusters {
+		names = append(names, name)
+	}
+	p.mu.Unlock()
+	for _, name := range names {
+		p.Stop(name)
 	}
 }
 

@@ -70,6 +70,7 @@ var dialects = map[string]*dialect{
 			"s16": "TEXT", "s64": "TEXT", "s128": "TEXT", "s253": "TEXT", "s317": "TEXT", "s512": "TEXT",
 		},
 		contains: func(c string) string { return "INSTR(" + c + ", ?) > 0" },
+		analyze:  "ANALYZE",
 	},
 }
 

@@ -1,0 +1,296 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	clusterv1alpha1 "github.com/panorama-io/panorama/apis/cluster/v1alpha1"
+	"github.com/panorama-io/panorama/controllers/synchronizer"
+	"github.com/panorama-io/panorama/storage"
+)
+
+// Finalizer makes a Cluster's deletion wait until its objects are gone
+// from storage.
+const Finalizer = "cluster.panorama.io/cleanup"
+
+// Condition reasons.
+const (
+	ReasonHealthy               = "Healthy"
+	ReasonUnhealthy             = "Unhealthy"
+	ReasonInvalidConfig         = "InvalidConfig"
+	ReasonDiscoveryFailed       = "DiscoveryFailed"
+	ReasonSynced                = "Synced"
+	ReasonSyncing               = "Syncing"
+	ReasonSyncError             = "SyncError"
+	ReasonPaused                = "Paused"
+	ReasonNothingToSync         = "NothingToSync"
+	ReasonSyncResourcesNotFound = "SyncResourcesNotFound"
+)
+
+// ClusterReconciler connects to each Cluster's member, health-checks it,
+// resolves what to sync and runs one synchronizer per resource.
+type ClusterReconciler struct {
+	client.Client
+	// APIReader reads Secrets uncached: caching every Secret of the host
+	// would cost more than the few reads made.
+	APIReader client.Reader
+	Store     storage.Interface
+	Pool      *synchronizer.Pool
+	// HealthInterval is how often a member is checked and rediscovered, so
+	// new CRDs that wildcards cover start syncing without a restart.
+	HealthInterval time.Duration
+
+	events chan event.TypedGenericEvent[*clusterv1alpha1.Cluster]
+}
+
+// Options configure SetupWithManager.
+type Options struct {
+	Sync           synchronizer.Options
+	HealthInterval time.Duration
+}
+
+// SetupWithManager registers the reconciler and its synchronizer pool.
+func SetupWithManager(mgr ctrl.Manager, store storage.Interface, opts Options) error {
+	r := &ClusterReconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Store: store, HealthInterval: opts.HealthInterval,
+		events: make(chan event.TypedGenericEvent[*clusterv1alpha1.Cluster], 1024),
+	}
+	if r.HealthInterval == 0 {
+		r.HealthInterval = 30 * time.Second
+	}
+	r.Pool = synchronizer.NewPool(store, opts.Sync, r.syncStateChanged)
+	// On shutdown, every synchronizer writes what it has pending before the
+	// manager returns.
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		<-ctx.Done()
+		r.Pool.StopAll()
+		return nil
+	})); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&clusterv1alpha1.Cluster{}).
+		Watches(&clusterv1alpha1.ClusterSyncResources{}, handler.EnqueueRequestsFromMapFunc(r.clustersReferencing)).
+		WatchesRawSource(source.Channel(r.events, &handler.TypedEnqueueRequestForObject[*clusterv1alpha1.Cluster]{})).
+		Named("cluster").
+		Complete(r)
+}
+
+// syncStateChanged asks for a reconcile so the status shows the change. A
+// full queue drops it: the periodic reconcile catches up.
+func (r *ClusterReconciler) syncStateChanged(cluster string) {
+	select {
+	case r.events <- event.TypedGenericEvent[*clusterv1alpha1.Cluster]{Object: &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: cluster}}}:
+	default:
+	}
+}
+
+func (r *ClusterReconciler) clustersReferencing(ctx context.Context, o client.Object) []reconcile.Request {
+	var list clusterv1alpha1.ClusterList
+	if err := r.List(ctx, &list); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, c := range list.Items {
+		if c.Spec.SyncResourcesRef == o.GetName() {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: c.Name}})
+		}
+	}
+	return out
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	logger := log.FromContext(ctx)
+	var c clusterv1alpha1.Cluster
+	if err := r.Get(ctx, req.NamespacedName, &c); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Pool.Stop(req.Name)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if !c.DeletionTimestamp.IsZero() {
+		if !controllerutil.ContainsFinalizer(&c, Finalizer) {
+			return ctrl.Result{}, nil
+		}
+		r.Pool.Stop(c.Name)
+		if _, err := r.Store.DeleteResource(ctx, c.Name, schema.GroupVersionResource{}); err != nil {
+			return ctrl.Result{}, fmt.Errorf("removing stored objects: %w", err)
+		}
+		logger.Info("removed the cluster's objects from storage")
+		controllerutil.RemoveFinalizer(&c, Finalizer)
+		return ctrl.Result{}, r.Update(ctx, &c)
+	}
+	if controllerutil.AddFinalizer(&c, Finalizer) {
+		if err := r.Update(ctx, &c); apierrors.IsConflict(err) {
+			return ctrl.Result{Requeue: true}, nil
+		} else if err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+
+	status := c.Status.DeepCopy()
+	result, err := r.sync(ctx, &c, status)
+	status.ObservedGeneration = c.Generation
+	if !equality.Semantic.DeepEqual(status, &c.Status) {
+		c.Status = *status
+		if uerr := r.Status().Update(ctx, &c); apierrors.IsConflict(uerr) {
+			// The cache was behind our own last write: try again with the news.
+			return ctrl.Result{Requeue: true}, err
+		} else if uerr != nil {
+			return ctrl.Result{}, uerr
+		}
+	}
+	return result, err
+}
+
+// sync does the work and records the outcome in status.
+func (r *ClusterReconciler) sync(ctx context.Context, c *clusterv1alpha1.Cluster, status *clusterv1alpha1.ClusterStatus) (ctrl.Result, error) {
+	requeue := ctrl.Result{RequeueAfter: r.HealthInterval}
+	if c.Spec.Paused {
+		r.Pool.Stop(c.Name)
+		for i := range status.SyncResources {
+			status.SyncResources[i].State = clusterv1alpha1.SyncStatePaused
+		}
+		setCondition(status, clusterv1alpha1.ConditionSynced, false, ReasonPaused, "syncing is paused; stored objects are kept")
+		return ctrl.Result{}, nil
+	}
+	cfg, configID, err := memberConfig(ctx, r.APIReader, c)
+	if err != nil {
+		setCondition(status, clusterv1alpha1.ConditionReady, false, ReasonInvalidConfig, err.Error())
+		return requeue, nil
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		setCondition(status, clusterv1alpha1.ConditionReady, false, ReasonInvalidConfig, err.Error())
+		return requeue, nil
+	}
+	// An unhealthy member keeps its synchronizers: they retry with backoff and
+	// resume from where they were.
+	if body, err := dc.RESTClient().Get().AbsPath("/readyz").DoRaw(ctx); err != nil {
+		msg := err.Error()
+		if len(body) > 0 {
+			msg = strings.TrimSpace(string(body))
+		}
+		setCondition(status, clusterv1alpha1.ConditionReady, false, ReasonUnhealthy, "readyz: "+msg)
+		r.fillSyncStatus(c.Name, status)
+		return requeue, nil
+	}
+	if v, err := dc.ServerVersion(); err == nil {
+		status.Version = v.GitVersion
+	}
+	setCondition(status, clusterv1alpha1.ConditionReady, true, ReasonHealthy, "the member's API server is ready")
+
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return requeue, err
+	}
+	selections := slices.Clone(c.Spec.SyncResources)
+	var problems []string
+	if ref := c.Spec.SyncResourcesRef; ref != "" {
+		var shared clusterv1alpha1.ClusterSyncResources
+		if err := r.Get(ctx, client.ObjectKey{Name: ref}, &shared); err != nil {
+			problems = append(problems, fmt.Sprintf("ClusterSyncResources %q: %v", ref, err))
+		} else {
+			selections = append(selections, shared.Spec.SyncResources...)
+		}
+	}
+	if c.Spec.SyncAllCustomResources {
+		crds, err := customResourceSelections(ctx, dyn)
+		if err != nil {
+			problems = append(problems, "listing CRDs: "+err.Error())
+		}
+		selections = append(selections, crds...)
+	}
+	member, err := discover(dc)
+	if err != nil {
+		setCondition(status, clusterv1alpha1.ConditionSynced, false, ReasonDiscoveryFailed, err.Error())
+		r.fillSyncStatus(c.Name, status)
+		return requeue, nil
+	}
+	if err := r.Pool.Ensure(ctx, c.Name, configID, dyn, member.resolve(selections)); err != nil {
+		return requeue, err
+	}
+	r.fillSyncStatus(c.Name, status)
+	switch {
+	case len(problems) > 0:
+		setCondition(status, clusterv1alpha1.ConditionSynced, false, ReasonSyncResourcesNotFound, strings.Join(problems, "; "))
+	case len(status.SyncResources) == 0:
+		setCondition(status, clusterv1alpha1.ConditionSynced, false, ReasonNothingToSync, "no served resource matches the selection")
+	default:
+		var failing, syncing []string
+		for _, s := range status.SyncResources {
+			name := schema.GroupResource{Group: s.Group, Resource: s.Resource}.String()
+			switch s.State {
+			case clusterv1alpha1.SyncStateError:
+				failing = append(failing, name+": "+s.LastError)
+			case clusterv1alpha1.SyncStateSynced:
+			default:
+				syncing = append(syncing, name)
+			}
+		}
+		switch {
+		case len(failing) > 0:
+			setCondition(status, clusterv1alpha1.ConditionSynced, false, ReasonSyncError, strings.Join(failing, "; "))
+		case len(syncing) > 0:
+			setCondition(status, clusterv1alpha1.ConditionSynced, false, ReasonSyncing, "initial sync of "+strings.Join(syncing, ", "))
+		default:
+			setCondition(status, clusterv1alpha1.ConditionSynced, true, ReasonSynced, fmt.Sprintf("%d resources synced", len(status.SyncResources)))
+		}
+	}
+	return requeue, nil
+}
+
+func (r *ClusterReconciler) fillSyncStatus(cluster string, status *clusterv1alpha1.ClusterStatus) {
+	statuses := r.Pool.Statuses(cluster)
+	if len(statuses) == 0 && len(status.SyncResources) > 0 {
+		return // not running (yet): keep what was last seen
+	}
+	out := make([]clusterv1alpha1.ResourceSyncStatus, 0, len(statuses))
+	for res, s := range statuses {
+		rs := clusterv1alpha1.ResourceSyncStatus{
+			Group: res.GVR.Group, Version: res.GVR.Version, Resource: res.GVR.Resource, Kind: res.Kind,
+			Namespaced: res.Namespaced, State: s.State, Count: s.Count, LastError: s.LastError,
+		}
+		if !s.LastSyncTime.IsZero() {
+			t := metav1.NewTime(s.LastSyncTime.Truncate(time.Second))
+			rs.LastSyncTime = &t
+		}
+		out = append(out, rs)
+	}
+	slices.SortFunc(out, func(a, b clusterv1alpha1.ResourceSyncStatus) int {
+		return strings.Compare(a.Group+"/"+a.Version+"/"+a.Resource, b.Group+"/"+b.Version+"/"+b.Resource)
+	})
+	status.SyncResources = out
+	status.SyncedResourceCount = int32(len(out))
+}
+
+func setCondition(status *clusterv1alpha1.ClusterStatus, typ string, ok bool, reason, message string) {
+	s := metav1.ConditionFalse
+	if ok {
+		s = metav1.ConditionTrue
+	}
+	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: typ, Status: s, Reason: reason, Message: message, ObservedGeneration: 0})
+}

@@ -1,0 +1,110 @@
+package controllers
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+
+	clusterv1alpha1 "github.com/panorama-io/panorama/apis/cluster/v1alpha1"
+	"github.com/panorama-io/panorama/controllers/synchronizer"
+)
+
+const wildcard = "*"
+
+var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// memberResources is what a member serves, from discovery.
+type memberResources struct {
+	preferred map[string]string                            // group -> preferred version
+	versions  map[string][]string                          // group -> versions, preferred first
+	resources map[schema.GroupVersion][]metav1.APIResource // listable and watchable, no subresources
+}
+
+func discover(dc discovery.DiscoveryInterface) (*memberResources, error) {
+	groups, lists, err := dc.ServerGroupsAndResources()
+	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
+		return nil, err
+	}
+	// A group that failed discovery (a broken aggregated API, say) is left
+	// out; the rest still syncs.
+	m := &memberResources{preferred: map[string]string{}, versions: map[string][]string{}, resources: map[schema.GroupVersion][]metav1.APIResource{}}
+	for _, g := range groups {
+		m.preferred[g.Name] = g.PreferredVersion.Version
+		for _, v := range g.Versions {
+			m.versions[g.Name] = append(m.versions[g.Name], v.Version)
+		}
+	}
+	for _, l := range lists {
+		gv, err := schema.ParseGroupVersion(l.GroupVersion)
+		if err != nil {
+			continue
+		}
+		for _, r := range l.APIResources {
+			if strings.Contains(r.Name, "/") || !slices.Contains(r.Verbs, "list") || !slices.Contains(r.Verbs, "watch") {
+				continue
+			}
+			m.resources[gv] = append(m.resources[gv], r)
+		}
+	}
+	return m, nil
+}
+
+// customResourceSelections selects every resource a CRD of the member serves.
+func customResourceSelections(ctx context.Context, dyn dynamic.Interface) ([]clusterv1alpha1.GroupResources, error) {
+	list, err := dyn.Resource(crdGVR).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var out []clusterv1alpha1.GroupResources
+	for _, crd := range list.Items {
+		group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+		plural, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "plural")
+		if group != "" && plural != "" {
+			out = append(out, clusterv1alpha1.GroupResources{Group: group, Resources: []string{plural}})
+		}
+	}
+	return out, nil
+}
+
+// resolve turns selections into concrete resources: "*" groups and
+// resources expand to what the member serves, missing or "*" versions to the
+// group's preferred version. Selections of what the member does not serve
+// select nothing.
+func (m *memberResources) resolve(selections []clusterv1alpha1.GroupResources) []synchronizer.Resource {
+	seen := map[schema.GroupVersionResource]bool{}
+	var out []synchronizer.Resource
+	for _, sel := range selections {
+		for group := range m.versions {
+			if sel.Group != wildcard && sel.Group != group {
+				continue
+			}
+			var versions []string
+			if len(sel.Versions) == 0 || slices.Contains(sel.Versions, wildcard) {
+				versions = []string{m.preferred[group]}
+			} else {
+				versions = sel.Versions
+			}
+			for _, v := range versions {
+				for _, r := range m.resources[schema.GroupVersion{Group: group, Version: v}] {
+					if !slices.Contains(sel.Resources, wildcard) && !slices.Contains(sel.Resources, r.Name) {
+						continue
+					}
+					gvr := schema.GroupVersionResource{Group: group, Version: v, Resource: r.Name}
+					if seen[gvr] {
+						continue
+					}
+					seen[gvr] = true
+					out = append(out, synchronizer.Resource{GVR: gvr, Kind: r.Kind, Namespaced: r.Namespaced})
+				}
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b synchronizer.Resource) int { return strings.Compare(a.GVR.String(), b.GVR.String()) })
+	return out
+}
