@@ -1,9 +1,9 @@
 package sqlstore_test
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"

@@ -5,9 +5,9 @@ import (
 	"slices"
 	"strings"
 
+	"gorm.io/gorm"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/watch"
-	"gorm.io/gorm"
 
 	"github.com/panorama-io/panorama/storage"
 )

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"gorm.io/gorm"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/panorama-io/panorama/storage"
 )

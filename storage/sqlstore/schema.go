@@ -10,26 +10,26 @@ import (
 // Column sizes bound what a write may hold. MySQL's index key limit (3072
 // bytes, 4 bytes a character) is what makes the unique key fit.
 const (
-	maxClusterLen    = 128
-	maxGroupLen      = 128
-	maxVersionLen    = 64
-	maxResourceLen   = 128
-	maxNamespaceLen  = 64
-	maxNameLen       = 253
-	maxAttrKeyLen    = 317
-	maxAttrValueLen  = 512
-	maxMemberRVLen   = 253
-	maxUIDLen        = 64
-	maxKindLen       = 128
-	metaRevision     = "revision"
-	metaCompacted    = "compacted"
-	attrKindLabel    = "l"
-	attrKindField    = "f"
-	resourcesTable   = "resources"
-	attributesTable  = "attributes"
-	eventsTable      = "events"
-	metaTable        = "panorama_meta"
-	migrationsTable  = "panorama_schema_migrations"
+	maxClusterLen   = 128
+	maxGroupLen     = 128
+	maxVersionLen   = 64
+	maxResourceLen  = 128
+	maxNamespaceLen = 64
+	maxNameLen      = 253
+	maxAttrKeyLen   = 317
+	maxAttrValueLen = 512
+	maxMemberRVLen  = 253
+	maxUIDLen       = 64
+	maxKindLen      = 128
+	metaRevision    = "revision"
+	metaCompacted   = "compacted"
+	attrKindLabel   = "l"
+	attrKindField   = "f"
+	resourcesTable  = "resources"
+	attributesTable = "attributes"
+	eventsTable     = "events"
+	metaTable       = "panorama_meta"
+	migrationsTable = "panorama_schema_migrations"
 )
 
 var keyColumns = []column{

@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"strconv"
 
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
-	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"github.com/panorama-io/panorama/storage"
 )
