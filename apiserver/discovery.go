@@ -1,0 +1,155 @@
+package apiserver
+
+import (
+	"net/http"
+	"strings"
+
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// aggregatedDiscoveryType is the media type of aggregated discovery, which
+// kubectl and client-go ask for first.
+const aggregatedDiscoveryType = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+
+var servedVerbs = metav1.Verbs{"get", "list", "watch"}
+
+// serveDiscovery answers /api, /api/v1, /apis, /apis/{group} and
+// /apis/{group}/{version} under a prefix from what is synced there. It
+// reports false for other paths.
+func (h *Handler) serveDiscovery(w http.ResponseWriter, r *http.Request, cluster, path string) bool {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	resources := h.registry.Resources(cluster)
+	aggregated := strings.Contains(r.Header.Get("Accept"), "apidiscovery.k8s.io")
+	switch {
+	case len(parts) == 1 && parts[0] == "api":
+		if aggregated {
+			h.writeAggregated(w, resources, true)
+			return true
+		}
+		versions := &metav1.APIVersions{TypeMeta: metav1.TypeMeta{Kind: "APIVersions"}, Versions: []string{},
+			ServerAddressByClientCIDRs: []metav1.ServerAddressByClientCIDR{{ClientCIDR: "0.0.0.0/0"}}}
+		for _, gv := range groupVersions(resources, true) {
+			versions.Versions = append(versions.Versions, gv.Version)
+		}
+		writeJSON(w, http.StatusOK, versions)
+	case len(parts) == 1 && parts[0] == "apis":
+		if aggregated {
+			h.writeAggregated(w, resources, false)
+			return true
+		}
+		list := &metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}, Groups: []metav1.APIGroup{}}
+		for _, g := range apiGroups(resources) {
+			list.Groups = append(list.Groups, g)
+		}
+		writeJSON(w, http.StatusOK, list)
+	case len(parts) == 2 && parts[0] == "apis":
+		for _, g := range apiGroups(resources) {
+			if g.Name == parts[1] {
+				g.TypeMeta = metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}
+				writeJSON(w, http.StatusOK, g)
+				return true
+			}
+		}
+		writeError(w, notFound(), schema.GroupResource{})
+	case (len(parts) == 2 && parts[0] == "api") || (len(parts) == 3 && parts[0] == "apis"):
+		gv := schema.GroupVersion{Version: parts[1]}
+		if parts[0] == "apis" {
+			gv = schema.GroupVersion{Group: parts[1], Version: parts[2]}
+		}
+		list := &metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: gv.String(), APIResources: []metav1.APIResource{}}
+		for _, res := range resources {
+			if res.GVR.GroupVersion() == gv {
+				list.APIResources = append(list.APIResources, apiResource(res))
+			}
+		}
+		if len(list.APIResources) == 0 {
+			writeError(w, notFound(), schema.GroupResource{})
+			return true
+		}
+		writeJSON(w, http.StatusOK, list)
+	default:
+		return false
+	}
+	return true
+}
+
+func apiResource(res Resource) metav1.APIResource {
+	return metav1.APIResource{
+		Name: res.GVR.Resource, SingularName: strings.ToLower(res.Kind), Namespaced: res.Namespaced,
+		Kind: res.Kind, Verbs: servedVerbs, ShortNames: shortNames[res.GVR.GroupResource()],
+	}
+}
+
+// shortNames of the built-in kinds, so that `kubectl get po` works.
+var shortNames = map[schema.GroupResource][]string{
+	{Resource: "pods"}: {"po"}, {Resource: "services"}: {"svc"}, {Resource: "namespaces"}: {"ns"},
+	{Resource: "nodes"}: {"no"}, {Resource: "configmaps"}: {"cm"}, {Resource: "serviceaccounts"}: {"sa"},
+	{Resource: "persistentvolumeclaims"}: {"pvc"}, {Resource: "persistentvolumes"}: {"pv"}, {Resource: "events"}: {"ev"},
+	{Group: "apps", Resource: "deployments"}: {"deploy"}, {Group: "apps", Resource: "replicasets"}: {"rs"},
+	{Group: "apps", Resource: "statefulsets"}: {"sts"}, {Group: "apps", Resource: "daemonsets"}: {"ds"},
+	{Group: "batch", Resource: "cronjobs"}: {"cj"}, {Group: "networking.k8s.io", Resource: "ingresses"}: {"ing"},
+}
+
+// groupVersions lists the group versions of resources, core or not, in the
+// registry's order (preferred version first within a group).
+func groupVersions(resources []Resource, core bool) []schema.GroupVersion {
+	var out []schema.GroupVersion
+	seen := map[schema.GroupVersion]bool{}
+	for _, res := range resources {
+		gv := res.GVR.GroupVersion()
+		if (gv.Group == "") != core || seen[gv] {
+			continue
+		}
+		seen[gv] = true
+		out = append(out, gv)
+	}
+	return out
+}
+
+func apiGroups(resources []Resource) []metav1.APIGroup {
+	var out []metav1.APIGroup
+	for _, gv := range groupVersions(resources, false) {
+		v := metav1.GroupVersionForDiscovery{GroupVersion: gv.String(), Version: gv.Version}
+		if n := len(out); n > 0 && out[n-1].Name == gv.Group {
+			out[n-1].Versions = append(out[n-1].Versions, v)
+			continue
+		}
+		out = append(out, metav1.APIGroup{Name: gv.Group, Versions: []metav1.GroupVersionForDiscovery{v}, PreferredVersion: v})
+	}
+	return out
+}
+
+func (h *Handler) writeAggregated(w http.ResponseWriter, resources []Resource, core bool) {
+	list := &apidiscoveryv2.APIGroupDiscoveryList{
+		TypeMeta: metav1.TypeMeta{Kind: "APIGroupDiscoveryList", APIVersion: "apidiscovery.k8s.io/v2"},
+		Items:    []apidiscoveryv2.APIGroupDiscovery{},
+	}
+	for _, gv := range groupVersions(resources, core) {
+		var vd apidiscoveryv2.APIVersionDiscovery
+		vd.Version, vd.Freshness = gv.Version, apidiscoveryv2.DiscoveryFreshnessCurrent
+		for _, res := range resources {
+			if res.GVR.GroupVersion() != gv {
+				continue
+			}
+			scope := apidiscoveryv2.ScopeCluster
+			if res.Namespaced {
+				scope = apidiscoveryv2.ScopeNamespace
+			}
+			vd.Resources = append(vd.Resources, apidiscoveryv2.APIResourceDiscovery{
+				Resource: res.GVR.Resource, SingularResource: strings.ToLower(res.Kind), Scope: scope,
+				ResponseKind: &metav1.GroupVersionKind{Group: gv.Group, Version: gv.Version, Kind: res.Kind},
+				Verbs:        servedVerbs, ShortNames: shortNames[res.GVR.GroupResource()],
+			})
+		}
+		if n := len(list.Items); n > 0 && list.Items[n-1].Name == gv.Group {
+			list.Items[n-1].Versions = append(list.Items[n-1].Versions, vd)
+			continue
+		}
+		list.Items = append(list.Items, apidiscoveryv2.APIGroupDiscovery{
+			ObjectMeta: metav1.ObjectMeta{Name: gv.Group}, Versions: []apidiscoveryv2.APIVersionDiscovery{vd},
+		})
+	}
+	writeJSONAs(w, http.StatusOK, aggregatedDiscoveryType, list)
+}

@@ -1,0 +1,371 @@
+package apiserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/watch"
+	apirequest "k8s.io/apiserver/pkg/endpoints/request"
+
+	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
+	"github.com/panorama-io/panorama/apiserver/watchcache"
+	"github.com/panorama-io/panorama/storage"
+)
+
+// ResourcesPrefix is where every synced resource is served, across all
+// clusters; ResourcesPrefix + "/clusters/{name}" serves one cluster.
+var ResourcesPrefix = "/apis/" + searchv1alpha1.SchemeGroupVersion.String() + "/resources"
+
+// Default and longest watch durations, as kube-apiserver's.
+const (
+	defaultWatchTimeout = 30 * time.Minute
+	bookmarkInterval    = 10 * time.Second
+	tableContentType    = "application/json;as=Table;v=v1;g=meta.k8s.io"
+)
+
+// memberInfoFactory parses the member-style path under the prefix.
+var memberInfoFactory = &apirequest.RequestInfoFactory{
+	APIPrefixes:          sets.NewString("api", "apis"),
+	GrouplessAPIPrefixes: sets.NewString("api"),
+}
+
+// Handler serves the resources path.
+type Handler struct {
+	registry *Registry
+	store    storage.Interface
+	cache    *watchcache.Cache
+}
+
+// splitPath takes the prefix off path: the cluster ("" for all) and the
+// member-style rest ("/api/v1/pods").
+func splitPath(path string) (cluster, rest string, ok bool) {
+	rest, ok = strings.CutPrefix(path, ResourcesPrefix)
+	if !ok || (rest != "" && rest[0] != '/') {
+		return "", "", false
+	}
+	if after, isCluster := strings.CutPrefix(rest, "/clusters/"); isCluster {
+		cluster, rest, _ = strings.Cut(after, "/")
+		rest = "/" + rest
+	}
+	return cluster, rest, true
+}
+
+// memberRequestInfo parses the member-style part of a request.
+func memberRequestInfo(r *http.Request, rest string) (*apirequest.RequestInfo, error) {
+	inner := r.Clone(r.Context())
+	inner.URL = &url.URL{Path: rest, RawQuery: r.URL.RawQuery}
+	return memberInfoFactory.NewRequestInfo(inner)
+}
+
+func notFound() error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusNotFound, Reason: metav1.StatusReasonNotFound,
+		Message: "the server could not find the requested resource",
+	}}
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	cluster, rest, ok := splitPath(r.URL.Path)
+	if !ok {
+		writeError(w, notFound(), schema.GroupResource{})
+		return
+	}
+	if cluster != "" {
+		exists, ready, message := h.registry.Cluster(cluster)
+		if !exists {
+			writeError(w, apierrors.NewNotFound(schema.GroupResource{Group: "cluster.panorama.io", Resource: "clusters"}, cluster), schema.GroupResource{})
+			return
+		}
+		if !ready {
+			warn(w, fmt.Sprintf("cluster %q is not ready, its objects may be stale: %s", cluster, message))
+		}
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		info, _ := memberRequestInfo(r, rest)
+		gr := schema.GroupResource{}
+		verb := strings.ToLower(r.Method)
+		if info != nil {
+			gr, verb = schema.GroupResource{Group: info.APIGroup, Resource: info.Resource}, info.Verb
+		}
+		writeError(w, apierrors.NewMethodNotSupported(gr, verb), gr)
+		return
+	}
+	if h.serveDiscovery(w, r, cluster, rest) {
+		return
+	}
+	info, err := memberRequestInfo(r, rest)
+	if err != nil || !info.IsResourceRequest || info.Subresource != "" {
+		writeError(w, notFound(), schema.GroupResource{})
+		return
+	}
+	gvr := schema.GroupVersionResource{Group: info.APIGroup, Version: info.APIVersion, Resource: info.Resource}
+	res, ok := h.registry.Lookup(cluster, gvr)
+	if !ok || (!res.Namespaced && info.Namespace != "") {
+		writeError(w, notFound(), gvr.GroupResource())
+		return
+	}
+	switch info.Verb {
+	case "get":
+		h.get(w, r, res, cluster, info.Namespace, info.Name)
+	case "list":
+		h.list(w, r, res, cluster, info.Namespace)
+	case "watch":
+		h.watch(w, r, res, cluster, info.Namespace)
+	default:
+		writeError(w, apierrors.NewMethodNotSupported(gvr.GroupResource(), info.Verb), gvr.GroupResource())
+	}
+}
+
+func warn(w http.ResponseWriter, msg string) {
+	w.Header().Add("Warning", "299 - "+strconv.Quote(msg))
+}
+
+// warnNotReady warns about the clusters a request names that are not ready.
+func (h *Handler) warnNotReady(w http.ResponseWriter, clusters []string) {
+	notReady := h.registry.NotReady()
+	for _, c := range clusters {
+		if msg, ok := notReady[c]; ok {
+			warn(w, fmt.Sprintf("cluster %q is not ready, its objects may be stale: %s", c, msg))
+		}
+	}
+}
+
+func wantsTable(r *http.Request) bool {
+	return strings.Contains(r.Header.Get("Accept"), "as=Table")
+}
+
+func (h *Handler) get(w http.ResponseWriter, r *http.Request, res Resource, cluster, namespace, name string) {
+	gr := res.GVR.GroupResource()
+	var objs []storage.Object
+	if cluster != "" {
+		o, err := h.store.Get(r.Context(), storage.Key{Cluster: cluster, GVR: res.GVR, Namespace: namespace, Name: name})
+		if err != nil {
+			if err == storage.ErrNotFound {
+				err = apierrors.NewNotFound(gr, name)
+			}
+			writeError(w, err, gr)
+			return
+		}
+		objs = []storage.Object{*o}
+	} else {
+		q := storage.ListQuery{GVR: res.GVR, Names: []string{name}}
+		if namespace != "" {
+			q.Namespaces = []string{namespace}
+		}
+		page, err := h.store.List(r.Context(), &q)
+		if err != nil {
+			writeError(w, err, gr)
+			return
+		}
+		if len(page.Objects) == 0 {
+			writeError(w, apierrors.NewNotFound(gr, name), gr)
+			return
+		}
+		objs = page.Objects
+	}
+	if wantsTable(r) {
+		h.writeTable(w, r, gr, objs, metav1.ListMeta{})
+		return
+	}
+	if len(objs) > 1 {
+		var clusters []string
+		for _, o := range objs {
+			clusters = append(clusters, o.Cluster)
+		}
+		warn(w, fmt.Sprintf("%s %q exists in %d clusters (%s); this is the one of %s, ask %s/clusters/<name>/... for another",
+			gr, name, len(objs), strings.Join(clusters, ", "), objs[0].Cluster, ResourcesPrefix))
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(objs[0].Data)
+}
+
+func (h *Handler) list(w http.ResponseWriter, r *http.Request, res Resource, cluster, namespace string) {
+	gr := res.GVR.GroupResource()
+	req, err := parseRequest(r.URL.Query(), res.GVR, cluster, namespace, false)
+	if err != nil {
+		writeError(w, err, gr)
+		return
+	}
+	h.warnNotReady(w, req.query.Clusters)
+	var page *storage.ListResult
+	switch {
+	case req.fromCache:
+		objs, rev, err := h.cache.List(r.Context(), &req.query)
+		if err != nil {
+			writeError(w, err, gr)
+			return
+		}
+		page = &storage.ListResult{Objects: objs, Revision: rev}
+	default:
+		if req.notOlderThan > 0 {
+			if cur, _, err := h.store.Revision(r.Context()); err != nil {
+				writeError(w, err, gr)
+				return
+			} else if cur < req.notOlderThan {
+				writeError(w, &storage.TooLargeError{Requested: req.notOlderThan, Current: cur}, gr)
+				return
+			}
+		}
+		if page, err = h.store.List(r.Context(), &req.query); err != nil {
+			if storage.IsTooOld(err) && req.query.Continue != "" {
+				err = apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.")
+			}
+			writeError(w, err, gr)
+			return
+		}
+	}
+	listMeta := metav1.ListMeta{ResourceVersion: strconv.FormatInt(page.Revision, 10), Continue: page.Continue, RemainingItemCount: page.RemainingCount}
+	if wantsTable(r) {
+		h.writeTable(w, r, gr, page.Objects, listMeta)
+		return
+	}
+	meta, _ := json.Marshal(listMeta)
+	var b bytes.Buffer
+	fmt.Fprintf(&b, `{"kind":%q,"apiVersion":%q,"metadata":%s,"items":[`, res.Kind+"List", res.GVR.GroupVersion().String(), meta)
+	for i, o := range page.Objects {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		data := o.Data
+		if req.onlyMetadata {
+			if data, err = metadataOnly(data); err != nil {
+				writeError(w, err, gr)
+				return
+			}
+		}
+		b.Write(data)
+	}
+	b.WriteString("]}")
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(b.Bytes())
+}
+
+// metadataOnly keeps apiVersion, kind and metadata of an object.
+func metadataOnly(data []byte) ([]byte, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(data, &obj); err != nil {
+		return nil, err
+	}
+	return json.Marshal(map[string]json.RawMessage{"apiVersion": obj["apiVersion"], "kind": obj["kind"], "metadata": obj["metadata"]})
+}
+
+func (h *Handler) writeTable(w http.ResponseWriter, r *http.Request, gr schema.GroupResource, objs []storage.Object, listMeta metav1.ListMeta) {
+	datas := make([][]byte, len(objs))
+	for i := range objs {
+		datas[i] = objs[i].Data
+	}
+	t, err := table(gr, datas, r.URL.Query().Get("includeObject"), true)
+	if err != nil {
+		writeError(w, err, gr)
+		return
+	}
+	t.ListMeta = listMeta
+	writeJSONAs(w, http.StatusOK, tableContentType, t)
+}
+
+func (h *Handler) watch(w http.ResponseWriter, r *http.Request, res Resource, cluster, namespace string) {
+	gr := res.GVR.GroupResource()
+	req, err := parseRequest(r.URL.Query(), res.GVR, cluster, namespace, true)
+	if err != nil {
+		writeError(w, err, gr)
+		return
+	}
+	h.warnNotReady(w, req.query.Clusters)
+	timeout := req.timeout
+	if timeout <= 0 || timeout > defaultWatchTimeout {
+		timeout = defaultWatchTimeout
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), timeout)
+	defer cancel()
+	if req.sendInitialEvents && req.watchRevision > 0 {
+		// The state sent must be at least as new as the revision asked for.
+		waitCtx, cancelWait := context.WithTimeout(ctx, 3*time.Second)
+		err := h.cache.WaitForRevision(waitCtx, req.watchRevision)
+		cancelWait()
+		if err != nil {
+			writeError(w, &storage.TooLargeError{Requested: req.watchRevision, Current: h.cache.Revision()}, gr)
+			return
+		}
+	}
+	asTable := wantsTable(r)
+	contentType := "application/json"
+	if asTable {
+		contentType = tableContentType
+	}
+	w.Header().Set("Content-Type", contentType)
+	w.Header().Set("Transfer-Encoding", "chunked")
+	flusher, _ := w.(http.Flusher)
+	enc := json.NewEncoder(w)
+	send := func(typ watch.EventType, object any) bool {
+		if err := enc.Encode(struct {
+			Type   watch.EventType `json:"type"`
+			Object any             `json:"object"`
+		}{typ, object}); err != nil {
+			return false
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		return true
+	}
+
+	watcher, err := h.cache.Watch(ctx, &req.query, watchcache.WatchOptions{
+		ResourceVersion: req.watchRevision, SendInitialEvents: req.sendInitialEvents,
+		Bookmarks: req.allowBookmarks, BookmarkInterval: bookmarkInterval,
+	})
+	if err != nil {
+		// As kube-apiserver's watch cache: the error is an event of the stream.
+		w.WriteHeader(http.StatusOK)
+		st := toStatus(err, gr).Status()
+		st.Kind, st.APIVersion = "Status", "v1"
+		send(watch.Error, st)
+		return
+	}
+	defer watcher.Stop()
+	w.WriteHeader(http.StatusOK)
+	if flusher != nil {
+		flusher.Flush()
+	}
+	first := true
+	for e := range watcher.ResultChan() {
+		var object any
+		switch {
+		case e.Object == nil:
+			object = bookmark(res, e)
+		case asTable:
+			t, err := table(gr, [][]byte{e.Object.Data}, r.URL.Query().Get("includeObject"), first)
+			if err != nil {
+				return
+			}
+			first = false
+			object = t
+		default:
+			object = json.RawMessage(e.Object.Data)
+		}
+		if !send(e.Type, object) {
+			return
+		}
+	}
+}
+
+func bookmark(res Resource, e watchcache.Event) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(res.GVR.GroupVersion().WithKind(res.Kind))
+	u.SetResourceVersion(strconv.FormatInt(e.Revision, 10))
+	if e.InitialEventsEnd {
+		u.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
+	}
+	return u
+}

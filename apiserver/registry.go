@@ -1,0 +1,159 @@
+package apiserver
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+
+	clusterv1alpha1 "github.com/panorama-io/panorama/apis/cluster/v1alpha1"
+)
+
+var clustersGVR = clusterv1alpha1.GroupVersion.WithResource("clusters")
+
+// Resource is a resource the server serves.
+type Resource struct {
+	GVR        schema.GroupVersionResource
+	Kind       string
+	Namespaced bool
+}
+
+// clusterInfo is what the server knows of one Cluster.
+type clusterInfo struct {
+	ready        bool
+	readyMessage string
+	resources    map[schema.GroupVersionResource]Resource
+}
+
+// Registry knows which clusters exist and which resources each syncs, from
+// the Cluster objects of the host: discovery and routing follow it live.
+type Registry struct {
+	mu       sync.RWMutex
+	clusters map[string]*clusterInfo
+}
+
+// NewRegistry makes an empty registry.
+func NewRegistry() *Registry { return &Registry{clusters: map[string]*clusterInfo{}} }
+
+// Run keeps the registry up to date from the host's Cluster objects.
+func (r *Registry) Run(ctx context.Context, client dynamic.Interface) {
+	factory := dynamicinformer.NewDynamicSharedInformerFactory(client, 0)
+	inf := factory.ForResource(clustersGVR).Informer()
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { r.set(o) },
+		UpdateFunc: func(_, o any) { r.set(o) },
+		DeleteFunc: func(o any) {
+			if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+				o = d.Obj
+			}
+			if u, ok := o.(*unstructured.Unstructured); ok {
+				r.mu.Lock()
+				delete(r.clusters, u.GetName())
+				r.mu.Unlock()
+			}
+		},
+	})
+	factory.Start(ctx.Done())
+	cache.WaitForCacheSync(ctx.Done(), inf.HasSynced)
+}
+
+func (r *Registry) set(o any) {
+	u, ok := o.(*unstructured.Unstructured)
+	if !ok {
+		return
+	}
+	var c clusterv1alpha1.Cluster
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &c); err != nil {
+		return
+	}
+	r.Set(&c)
+}
+
+// Set records one Cluster.
+func (r *Registry) Set(c *clusterv1alpha1.Cluster) {
+	info := &clusterInfo{resources: map[schema.GroupVersionResource]Resource{}}
+	if cond := meta.FindStatusCondition(c.Status.Conditions, clusterv1alpha1.ConditionReady); cond != nil {
+		info.ready = cond.Status == "True"
+		info.readyMessage = cond.Message
+	}
+	for _, s := range c.Status.SyncResources {
+		gvr := schema.GroupVersionResource{Group: s.Group, Version: s.Version, Resource: s.Resource}
+		info.resources[gvr] = Resource{GVR: gvr, Kind: s.Kind, Namespaced: s.Namespaced}
+	}
+	r.mu.Lock()
+	r.clusters[c.Name] = info
+	r.mu.Unlock()
+}
+
+// Cluster reports whether a cluster exists, and whether it is ready.
+func (r *Registry) Cluster(name string) (exists, ready bool, message string) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	c := r.clusters[name]
+	if c == nil {
+		return false, false, ""
+	}
+	return true, c.ready, c.readyMessage
+}
+
+// Resources lists what cluster serves, or the union over all clusters when
+// cluster is "", sorted by group, version and resource.
+func (r *Registry) Resources(cluster string) []Resource {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	seen := map[schema.GroupVersionResource]Resource{}
+	for name, c := range r.clusters {
+		if cluster != "" && name != cluster {
+			continue
+		}
+		for gvr, res := range c.resources {
+			seen[gvr] = res
+		}
+	}
+	out := make([]Resource, 0, len(seen))
+	for _, res := range seen {
+		out = append(out, res)
+	}
+	slices.SortFunc(out, func(a, b Resource) int {
+		if c := strings.Compare(a.GVR.Group, b.GVR.Group); c != 0 {
+			return c
+		}
+		if c := version.CompareKubeAwareVersionStrings(b.GVR.Version, a.GVR.Version); c != 0 {
+			return c
+		}
+		return strings.Compare(a.GVR.Resource, b.GVR.Resource)
+	})
+	return out
+}
+
+// Lookup finds a served resource by group, version and plural name.
+func (r *Registry) Lookup(cluster string, gvr schema.GroupVersionResource) (Resource, bool) {
+	for _, res := range r.Resources(cluster) {
+		if res.GVR == gvr {
+			return res, true
+		}
+	}
+	return Resource{}, false
+}
+
+// NotReady maps the clusters that are not ready to why, for warnings.
+func (r *Registry) NotReady() map[string]string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := map[string]string{}
+	for name, c := range r.clusters {
+		if !c.ready {
+			out[name] = c.readyMessage
+		}
+	}
+	return out
+}

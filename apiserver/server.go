@@ -1,0 +1,182 @@
+// Package apiserver is Panorama's aggregated API server: discovery, get,
+// list and watch of every synced resource, across clusters or for one, on
+// k8s.io/apiserver's GenericAPIServer with delegated authentication and
+// authorization.
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	apirequest "k8s.io/apiserver/pkg/endpoints/request"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/server/healthz"
+	genericoptions "k8s.io/apiserver/pkg/server/options"
+	"k8s.io/client-go/dynamic"
+
+	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
+	"github.com/panorama-io/panorama/apiserver/watchcache"
+	"github.com/panorama-io/panorama/storage"
+	"github.com/panorama-io/panorama/storage/sqlstore"
+)
+
+var (
+	scheme = runtime.NewScheme()
+	codecs = serializer.NewCodecFactory(scheme)
+)
+
+func init() {
+	_ = searchv1alpha1.AddToScheme(scheme)
+	metav1.AddToGroupVersion(scheme, schema.GroupVersion{Version: "v1"})
+	unversioned := schema.GroupVersion{Group: "", Version: "v1"}
+	scheme.AddUnversionedTypes(unversioned, &metav1.Status{}, &metav1.APIVersions{}, &metav1.APIGroupList{},
+		&metav1.APIGroup{}, &metav1.APIResourceList{})
+}
+
+// Options are the server's flags: the standard ones of an aggregated API
+// server, minus etcd and admission, plus storage and the watch cache.
+type Options struct {
+	Recommended  *genericoptions.RecommendedOptions
+	Storage      sqlstore.Options
+	PollInterval time.Duration
+	RingSize     int
+}
+
+// NewOptions returns the defaults.
+func NewOptions() *Options {
+	ro := genericoptions.NewRecommendedOptions("/registry/panorama", codecs.LegacyCodec(searchv1alpha1.SchemeGroupVersion))
+	ro.Etcd = nil
+	ro.Admission = nil
+	return &Options{Recommended: ro, PollInterval: watchcache.DefaultPollInterval, RingSize: watchcache.DefaultRingSize}
+}
+
+// AddFlags binds every flag.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	o.Recommended.AddFlags(fs)
+	o.Storage.AddFlags(fs)
+	fs.DurationVar(&o.PollInterval, "watch-cache-poll-interval", o.PollInterval,
+		"How often the change log is read for writes by other processes sharing the database.")
+	fs.IntVar(&o.RingSize, "watch-cache-size", o.RingSize, "Recent changes kept per resource for watches that resume.")
+}
+
+// Server is a ready-to-run server.
+type Server struct {
+	generic  *genericapiserver.GenericAPIServer
+	store    storage.Interface
+	cache    *watchcache.Cache
+	registry *Registry
+	host     dynamic.Interface
+}
+
+// New builds the server over an open store (which the caller closes).
+func (o *Options) New(store storage.Interface) (*Server, error) {
+	if err := o.Recommended.SecureServing.MaybeDefaultWithSelfSignedCerts("localhost", nil, []net.IP{net.ParseIP("127.0.0.1")}); err != nil {
+		return nil, fmt.Errorf("creating self-signed certificates: %w", err)
+	}
+	cfg := genericapiserver.NewRecommendedConfig(codecs)
+	if err := o.Recommended.ApplyTo(cfg); err != nil {
+		return nil, err
+	}
+	if cfg.ClientConfig == nil {
+		return nil, errors.New("no host cluster to read Cluster objects from: set --kubeconfig or run in a cluster")
+	}
+	cfg.RequestInfoResolver = requestInfoResolver{delegate: genericapiserver.NewRequestInfoResolver(&cfg.Config)}
+	generic, err := cfg.Complete().New("panorama-apiserver", genericapiserver.NewEmptyDelegate())
+	if err != nil {
+		return nil, err
+	}
+	host, err := dynamic.NewForConfig(cfg.ClientConfig)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		generic: generic, store: store, cache: watchcache.New(store, o.PollInterval, o.RingSize),
+		registry: NewRegistry(), host: host,
+	}
+	s.install()
+	if err := generic.AddReadyzChecks(healthz.NamedCheck("storage", func(r *http.Request) error {
+		_, _, err := store.Revision(r.Context())
+		return err
+	})); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Server) install() {
+	gv := searchv1alpha1.SchemeGroupVersion
+	version := metav1.GroupVersionForDiscovery{GroupVersion: gv.String(), Version: gv.Version}
+	group := metav1.APIGroup{Name: gv.Group, Versions: []metav1.GroupVersionForDiscovery{version}, PreferredVersion: version}
+	s.generic.DiscoveryGroupManager.AddGroup(group)
+	s.generic.AggregatedDiscoveryGroupManager.AddGroupVersion(gv.Group, apidiscoveryv2.APIVersionDiscovery{
+		Version: gv.Version, Freshness: apidiscoveryv2.DiscoveryFreshnessCurrent,
+		Resources: []apidiscoveryv2.APIResourceDiscovery{{
+			Resource: "resources", Scope: apidiscoveryv2.ScopeCluster, Verbs: []string{"get", "list", "watch"},
+			ResponseKind: &metav1.GroupVersionKind{Group: gv.Group, Version: gv.Version, Kind: "Resources"},
+		}},
+	})
+	mux := s.generic.Handler.NonGoRestfulMux
+	mux.Handle("/apis/"+gv.Group, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		g := group
+		g.TypeMeta = metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}
+		writeJSON(w, http.StatusOK, &g)
+	}))
+	mux.Handle("/apis/"+gv.String(), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, &metav1.APIResourceList{
+			TypeMeta:     metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"},
+			GroupVersion: gv.String(),
+			APIResources: []metav1.APIResource{{Name: "resources", Kind: "Resources", Verbs: servedVerbs}},
+		})
+	}))
+	h := &Handler{registry: s.registry, store: s.store, cache: s.cache}
+	mux.Handle(ResourcesPrefix, h)
+	mux.HandlePrefix(ResourcesPrefix+"/", h)
+}
+
+// Run serves until ctx ends.
+func (s *Server) Run(ctx context.Context) error {
+	errs := make(chan error, 1)
+	go func() { errs <- s.cache.Run(ctx) }()
+	go s.registry.Run(ctx, s.host)
+	err := s.generic.PrepareRun().RunWithContext(ctx)
+	if cerr := <-errs; err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// requestInfoResolver gives authorization the attributes of a member
+// resource request: verb get, list or watch of search.panorama.io
+// "resources", in the member namespace, named after the cluster ("" for all
+// clusters). RBAC can so grant one cluster (resourceNames), one namespace
+// (a RoleBinding), or all. Discovery under the prefix is a non-resource
+// request, which system:discovery allows.
+type requestInfoResolver struct{ delegate apirequest.RequestInfoResolver }
+
+func (r requestInfoResolver) NewRequestInfo(req *http.Request) (*apirequest.RequestInfo, error) {
+	cluster, rest, ok := splitPath(req.URL.Path)
+	if !ok {
+		return r.delegate.NewRequestInfo(req)
+	}
+	inner, err := memberRequestInfo(req, rest)
+	if err != nil || !inner.IsResourceRequest {
+		return &apirequest.RequestInfo{Path: req.URL.Path, Verb: strings.ToLower(req.Method)}, nil
+	}
+	gv := searchv1alpha1.SchemeGroupVersion
+	return &apirequest.RequestInfo{
+		IsResourceRequest: true, Path: req.URL.Path, Verb: inner.Verb, APIPrefix: "apis",
+		APIGroup: gv.Group, APIVersion: gv.Version, Namespace: inner.Namespace, Resource: "resources",
+		Name: cluster, Parts: []string{"resources", cluster},
+	}, nil
+}

@@ -1,0 +1,79 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	apiserverstorage "k8s.io/apiserver/pkg/storage"
+	"k8s.io/klog/v2"
+
+	"github.com/panorama-io/panorama/storage"
+)
+
+// toStatus maps errors to the Status kube-apiserver would answer with;
+// anything unexpected is an internal error, logged, with no details leaked.
+func toStatus(err error, gr schema.GroupResource) apierrors.APIStatus {
+	var (
+		status   apierrors.APIStatus
+		invalid  *storage.InvalidError
+		tooOld   *storage.TooOldError
+		tooLarge *storage.TooLargeError
+		bad      badRequest
+	)
+	switch {
+	case errors.As(err, &status):
+		return status
+	case errors.As(err, &bad):
+		return apierrors.NewBadRequest(string(bad))
+	case errors.As(err, &invalid):
+		return apierrors.NewBadRequest(invalid.Error())
+	case errors.As(err, &tooOld):
+		// The wording clients (and client-go's reflector) recognize.
+		return apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", tooOld.Requested, tooOld.Compacted))
+	case errors.As(err, &tooLarge):
+		var st apierrors.APIStatus
+		errors.As(apiserverstorage.NewTooLargeResourceVersionError(uint64(tooLarge.Requested), uint64(tooLarge.Current), 1), &st)
+		return st
+	case errors.Is(err, storage.ErrNotFound):
+		return apierrors.NewNotFound(gr, "")
+	}
+	klog.ErrorS(err, "internal error serving a request")
+	return apierrors.NewInternalError(errors.New("the server could not serve the request; see its log"))
+}
+
+func writeError(w http.ResponseWriter, err error, gr schema.GroupResource) {
+	st := toStatus(err, gr).Status()
+	writeStatus(w, &st)
+}
+
+func writeStatus(w http.ResponseWriter, st *metav1.Status) {
+	st.Kind, st.APIVersion = "Status", "v1"
+	if st.Status == "" {
+		st.Status = metav1.StatusFailure
+	}
+	code := int(st.Code)
+	if code == 0 {
+		code = http.StatusInternalServerError
+	}
+	writeJSON(w, code, st)
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	writeJSONAs(w, code, "application/json", v)
+}
+
+func writeJSONAs(w http.ResponseWriter, code int, contentType string, v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", contentType)
+	w.WriteHeader(code)
+	_, _ = w.Write(data)
+}
