@@ -24,6 +24,7 @@ import (
 	"k8s.io/apiserver/pkg/server/healthz"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/component-base/compatibility"
 
 	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
 	"github.com/panorama-io/panorama/apiserver/watchcache"
@@ -85,6 +86,8 @@ func (o *Options) New(store storage.Interface) (*Server, error) {
 		return nil, fmt.Errorf("creating self-signed certificates: %w", err)
 	}
 	cfg := genericapiserver.NewRecommendedConfig(codecs)
+	// The Kubernetes release of the libraries this server is built on.
+	cfg.EffectiveVersion = compatibility.NewEffectiveVersionFromString("1.37", "", "")
 	if err := o.Recommended.ApplyTo(cfg); err != nil {
 		return nil, err
 	}
@@ -162,7 +165,9 @@ func (s *Server) Run(ctx context.Context) error {
 // clusters). RBAC can so grant one cluster (resourceNames), one namespace
 // (a RoleBinding), or all. Discovery under the prefix is a non-resource
 // request, which system:discovery allows.
-type requestInfoResolver struct{ delegate apirequest.RequestInfoResolver }
+type requestInfoResolver struct {
+	delegate apirequest.RequestInfoResolver
+}
 
 func (r requestInfoResolver) NewRequestInfo(req *http.Request) (*apirequest.RequestInfo, error) {
 	cluster, rest, ok := splitPath(req.URL.Path)

@@ -108,9 +108,14 @@ func (e *Env) Kubectl(t testing.TB, args ...string) string {
 
 // TryKubectl runs kubectl and returns stdout, stderr and the error.
 func (e *Env) TryKubectl(args ...string) (string, string, error) {
+	return Kubectl(e.Kubeconfig, args...)
+}
+
+// Kubectl runs the real kubectl (from KUBEBUILDER_ASSETS) with a kubeconfig.
+func Kubectl(kubeconfig string, args ...string) (string, string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(e.Env.BinaryAssetsDirectory, "kubectl"), append([]string{"--kubeconfig", e.Kubeconfig}, args...)...)
+	cmd := exec.CommandContext(ctx, filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl"), append([]string{"--kubeconfig", kubeconfig}, args...)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

@@ -1,0 +1,122 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	clusterv1alpha1 "github.com/panorama-io/panorama/apis/cluster/v1alpha1"
+	"github.com/panorama-io/panorama/apiserver/watchcache"
+	"github.com/panorama-io/panorama/storage"
+	"github.com/panorama-io/panorama/storage/storagetest"
+)
+
+var podsGVR = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+
+// testServer serves the resources path over a real store, without the
+// generic server's filters: what the handler itself answers.
+func testServer(t *testing.T) (storage.Interface, *rest.Config) {
+	store := storagetest.Backends()[0].Open(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	c := watchcache.New(store, 100*time.Millisecond, 0)
+	go func() { _ = c.Run(ctx) }()
+	reg := NewRegistry()
+	for _, name := range []string{"east", "west"} {
+		cl := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		meta.SetStatusCondition(&cl.Status.Conditions, metav1.Condition{Type: clusterv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Healthy"})
+		cl.Status.SyncResources = []clusterv1alpha1.ResourceSyncStatus{{Version: "v1", Resource: "pods", Kind: "Pod", Namespaced: true}}
+		reg.Set(cl)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(ResourcesPrefix+"/", &Handler{registry: reg, store: store, cache: c})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return store, &rest.Config{Host: srv.URL + ResourcesPrefix}
+}
+
+func putPod(t *testing.T, s storage.Interface, cluster, name string) {
+	t.Helper()
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Pod",
+		"metadata": map[string]any{"name": name, "namespace": "ns", "resourceVersion": "1", "uid": cluster + name}}}
+	if _, err := s.Apply(context.Background(), cluster, podsGVR, []storage.Change{storage.Upsert(u)}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestInformer runs a client-go informer (watch-list: sendInitialEvents)
+// across clusters against the handler.
+func TestInformer(t *testing.T) {
+	store, cfg := testServer(t)
+	putPod(t, store, "east", "a")
+	putPod(t, store, "west", "b")
+	inf := dynamicinformer.NewDynamicSharedInformerFactory(dynamic.NewForConfigOrDie(cfg), 0).ForResource(podsGVR).Informer()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	go inf.Run(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		t.Fatal("informer did not sync")
+	}
+	if keys := inf.GetStore().ListKeys(); len(keys) != 2 {
+		t.Fatalf("informer keys %v", keys)
+	}
+	putPod(t, store, "east", "c")
+	for {
+		if keys := inf.GetStore().ListKeys(); len(keys) == 3 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("informer keys %v", inf.GetStore().ListKeys())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func TestBadRequests(t *testing.T) {
+	_, cfg := testServer(t)
+	for path, want := range map[string]string{
+		"/api/v1/pods?limit=abc":                                     "400",
+		"/api/v1/pods?ownerSeniority=1&ownerUID=x&watch=1":           "400",
+		"/api/v1/pods?labelSelector=search.panorama.io/x":            "400",
+		"/api/v1/pods?orderby=color":                                 "400",
+		"/api/v1/pods?resourceVersion=abc":                           "400",
+		"/api/v1/pods?resourceVersion=99&resourceVersionMatch=Exact": "504",
+		"/api/v1/widgets":                                            "404",
+		"/clusters/nowhere/api/v1/pods":                              "404",
+		"/api/v1/namespaces/ns/pods/a/log":                           "404",
+	} {
+		resp, err := http.Get(cfg.Host + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := make([]byte, 512)
+		n, _ := resp.Body.Read(body)
+		resp.Body.Close()
+		if fmt.Sprint(resp.StatusCode) != want || !strings.Contains(string(body[:n]), `"kind":"Status"`) {
+			t.Errorf("%s: %d %s, want %s and a Status", path, resp.StatusCode, body[:n], want)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodDelete, cfg.Host+"/clusters/east/api/v1/namespaces/ns/pods/a", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Fatalf("delete: %d", resp.StatusCode)
+	}
+}

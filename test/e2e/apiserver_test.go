@@ -1,0 +1,492 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/panorama-io/panorama/apiserver"
+	"github.com/panorama-io/panorama/storage/storagetest"
+	"github.com/panorama-io/panorama/test/testenv"
+)
+
+const waitFor = 90 * time.Second
+
+// TestAPIServer runs Panorama as it runs in a cluster: the controller
+// manager and the API server as processes sharing MariaDB, the API server
+// registered as an APIService of a real host kube-apiserver, two real
+// member clusters, and real kubectl and client-go talking to the host.
+func TestAPIServer(t *testing.T) {
+	host := testenv.Start(t, testenv.WithAggregation(t))
+	east := testenv.Start(t, testenv.WithoutCRDs())
+	west := testenv.Start(t, testenv.WithoutCRDs())
+	eastKube, westKube := kubernetes.NewForConfigOrDie(east.Config), kubernetes.NewForConfigOrDie(west.Config)
+	db := storagetest.Backends()[1].Options(t)
+
+	createNS(t, eastKube, "web")
+	for i := range 5 {
+		createPod(t, eastKube, "web", fmt.Sprintf("web-%d", i), "web")
+	}
+	createPod(t, eastKube, "web", "db-0", "db")
+	for i := range 3 {
+		createPod(t, westKube, "default", fmt.Sprintf("api-%d", i), "api")
+	}
+
+	dir := t.TempDir()
+	apply(t, host, dir, clustersManifest(t, east, west))
+	startProcess(t, "controller-manager", "--kubeconfig", host.Kubeconfig, "--storage=mysql", "--storage-dsn", db.DSN,
+		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--cluster-health-interval=2s")
+	port := freePort(t)
+	api := startProcess(t, "apiserver", "--secure-port", strconv.Itoa(port), "--bind-address=127.0.0.1",
+		"--cert-dir", filepath.Join(dir, "certs"), "--kubeconfig", host.Kubeconfig,
+		"--authentication-kubeconfig", host.Kubeconfig, "--authorization-kubeconfig", host.Kubeconfig,
+		"--storage=mysql", "--storage-dsn", db.DSN, "--watch-cache-poll-interval=200ms")
+	waitReady(t, port)
+	apply(t, host, dir, apiServiceManifest(port))
+	eventuallyT(t, func() error {
+		out, _, err := host.TryKubectl("get", "apiservice", "v1alpha1.search.panorama.io", "-o", "jsonpath={.status.conditions[?(@.type=='Available')].status}")
+		if err != nil || out != "True" {
+			return fmt.Errorf("APIService not available: %q %v", out, err)
+		}
+		return nil
+	})
+
+	alice := userKubeconfig(t, host, dir, "alice")
+	bob := userKubeconfig(t, host, dir, "bob")
+	mallory := userKubeconfig(t, host, dir, "mallory")
+	apply(t, host, dir, rbacManifest)
+	kubectl := func(t *testing.T, kubeconfig string, args ...string) string {
+		t.Helper()
+		out, stderr, err := testenv.Kubectl(kubeconfig, args...)
+		if err != nil {
+			t.Fatalf("kubectl %v: %v\n%s", args, err, stderr)
+		}
+		return out
+	}
+	rows := func(out string) []string {
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		return lines[1:]
+	}
+	eventuallyT(t, func() error {
+		out, stderr, err := testenv.Kubectl(alice, "get", "pods", "-A")
+		if err != nil {
+			return fmt.Errorf("%v: %s", err, stderr)
+		}
+		if n := len(rows(out)); n != 9 {
+			return fmt.Errorf("%d pods listed:\n%s", n, out)
+		}
+		return nil
+	})
+
+	t.Run("kubectl get across clusters", func(t *testing.T) {
+		out := kubectl(t, alice, "get", "pods", "-A")
+		header := strings.Fields(strings.Split(out, "\n")[0])
+		if strings.Join(header, " ") != "NAMESPACE CLUSTER NAME READY STATUS RESTARTS AGE" {
+			t.Fatalf("header %v", header)
+		}
+		if !strings.Contains(out, "east") || !strings.Contains(out, "west") || !strings.Contains(out, "api-2") || !strings.Contains(out, "Pending") {
+			t.Fatalf("output:\n%s", out)
+		}
+	})
+	t.Run("one cluster through a context", func(t *testing.T) {
+		out := kubectl(t, alice, "--context", "east", "get", "pods", "-n", "web")
+		if r := rows(out); len(r) != 6 || strings.Contains(out, "west") {
+			t.Fatalf("east pods:\n%s", out)
+		}
+		out = kubectl(t, alice, "--context", "west", "get", "po", "-A")
+		if r := rows(out); len(r) != 3 {
+			t.Fatalf("west pods:\n%s", out)
+		}
+	})
+	t.Run("selectors and search parameters", func(t *testing.T) {
+		if r := rows(kubectl(t, alice, "get", "pods", "-A", "-l", "app=web")); len(r) != 5 {
+			t.Fatalf("app=web: %v", r)
+		}
+		if r := rows(kubectl(t, alice, "get", "pods", "-A", "--field-selector", "metadata.name=web-1")); len(r) != 1 || !strings.Contains(r[0], "web-1") {
+			t.Fatalf("field selector: %v", r)
+		}
+		if r := rows(kubectl(t, alice, "get", "pods", "-A", "-l", "search.panorama.io/clusters=west")); len(r) != 3 {
+			t.Fatalf("clusters=west: %v", r)
+		}
+		if r := rows(kubectl(t, alice, "get", "pods", "-A", "-l", "app in (web,db),search.panorama.io/fuzzyName=0")); len(r) != 2 {
+			t.Fatalf("fuzzy name: %v", r)
+		}
+		raw := kubectl(t, alice, "get", "--raw", "/api/v1/pods?clusters=east&orderby=name%20desc&limit=2&withRemainingCount=true")
+		var list struct {
+			Metadata metav1.ListMeta `json:"metadata"`
+			Items    []struct {
+				Metadata metav1.ObjectMeta `json:"metadata"`
+			} `json:"items"`
+		}
+		if err := json.Unmarshal([]byte(raw), &list); err != nil {
+			t.Fatal(err)
+		}
+		if len(list.Items) != 2 || list.Items[0].Metadata.Name != "web-4" || list.Items[1].Metadata.Name != "web-3" ||
+			list.Metadata.Continue == "" || list.Metadata.RemainingItemCount == nil || *list.Metadata.RemainingItemCount != 4 {
+			t.Fatalf("ordered page: %s", raw)
+		}
+	})
+	t.Run("output formats", func(t *testing.T) {
+		out := kubectl(t, alice, "--context", "east", "get", "pod", "web-1", "-n", "web", "-o", "yaml")
+		for _, want := range []string{"name: web-1", "panorama.io/cluster: east", "app: web"} {
+			if !strings.Contains(out, want) {
+				t.Fatalf("-o yaml lacks %q:\n%s", want, out)
+			}
+		}
+		if out := kubectl(t, alice, "get", "pods", "-A", "-o", "wide"); !strings.Contains(strings.Split(out, "\n")[0], "NODE") {
+			t.Fatalf("-o wide:\n%s", out)
+		}
+		if out := kubectl(t, alice, "--context", "east", "get", "pods", "-n", "web", "--show-labels"); !strings.Contains(out, "app=web") {
+			t.Fatalf("--show-labels:\n%s", out)
+		}
+		if out := kubectl(t, alice, "get", "pods", "-A", "-o", "name"); len(strings.Fields(out)) != 9 {
+			t.Fatalf("-o name:\n%s", out)
+		}
+	})
+	t.Run("kubectl watch", func(t *testing.T) {
+		cmd := exec.Command(filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl"), "--kubeconfig", alice, "--context", "east", "get", "pods", "-n", "web", "-w")
+		stdout, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+		lines := make(chan string, 100)
+		go func() {
+			s := bufio.NewScanner(stdout)
+			for s.Scan() {
+				lines <- s.Text()
+			}
+			close(lines)
+		}()
+		// The initial listing first, then the event.
+		waitLine(t, lines, "web-4")
+		createPod(t, eastKube, "web", "watched", "web")
+		waitLine(t, lines, "watched")
+	})
+	t.Run("informer across clusters", func(t *testing.T) {
+		cfg, err := clientcmd.BuildConfigFromFlags("", alice)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The "all" context's server is the host's URL + the resources prefix.
+		inf := dynamicinformer.NewDynamicSharedInformerFactory(dynamic.NewForConfigOrDie(cfg), 0).
+			ForResource(schema.GroupVersionResource{Version: "v1", Resource: "pods"}).Informer()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		go inf.Run(ctx.Done())
+		if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+			t.Fatal("informer did not sync")
+		}
+		has := func(name string, want bool) {
+			t.Helper()
+			eventuallyT(t, func() error {
+				for _, k := range inf.GetStore().ListKeys() {
+					if strings.HasSuffix(k, "/"+name) {
+						if want {
+							return nil
+						}
+						return fmt.Errorf("%s still in the informer", name)
+					}
+				}
+				if want {
+					return fmt.Errorf("%s not in the informer (%d keys)", name, len(inf.GetStore().ListKeys()))
+				}
+				return nil
+			})
+		}
+		if n := len(inf.GetStore().ListKeys()); n != 10 {
+			t.Fatalf("informer has %d pods, want 10", n)
+		}
+		createPod(t, westKube, "default", "api-new", "api")
+		has("api-new", true)
+		deletePod(t, eastKube, "web", "web-0")
+		has("web-0", false)
+		api.restart()
+		waitReady(t, port)
+		createPod(t, westKube, "default", "after-restart", "api")
+		has("after-restart", true)
+		deletePod(t, westKube, "default", "api-1")
+		has("api-1", false)
+	})
+	t.Run("authorization", func(t *testing.T) {
+		_, stderr, err := testenv.Kubectl(mallory, "get", "pods", "-A")
+		if err == nil || !strings.Contains(stderr, "Forbidden") {
+			t.Fatalf("mallory: %v %s", err, stderr)
+		}
+		// bob may read cluster east only.
+		if _, stderr, err := testenv.Kubectl(bob, "get", "pods", "-A"); err == nil || !strings.Contains(stderr, "Forbidden") {
+			t.Fatalf("bob across clusters: %v %s", err, stderr)
+		}
+		if r := rows(kubectl(t, bob, "--context", "east", "get", "pods", "-A")); len(r) == 0 {
+			t.Fatal("bob sees nothing of east")
+		}
+		if _, stderr, err := testenv.Kubectl(bob, "--context", "west", "get", "pods", "-A"); err == nil || !strings.Contains(stderr, "Forbidden") {
+			t.Fatalf("bob on west: %v %s", err, stderr)
+		}
+	})
+	t.Run("bad requests", func(t *testing.T) {
+		for _, c := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"get", "--raw", "/api/v1/pods?ownerSeniority=abc"}, "BadRequest"},
+			{[]string{"get", "--raw", "/api/v1/pods?resourceVersionMatch=Exact"}, "BadRequest"},
+			{[]string{"get", "--raw", "/api/v1/pods?continue=garbage"}, "BadRequest"},
+			{[]string{"get", "--raw", "/api/v1/pods?fieldSelector=spec.secret%3Dx"}, "BadRequest"},
+			{[]string{"get", "pods", "-A", "-l", "search.panorama.io/bogus=1"}, "unknown search label"},
+			{[]string{"--context", "east", "get", "pod", "nope", "-n", "web"}, "NotFound"},
+			{[]string{"--context", "east", "delete", "pod", "web-1", "-n", "web"}, "MethodNotAllowed"},
+			{[]string{"get", "--raw", "/clusters/nowhere/api/v1/pods"}, "NotFound"},
+		} {
+			_, stderr, err := testenv.Kubectl(alice, c.args...)
+			if err == nil || !strings.Contains(stderr, c.want) {
+				t.Errorf("kubectl %v: err %v, stderr %q; want %q", c.args, err, stderr, c.want)
+			}
+		}
+	})
+}
+
+func waitLine(t *testing.T, lines <-chan string, want string) {
+	t.Helper()
+	deadline := time.After(waitFor)
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("kubectl -w ended before %q", want)
+			}
+			if strings.Contains(l, want) {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("kubectl -w did not show %q", want)
+		}
+	}
+}
+
+func eventuallyT(t *testing.T, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %v: %v", waitFor, err)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+func freePort(t *testing.T) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func waitReady(t *testing.T, port int) {
+	t.Helper()
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, Timeout: 2 * time.Second}
+	eventuallyT(t, func() error {
+		resp, err := client.Get(fmt.Sprintf("https://127.0.0.1:%d/readyz", port))
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("readyz: %s", resp.Status)
+		}
+		return nil
+	})
+}
+
+var applyMu sync.Mutex
+
+func apply(t *testing.T, env *testenv.Env, dir, manifest string) {
+	t.Helper()
+	applyMu.Lock()
+	defer applyMu.Unlock()
+	f := filepath.Join(dir, fmt.Sprintf("manifest-%d.yaml", time.Now().UnixNano()))
+	if err := os.WriteFile(f, []byte(manifest), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env.Kubectl(t, "apply", "-f", f)
+}
+
+func clustersManifest(t *testing.T, members ...*testenv.Env) string {
+	var b strings.Builder
+	b.WriteString("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: panorama-system\n")
+	for i, m := range members {
+		name := []string{"east", "west"}[i]
+		kc, err := os.ReadFile(m.Kubeconfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := json.Marshal(map[string]string{"kubeconfig": string(kc)})
+		fmt.Fprintf(&b, "---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: %s\n  namespace: panorama-system\nstringData: %s\n", name, data)
+		fmt.Fprintf(&b, `---
+apiVersion: cluster.panorama.io/v1alpha1
+kind: Cluster
+metadata:
+  name: %s
+spec:
+  kubeconfigSecretRef: {namespace: panorama-system, name: %s}
+  syncResources:
+  - group: ""
+    resources: [pods, namespaces]
+`, name, name)
+	}
+	return b.String()
+}
+
+func apiServiceManifest(port int) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Service
+metadata:
+  name: panorama-apiserver
+  namespace: panorama-system
+spec:
+  type: ExternalName
+  externalName: localhost
+  ports:
+  - port: %d
+---
+apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata:
+  name: v1alpha1.search.panorama.io
+spec:
+  group: search.panorama.io
+  version: v1alpha1
+  groupPriorityMinimum: 1000
+  versionPriority: 100
+  insecureSkipTLSVerify: true
+  service:
+    namespace: panorama-system
+    name: panorama-apiserver
+    port: %d
+`, port, port)
+}
+
+// alice reads everything; bob reads cluster east only; mallory nothing.
+//
+// Two checks authorize a request. The host's kube-apiserver, before it
+// proxies, sees .../resources/clusters/east/api/v1/pods as resource
+// "resources/east" named "clusters" (and .../resources/api/v1/pods as
+// "resources/v1" named "api"). Panorama then checks resource "resources"
+// named after the cluster, in the member namespace.
+const rbacManifest = `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: panorama-search
+rules:
+- apiGroups: [search.panorama.io]
+  resources: ["*"]
+  verbs: [get, list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: alice-search
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: panorama-search}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: panorama-search-east
+rules:
+- apiGroups: [search.panorama.io]
+  resources: [resources/east]
+  resourceNames: [clusters]
+  verbs: [get, list, watch]
+- apiGroups: [search.panorama.io]
+  resources: [resources]
+  resourceNames: [east]
+  verbs: [get, list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: bob-search-east
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: panorama-search-east}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: bob}
+`
+
+// userKubeconfig writes a kubeconfig for a new user of the host with a
+// context per view: all clusters (the default), east and west.
+func userKubeconfig(t *testing.T, host *testenv.Env, dir, name string) string {
+	user, err := host.Env.AddUser(envtest.User{Name: name}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := user.Config()
+	kc := clientcmdapi.NewConfig()
+	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
+	for ctxName, suffix := range map[string]string{"all": "", "east": "/clusters/east", "west": "/clusters/west"} {
+		kc.Clusters[ctxName] = &clientcmdapi.Cluster{Server: cfg.Host + apiserver.ResourcesPrefix + suffix, CertificateAuthorityData: cfg.CAData}
+		kc.Contexts[ctxName] = &clientcmdapi.Context{Cluster: ctxName, AuthInfo: name}
+	}
+	kc.CurrentContext = "all"
+	path := filepath.Join(dir, name+".kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func createNS(t *testing.T, c kubernetes.Interface, name string) {
+	t.Helper()
+	if _, err := c.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func createPod(t *testing.T, c kubernetes.Interface, ns, name, app string) {
+	t.Helper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": app}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx"}}},
+	}
+	if _, err := c.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func deletePod(t *testing.T, c kubernetes.Interface, ns, name string) {
+	t.Helper()
+	zero := int64(0)
+	if err := c.CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+}
+
