@@ -24,9 +24,9 @@ import (
 func main() {
 	var (
 		metricsAddr, probeAddr, leaderNamespace string
-		leaderElect                              bool
-		storageOpts                              sqlstore.Options
-		opts                                     controllers.Options
+		leaderElect                             bool
+		storageOpts                             sqlstore.Options
+		opts                                    controllers.Options
 	)
 	fs := pflag.CommandLine
 	fs.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the /metrics endpoint; 0 disables it.")

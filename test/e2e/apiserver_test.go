@@ -25,7 +25,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/panorama-io/panorama/apiserver"
@@ -65,7 +64,7 @@ func TestAPIServer(t *testing.T) {
 		"--authentication-kubeconfig", host.Kubeconfig, "--authorization-kubeconfig", host.Kubeconfig,
 		"--storage=mysql", "--storage-dsn", db.DSN, "--watch-cache-poll-interval=200ms")
 	waitReady(t, port)
-	apply(t, host, dir, apiServiceManifest(port))
+	apply(t, host, dir, testenv.APIServiceManifest(port))
 	eventuallyT(t, func() error {
 		out, _, err := host.TryKubectl("get", "apiservice", "v1alpha1.search.panorama.io", "-o", "jsonpath={.status.conditions[?(@.type=='Available')].status}")
 		if err != nil || out != "True" {
@@ -77,6 +76,7 @@ func TestAPIServer(t *testing.T) {
 	alice := userKubeconfig(t, host, dir, "alice")
 	bob := userKubeconfig(t, host, dir, "bob")
 	mallory := userKubeconfig(t, host, dir, "mallory")
+	root := userKubeconfig(t, host, dir, "root", "system:masters")
 	apply(t, host, dir, rbacManifest)
 	kubectl := func(t *testing.T, kubeconfig string, args ...string) string {
 		t.Helper()
@@ -258,12 +258,21 @@ func TestAPIServer(t *testing.T) {
 			{[]string{"get", "--raw", "/api/v1/pods?fieldSelector=spec.secret%3Dx"}, "BadRequest"},
 			{[]string{"get", "pods", "-A", "-l", "search.panorama.io/bogus=1"}, "unknown search label"},
 			{[]string{"--context", "east", "get", "pod", "nope", "-n", "web"}, "NotFound"},
-			{[]string{"--context", "east", "delete", "pod", "web-1", "-n", "web"}, "MethodNotAllowed"},
+			{[]string{"--context", "east", "delete", "pod", "web-1", "-n", "web"}, "Forbidden"}, // by the host: alice may only read
 			{[]string{"get", "--raw", "/clusters/nowhere/api/v1/pods"}, "NotFound"},
 		} {
 			_, stderr, err := testenv.Kubectl(alice, c.args...)
 			if err == nil || !strings.Contains(stderr, c.want) {
 				t.Errorf("kubectl %v: err %v, stderr %q; want %q", c.args, err, stderr, c.want)
+			}
+		}
+		// A user the host lets write reaches Panorama, which refuses writes.
+		for _, args := range [][]string{
+			{"--context", "east", "delete", "pod", "web-1", "-n", "web"},
+			{"--context", "east", "label", "pod", "web-1", "-n", "web", "x=y"},
+		} {
+			if _, stderr, err := testenv.Kubectl(root, args...); err == nil || !strings.Contains(stderr, "MethodNotAllowed") {
+				t.Errorf("root kubectl %v: err %v, stderr %q; want MethodNotAllowed", args, err, stderr)
 			}
 		}
 	})
@@ -366,35 +375,6 @@ spec:
 	return b.String()
 }
 
-func apiServiceManifest(port int) string {
-	return fmt.Sprintf(`apiVersion: v1
-kind: Service
-metadata:
-  name: panorama-apiserver
-  namespace: panorama-system
-spec:
-  type: ExternalName
-  externalName: localhost
-  ports:
-  - port: %d
----
-apiVersion: apiregistration.k8s.io/v1
-kind: APIService
-metadata:
-  name: v1alpha1.search.panorama.io
-spec:
-  group: search.panorama.io
-  version: v1alpha1
-  groupPriorityMinimum: 1000
-  versionPriority: 100
-  insecureSkipTLSVerify: true
-  service:
-    namespace: panorama-system
-    name: panorama-apiserver
-    port: %d
-`, port, port)
-}
-
 // alice reads everything; bob reads cluster east only; mallory nothing.
 //
 // Two checks authorize a request. The host's kube-apiserver, before it
@@ -444,21 +424,13 @@ subjects:
 
 // userKubeconfig writes a kubeconfig for a new user of the host with a
 // context per view: all clusters (the default), east and west.
-func userKubeconfig(t *testing.T, host *testenv.Env, dir, name string) string {
-	user, err := host.Env.AddUser(envtest.User{Name: name}, nil)
+func userKubeconfig(t *testing.T, host *testenv.Env, dir, name string, groups ...string) string {
+	user, err := host.Env.AddUser(envtest.User{Name: name, Groups: groups}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := user.Config()
-	kc := clientcmdapi.NewConfig()
-	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
-	for ctxName, suffix := range map[string]string{"all": "", "east": "/clusters/east", "west": "/clusters/west"} {
-		kc.Clusters[ctxName] = &clientcmdapi.Cluster{Server: cfg.Host + apiserver.ResourcesPrefix + suffix, CertificateAuthorityData: cfg.CAData}
-		kc.Contexts[ctxName] = &clientcmdapi.Context{Cluster: ctxName, AuthInfo: name}
-	}
-	kc.CurrentContext = "all"
 	path := filepath.Join(dir, name+".kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+	if err := testenv.WriteViewKubeconfig(path, user.Config(), name, apiserver.ResourcesPrefix, "east", "west"); err != nil {
 		t.Fatal(err)
 	}
 	return path
@@ -489,4 +461,3 @@ func deletePod(t *testing.T, c kubernetes.Interface, ns, name string) {
 		t.Fatal(err)
 	}
 }
-

@@ -16,9 +16,9 @@ type process struct {
 	name string
 	args []string
 
-	mu  sync.Mutex
-	cmd *exec.Cmd
-	out *bytes.Buffer
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	out  *bytes.Buffer
 	done chan struct{}
 }
 

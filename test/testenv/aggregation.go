@@ -24,25 +24,46 @@ const FrontProxyClientName = "front-proxy-client"
 // request-header flags that aggregated servers read from
 // kube-system/extension-apiserver-authentication.
 func WithAggregation(t testing.TB) Option {
-	dir := t.TempDir()
-	caCert, caKey := writeCA(t, dir)
-	writeClientCert(t, dir, caCert, caKey, FrontProxyClientName)
-	return func(e *envtest.Environment) {
-		args := e.ControlPlane.GetAPIServer().Configure()
-		args.Set("requestheader-client-ca-file", filepath.Join(dir, "ca.crt"))
-		args.Set("requestheader-allowed-names", FrontProxyClientName)
-		args.Set("requestheader-username-headers", "X-Remote-User")
-		args.Set("requestheader-group-headers", "X-Remote-Group")
-		args.Set("requestheader-extra-headers-prefix", "X-Remote-Extra-")
-		args.Set("proxy-client-cert-file", filepath.Join(dir, FrontProxyClientName+".crt"))
-		args.Set("proxy-client-key-file", filepath.Join(dir, FrontProxyClientName+".key"))
+	flags, err := AggregationFlags(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(e *envtest.Environment) { SetFlags(e, flags) }
+}
+
+// SetFlags sets kube-apiserver flags of an environment before it starts.
+func SetFlags(e *envtest.Environment, flags map[string]string) {
+	args := e.ControlPlane.GetAPIServer().Configure()
+	for k, v := range flags {
+		args.Set(k, v)
 	}
 }
 
-func writeCA(t testing.TB, dir string) (*x509.Certificate, *rsa.PrivateKey) {
+// AggregationFlags writes the front-proxy certificates into dir and returns
+// the kube-apiserver flags that use them.
+func AggregationFlags(dir string) (map[string]string, error) {
+	caCert, caKey, err := writeCA(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeClientCert(dir, caCert, caKey, FrontProxyClientName); err != nil {
+		return nil, err
+	}
+	return map[string]string{
+		"requestheader-client-ca-file":       filepath.Join(dir, "ca.crt"),
+		"requestheader-allowed-names":        FrontProxyClientName,
+		"requestheader-username-headers":     "X-Remote-User",
+		"requestheader-group-headers":        "X-Remote-Group",
+		"requestheader-extra-headers-prefix": "X-Remote-Extra-",
+		"proxy-client-cert-file":             filepath.Join(dir, FrontProxyClientName+".crt"),
+		"proxy-client-key-file":              filepath.Join(dir, FrontProxyClientName+".key"),
+	}, nil
+}
+
+func writeCA(dir string) (*x509.Certificate, *rsa.PrivateKey, error) {
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "front-proxy-ca"},
@@ -51,17 +72,19 @@ func writeCA(t testing.TB, dir string) (*x509.Certificate, *rsa.PrivateKey) {
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
-	writePEM(t, filepath.Join(dir, "ca.crt"), "CERTIFICATE", der)
-	cert, _ := x509.ParseCertificate(der)
-	return cert, key
+	if err := writePEM(filepath.Join(dir, "ca.crt"), "CERTIFICATE", der); err != nil {
+		return nil, nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	return cert, key, err
 }
 
-func writeClientCert(t testing.TB, dir string, ca *x509.Certificate, caKey *rsa.PrivateKey, name string) {
+func writeClientCert(dir string, ca *x509.Certificate, caKey *rsa.PrivateKey, name string) error {
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: name},
@@ -70,14 +93,14 @@ func writeClientCert(t testing.TB, dir string, ca *x509.Certificate, caKey *rsa.
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
-	writePEM(t, filepath.Join(dir, name+".crt"), "CERTIFICATE", der)
-	writePEM(t, filepath.Join(dir, name+".key"), "RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(key))
+	if err := writePEM(filepath.Join(dir, name+".crt"), "CERTIFICATE", der); err != nil {
+		return err
+	}
+	return writePEM(filepath.Join(dir, name+".key"), "RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(key))
 }
 
-func writePEM(t testing.TB, path, typ string, der []byte) {
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
+func writePEM(path, typ string, der []byte) error {
+	return os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600)
 }
