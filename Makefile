@@ -27,7 +27,8 @@ generate: $(CONTROLLER_GEN) ## Deepcopy functions of the API types.
 manifests: $(CONTROLLER_GEN) ## CRDs into config/crd, RBAC into config/rbac, CRDs copied into the chart.
 	$(CONTROLLER_GEN) crd paths=./apis/cluster/... output:crd:artifacts:config=config/crd/bases \
 		rbac:roleName=panorama-controller-manager paths=./controllers/... output:rbac:artifacts:config=config/rbac
-	mkdir -p charts/panorama/crds && cp config/crd/bases/*.yaml charts/panorama/crds/
+	mkdir -p charts/panorama/crds charts/panorama/files && cp config/crd/bases/*.yaml charts/panorama/crds/
+	cp config/rbac/role.yaml charts/panorama/files/controller-role.yaml
 
 .PHONY: build
 build: ## Binaries into bin/.

@@ -61,6 +61,7 @@ func main() {
 		}
 		opts.Recommended.SecureServing.BindAddress = net.ParseIP("127.0.0.1")
 		opts.Recommended.SecureServing.BindPort = port
+		opts.Recommended.SecureServing.ServerCert.CertDirectory = d.dir
 		opts.Recommended.CoreAPI.CoreAPIKubeconfigPath = d.hostKubeconfig
 		opts.Recommended.Authentication.RemoteKubeConfigFile = d.hostKubeconfig
 		opts.Recommended.Authorization.RemoteKubeConfigFile = d.hostKubeconfig
