@@ -117,16 +117,7 @@ func (s *Store) List(ctx context.Context, q *storage.ListQuery) (*storage.ListRe
 // filter adds q's filters as bound parameters; column and table names come
 // only from constants.
 func (s *Store) filter(db *gorm.DB, q *storage.ListQuery, owners storage.OwnerSet) *gorm.DB {
-	db = db.Where("api_group = ? AND version = ? AND resource = ?", q.GVR.Group, q.GVR.Version, q.GVR.Resource)
-	if len(q.Clusters) > 0 {
-		db = db.Where("cluster IN ?", q.Clusters)
-	}
-	if len(q.Namespaces) > 0 {
-		db = db.Where("namespace IN ?", q.Namespaces)
-	}
-	if len(q.Names) > 0 {
-		db = db.Where("name IN ?", q.Names)
-	}
+	db = keyFilter(db, q)
 	if q.FuzzyName != "" {
 		db = db.Where(s.dialect.contains("name"), q.FuzzyName)
 	}
@@ -186,6 +177,22 @@ func (s *Store) filter(db *gorm.DB, q *storage.ListQuery, owners storage.OwnerSe
 	return db
 }
 
+// keyFilter selects q's resource and its clusters, namespaces and names:
+// the key columns, which both tables have.
+func keyFilter(db *gorm.DB, q *storage.ListQuery) *gorm.DB {
+	db = db.Where("api_group = ? AND version = ? AND resource = ?", q.GVR.Group, q.GVR.Version, q.GVR.Resource)
+	if len(q.Clusters) > 0 {
+		db = db.Where("cluster IN ?", q.Clusters)
+	}
+	if len(q.Namespaces) > 0 {
+		db = db.Where("namespace IN ?", q.Namespaces)
+	}
+	if len(q.Names) > 0 {
+		db = db.Where("name IN ?", q.Names)
+	}
+	return db
+}
+
 // resolveOwners finds the UIDs whose children q selects: the named owner,
 // then OwnerSeniority generations of its descendants.
 func (s *Store) resolveOwners(tx *gorm.DB, q *storage.ListQuery) (storage.OwnerSet, error) {
@@ -232,17 +239,7 @@ func (s *Store) resolveOwners(tx *gorm.DB, q *storage.ListQuery) (storage.OwnerS
 // selects at rev but that were changed or deleted after it: the state before
 // the first log entry after rev.
 func (s *Store) changedSince(tx *gorm.DB, q *storage.ListQuery, owners storage.OwnerSet, rev int64, order []storage.OrderBy, after *storage.Object) ([]storage.Object, error) {
-	db := tx.Select("revision", "type", "cluster", "namespace", "name", "prev_object").
-		Where("api_group = ? AND version = ? AND resource = ? AND revision > ?", q.GVR.Group, q.GVR.Version, q.GVR.Resource, rev)
-	if len(q.Clusters) > 0 {
-		db = db.Where("cluster IN ?", q.Clusters)
-	}
-	if len(q.Namespaces) > 0 {
-		db = db.Where("namespace IN ?", q.Namespaces)
-	}
-	if len(q.Names) > 0 {
-		db = db.Where("name IN ?", q.Names)
-	}
+	db := keyFilter(tx.Select("revision", "type", "cluster", "namespace", "name", "prev_object"), q).Where("revision > ?", rev)
 	var rows []eventRow
 	if err := db.Order("revision").Find(&rows).Error; err != nil {
 		return nil, err
