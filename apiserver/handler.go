@@ -46,6 +46,7 @@ type Handler struct {
 	registry *Registry
 	store    storage.Interface
 	cache    *watchcache.Cache
+	crds     crdColumns
 }
 
 // splitPath takes the prefix off path: the cluster ("" for all) and the
@@ -176,7 +177,7 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, res Resource, clus
 		objs = page.Objects
 	}
 	if wantsTable(r) {
-		h.writeTable(w, r, gr, objs, metav1.ListMeta{})
+		h.writeTable(w, r, res.GVR, objs, metav1.ListMeta{})
 		return
 	}
 	if len(objs) > 1 {
@@ -228,7 +229,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, res Resource, clu
 	}
 	listMeta := metav1.ListMeta{ResourceVersion: strconv.FormatInt(page.Revision, 10), Continue: page.Continue, RemainingItemCount: page.RemainingCount}
 	if wantsTable(r) {
-		h.writeTable(w, r, gr, page.Objects, listMeta)
+		h.writeTable(w, r, res.GVR, page.Objects, listMeta)
 		return
 	}
 	meta, _ := json.Marshal(listMeta)
@@ -261,12 +262,13 @@ func metadataOnly(data []byte) ([]byte, error) {
 	return json.Marshal(map[string]json.RawMessage{"apiVersion": obj["apiVersion"], "kind": obj["kind"], "metadata": obj["metadata"]})
 }
 
-func (h *Handler) writeTable(w http.ResponseWriter, r *http.Request, gr schema.GroupResource, objs []storage.Object, listMeta metav1.ListMeta) {
+func (h *Handler) writeTable(w http.ResponseWriter, r *http.Request, gvr schema.GroupVersionResource, objs []storage.Object, listMeta metav1.ListMeta) {
+	gr := gvr.GroupResource()
 	datas := make([][]byte, len(objs))
 	for i := range objs {
 		datas[i] = objs[i].Data
 	}
-	t, err := table(gr, datas, r.URL.Query().Get("includeObject"), true)
+	t, err := table(h.columnsFor(r.Context(), gvr), datas, r.URL.Query().Get("includeObject"), true)
 	if err != nil {
 		writeError(w, err, gr)
 		return
@@ -338,6 +340,10 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request, res Resource, cl
 	if flusher != nil {
 		flusher.Flush()
 	}
+	var cols []column
+	if asTable {
+		cols = h.columnsFor(ctx, res.GVR)
+	}
 	first := true
 	for e := range watcher.ResultChan() {
 		var object any
@@ -345,7 +351,7 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request, res Resource, cl
 		case e.Object == nil:
 			object = bookmark(res, e)
 		case asTable:
-			t, err := table(gr, [][]byte{e.Object.Data}, r.URL.Query().Get("includeObject"), first)
+			t, err := table(cols, [][]byte{e.Object.Data}, r.URL.Query().Get("includeObject"), first)
 			if err != nil {
 				return
 			}

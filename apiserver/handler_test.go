@@ -42,7 +42,7 @@ func testServer(t *testing.T) (storage.Interface, *rest.Config) {
 		reg.Set(cl)
 	}
 	mux := http.NewServeMux()
-	mux.Handle(ResourcesPrefix+"/", &Handler{registry: reg, store: store, cache: c})
+	mux.Handle(ResourcesPrefix+"/", &Handler{registry: reg, store: store, cache: c, crds: crdColumns{store: store}})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return store, &rest.Config{Host: srv.URL + ResourcesPrefix}

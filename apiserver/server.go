@@ -142,7 +142,7 @@ func (s *Server) install() {
 			APIResources: []metav1.APIResource{{Name: "resources", Kind: "Resources", Verbs: servedVerbs}},
 		})
 	}))
-	h := &Handler{registry: s.registry, store: s.store, cache: s.cache}
+	h := &Handler{registry: s.registry, store: s.store, cache: s.cache, crds: crdColumns{store: s.store}}
 	mux.Handle(ResourcesPrefix, h)
 	mux.HandlePrefix(ResourcesPrefix+"/", h)
 }

@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -142,20 +143,22 @@ var builtinColumns = map[schema.GroupResource][]column{
 }
 
 // columnsFor returns the full column set of a resource: CLUSTER, NAME,
-// the kind's own, AGE.
-func columnsFor(gr schema.GroupResource) []column {
+// then the kind's own: kubectl's for built-in kinds, a CRD's printer
+// columns for custom ones, or else AGE.
+func (h *Handler) columnsFor(ctx context.Context, gvr schema.GroupVersionResource) []column {
 	cols := []column{clusterColumn, nameColumn}
-	own, ok := builtinColumns[gr]
-	if !ok {
-		own = []column{ageColumn}
+	if own, ok := builtinColumns[gvr.GroupResource()]; ok {
+		return append(cols, own...)
 	}
-	return append(cols, own...)
+	if own, ok := h.crds.columns(ctx, gvr); ok && len(own) > 0 {
+		return append(cols, own...) // as kube-apiserver: a CRD that lists columns gets no AGE of its own
+	}
+	return append(cols, ageColumn)
 }
 
 // table renders objects as a meta.k8s.io/v1 Table. includeObject is None,
 // Metadata (default) or Object, as for kube-apiserver.
-func table(gr schema.GroupResource, objs [][]byte, includeObject string, withColumns bool) (*metav1.Table, error) {
-	cols := columnsFor(gr)
+func table(cols []column, objs [][]byte, includeObject string, withColumns bool) (*metav1.Table, error) {
 	t := &metav1.Table{TypeMeta: metav1.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/v1"}, Rows: []metav1.TableRow{}}
 	if withColumns {
 		for _, c := range cols {

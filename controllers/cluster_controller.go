@@ -222,6 +222,9 @@ func (r *ClusterReconciler) sync(ctx context.Context, c *clusterv1alpha1.Cluster
 		if err != nil {
 			problems = append(problems, "listing CRDs: "+err.Error())
 		}
+		// The CRDs themselves too: the API server takes their printer columns
+		// for Table output of the custom resources.
+		selections = append(selections, clusterv1alpha1.GroupResources{Group: crdGVR.Group, Resources: []string{crdGVR.Resource}})
 		selections = append(selections, crds...)
 	}
 	member, err := discover(dc)

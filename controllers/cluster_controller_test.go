@@ -203,7 +203,7 @@ func TestClusterSync(t *testing.T) {
 			}
 			return nil
 		})
-		if c.Status.Version != "v1.37.2" || c.Status.SyncedResourceCount != 4 {
+		if c.Status.Version != "v1.37.2" || c.Status.SyncedResourceCount != 5 {
 			t.Fatalf("east status: version %q, %d resources", c.Status.Version, c.Status.SyncedResourceCount)
 		}
 		counts := map[string]int64{}

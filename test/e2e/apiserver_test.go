@@ -55,6 +55,9 @@ func TestAPIServer(t *testing.T) {
 	}
 
 	dir := t.TempDir()
+	apply(t, east, dir, widgetCRD)
+	east.Kubectl(t, "wait", "--for", "condition=established", "crd/widgets.example.com")
+	apply(t, east, dir, "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: big, namespace: web}\nspec: {size: 42}\n")
 	apply(t, host, dir, clustersManifest(t, east, west))
 	startProcess(t, "controller-manager", "--kubeconfig", host.Kubeconfig, "--storage=mysql", "--storage-dsn", db.DSN,
 		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--cluster-health-interval=2s")
@@ -164,6 +167,21 @@ func TestAPIServer(t *testing.T) {
 		}
 		if out := kubectl(t, alice, "get", "pods", "-A", "-o", "name"); len(strings.Fields(out)) != 9 {
 			t.Fatalf("-o name:\n%s", out)
+		}
+	})
+	t.Run("custom resource columns", func(t *testing.T) {
+		var out string
+		eventuallyT(t, func() error {
+			var stderr string
+			var err error
+			if out, stderr, err = testenv.Kubectl(alice, "--context", "east", "get", "widgets", "-A"); err != nil {
+				return fmt.Errorf("%v: %s", err, stderr)
+			}
+			return nil
+		})
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if len(lines) != 2 || strings.Join(strings.Fields(lines[0]), " ") != "NAMESPACE CLUSTER NAME SIZE" || !strings.Contains(lines[1], "42") {
+			t.Fatalf("widgets:\n%s", out)
 		}
 	})
 	t.Run("kubectl watch", func(t *testing.T) {
@@ -367,6 +385,7 @@ metadata:
   name: %s
 spec:
   kubeconfigSecretRef: {namespace: panorama-system, name: %s}
+  syncAllCustomResources: true
   syncResources:
   - group: ""
     resources: [pods, namespaces]
@@ -374,6 +393,26 @@ spec:
 	}
 	return b.String()
 }
+
+const widgetCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+    additionalPrinterColumns:
+    - {name: Size, type: integer, jsonPath: .spec.size}
+`
 
 // alice reads everything; bob reads cluster east only; mallory nothing.
 //
