@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -28,7 +29,7 @@ var podsGVR = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 
 // testServer serves the resources path over a real store, without the
 // generic server's filters: what the handler itself answers.
-func testServer(t *testing.T) (storage.Interface, *rest.Config) {
+func testServer(t *testing.T) (storage.Interface, *rest.Config, *Registry) {
 	store := storagetest.Backends()[0].Open(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -45,7 +46,7 @@ func testServer(t *testing.T) (storage.Interface, *rest.Config) {
 	mux.Handle(ResourcesPrefix+"/", &Handler{registry: reg, store: store, cache: c, crds: crdColumns{store: store}})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	return store, &rest.Config{Host: srv.URL + ResourcesPrefix}
+	return store, &rest.Config{Host: srv.URL + ResourcesPrefix}, reg
 }
 
 func putPod(t *testing.T, s storage.Interface, cluster, name string) {
@@ -60,7 +61,7 @@ func putPod(t *testing.T, s storage.Interface, cluster, name string) {
 // TestInformer runs a client-go informer (watch-list: sendInitialEvents)
 // across clusters against the handler.
 func TestInformer(t *testing.T) {
-	store, cfg := testServer(t)
+	store, cfg, _ := testServer(t)
 	putPod(t, store, "east", "a")
 	putPod(t, store, "west", "b")
 	inf := dynamicinformer.NewDynamicSharedInformerFactory(dynamic.NewForConfigOrDie(cfg), 0).ForResource(podsGVR).Informer()
@@ -87,7 +88,7 @@ func TestInformer(t *testing.T) {
 }
 
 func TestBadRequests(t *testing.T) {
-	_, cfg := testServer(t)
+	_, cfg, _ := testServer(t)
 	for path, want := range map[string]string{
 		"/api/v1/pods?limit=abc":                                     "400",
 		"/api/v1/pods?ownerSeniority=1&ownerUID=x&watch=1":           "400",
@@ -118,5 +119,72 @@ func TestBadRequests(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Fatalf("delete: %d", resp.StatusCode)
+	}
+}
+
+func getJSON(t *testing.T, url, accept string) (int, http.Header, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&body)
+	return resp.StatusCode, resp.Header, body
+}
+
+// TestListSemantics checks resourceVersion semantics, Table output and the
+// warning for clusters that are not ready.
+func TestListSemantics(t *testing.T) {
+	store, cfg, registry := testServer(t)
+	putPod(t, store, "east", "a")
+	putPod(t, store, "west", "b")
+	putPod(t, store, "east", "c")
+
+	code, _, body := getJSON(t, cfg.Host+"/api/v1/pods?resourceVersion=2&resourceVersionMatch=Exact", "")
+	if items := body["items"].([]any); code != 200 || len(items) != 2 || body["metadata"].(map[string]any)["resourceVersion"] != "2" {
+		t.Fatalf("exact list at 2: %d %v", code, body)
+	}
+	// resourceVersion=0 is served from the watch cache, which catches up.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		_, _, body = getJSON(t, cfg.Host+"/api/v1/pods?resourceVersion=0", "")
+		if len(body["items"].([]any)) == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("cached list: %v", body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := store.Compact(context.Background(), 3); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, body = getJSON(t, cfg.Host+"/api/v1/pods?resourceVersion=1&resourceVersionMatch=Exact", ""); code != http.StatusGone || body["reason"] != "Expired" {
+		t.Fatalf("list at a compacted revision: %d %v", code, body)
+	}
+	code, _, body = getJSON(t, cfg.Host+"/clusters/east/api/v1/pods", "application/json;as=Table;v=v1;g=meta.k8s.io")
+	cols := body["columnDefinitions"].([]any)
+	var names []string
+	for _, c := range cols {
+		names = append(names, c.(map[string]any)["name"].(string))
+	}
+	if code != 200 || strings.Join(names, ",") != "Cluster,Name,Ready,Status,Restarts,Age,IP,Node" || len(body["rows"].([]any)) != 2 {
+		t.Fatalf("table: %d %v %v", code, names, body["rows"])
+	}
+
+	cl := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "down"}}
+	meta.SetStatusCondition(&cl.Status.Conditions, metav1.Condition{Type: clusterv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: "Unhealthy", Message: "readyz: connection refused"})
+	cl.Status.SyncResources = []clusterv1alpha1.ResourceSyncStatus{{Version: "v1", Resource: "pods", Kind: "Pod", Namespaced: true}}
+	registry.Set(cl)
+	for _, path := range []string{"/clusters/down/api/v1/pods", "/api/v1/pods?clusters=down,east"} {
+		code, header, _ := getJSON(t, cfg.Host+path, "")
+		if code != 200 || !strings.Contains(header.Get("Warning"), `cluster \"down\" is not ready`) {
+			t.Fatalf("%s: %d, warning %q", path, code, header.Get("Warning"))
+		}
 	}
 }
