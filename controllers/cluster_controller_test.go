@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	clusterv1alpha1 "github.com/panorama-io/panorama/apis/cluster/v1alpha1"
@@ -227,6 +228,10 @@ func TestClusterSync(t *testing.T) {
 			}
 			return nil
 		})
+		// The sync metrics count what is stored.
+		if v := gauge(t, "panorama_synced_objects", map[string]string{"cluster": "east", "resource": "pods"}); v != 20 {
+			t.Fatalf("panorama_synced_objects{east,pods} = %v, want 20", v)
+		}
 		// Stored objects are stripped of what is not worth keeping.
 		o, err := store.Get(ctx, storage.Key{Cluster: "east", GVR: podsGVR, Namespace: "web", Name: "web-0"})
 		if err != nil {
@@ -367,6 +372,32 @@ func TestClusterSync(t *testing.T) {
 		}
 		waitConverged(t, store, "east", east, podsGVR)
 	})
+}
+
+// gauge reads one series of the controller-runtime metrics registry, which
+// /metrics serves.
+func gauge(t *testing.T, name string, labels map[string]string) float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if v, ok := labels[l.GetName()]; ok && v != l.GetValue() {
+					continue series
+				}
+			}
+			return m.GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no series %s%v", name, labels)
+	return 0
 }
 
 // waitConverged waits until storage holds exactly the member's objects of
