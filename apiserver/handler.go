@@ -192,14 +192,25 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, res Resource, clus
 	_, _ = w.Write(objs[0].Data)
 }
 
-func (h *Handler) list(w http.ResponseWriter, r *http.Request, res Resource, cluster, namespace string) {
-	gr := res.GVR.GroupResource()
-	req, err := parseRequest(r.URL.Query(), res.GVR, cluster, namespace, false)
+// parse parses a list or watch, answering the error itself when it fails,
+// and warns about clusters it names that are not ready.
+func (h *Handler) parse(w http.ResponseWriter, r *http.Request, res Resource, cluster, namespace string, watch bool) (*request, bool) {
+	req, err := parseRequest(r.URL.Query(), res.GVR, cluster, namespace, watch)
 	if err != nil {
-		writeError(w, err, gr)
-		return
+		writeError(w, err, res.GVR.GroupResource())
+		return nil, false
 	}
 	h.warnNotReady(w, req.query.Clusters)
+	return req, true
+}
+
+func (h *Handler) list(w http.ResponseWriter, r *http.Request, res Resource, cluster, namespace string) {
+	gr := res.GVR.GroupResource()
+	req, ok := h.parse(w, r, res, cluster, namespace, false)
+	if !ok {
+		return
+	}
+	var err error
 	var page *storage.ListResult
 	switch {
 	case req.fromCache:
@@ -221,7 +232,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, res Resource, clu
 		}
 		if page, err = h.store.List(r.Context(), &req.query); err != nil {
 			if storage.IsTooOld(err) && req.query.Continue != "" {
-				err = apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.")
+				err = apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.")
 			}
 			writeError(w, err, gr)
 			return
@@ -279,12 +290,10 @@ func (h *Handler) writeTable(w http.ResponseWriter, r *http.Request, gvr schema.
 
 func (h *Handler) watch(w http.ResponseWriter, r *http.Request, res Resource, cluster, namespace string) {
 	gr := res.GVR.GroupResource()
-	req, err := parseRequest(r.URL.Query(), res.GVR, cluster, namespace, true)
-	if err != nil {
-		writeError(w, err, gr)
+	req, ok := h.parse(w, r, res, cluster, namespace, true)
+	if !ok {
 		return
 	}
-	h.warnNotReady(w, req.query.Clusters)
 	timeout := req.timeout
 	if timeout <= 0 || timeout > defaultWatchTimeout {
 		timeout = defaultWatchTimeout

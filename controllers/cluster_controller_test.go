@@ -456,17 +456,7 @@ func waitCluster(t *testing.T, c client.Client, name string, check func(*cluster
 
 func eventually(t *testing.T, f func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %v", timeout, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	testenv.Eventually(t, timeout, f)
 }
 
 func mustCreate(t *testing.T, c client.Client, o client.Object) {

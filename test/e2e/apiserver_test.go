@@ -316,17 +316,7 @@ func waitLine(t *testing.T, lines <-chan string, want string) {
 
 func eventuallyT(t *testing.T, f func() error) {
 	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %v", waitFor, err)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+	testenv.Eventually(t, waitFor, f)
 }
 
 func freePort(t *testing.T) int {

@@ -121,3 +121,20 @@ func Kubectl(kubeconfig string, args ...string) (string, string, error) {
 	err := cmd.Run()
 	return stdout.String(), stderr.String(), err
 }
+
+// Eventually retries f until it succeeds, and fails the test with f's last
+// error when timeout passes first.
+func Eventually(t testing.TB, timeout time.Duration, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %v: %v", timeout, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
