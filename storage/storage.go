@@ -56,6 +56,9 @@ type Event struct {
 	// Object is the object as served after the change; for DELETED, its last
 	// state with resourceVersion set to the deletion's revision.
 	Object []byte
+	// Prev is the object before the change, nil when it was created. Only
+	// History fills it.
+	Prev []byte
 }
 
 // Interface is what both sides use. Implementations are safe for concurrent
@@ -79,6 +82,10 @@ type Interface interface {
 	// Events returns up to limit log entries after revision since, oldest
 	// first; a TooOldError when since is below the compacted revision.
 	Events(ctx context.Context, since int64, limit int) ([]Event, error)
+	// History returns the last (at most limit) log entries of one resource
+	// up to and including revision upTo, oldest first, with Prev filled, and
+	// the compacted revision: a watch cache starting at upTo remembers them.
+	History(ctx context.Context, gvr schema.GroupVersionResource, upTo int64, limit int) ([]Event, int64, error)
 	// Revision returns the current and the compacted revision.
 	Revision(ctx context.Context) (current, compacted int64, err error)
 	// Compact drops log entries up to and including revision.

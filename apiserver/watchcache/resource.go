@@ -35,19 +35,66 @@ func newResource(gvr schema.GroupVersionResource, rev int64, size int) *resource
 	}
 }
 
+func decode(data []byte, key storage.Key, rev int64) (*storage.Object, error) {
+	o, err := storage.DecodeStored(data)
+	if err != nil {
+		return nil, err
+	}
+	o.Cluster, o.GVR, o.Revision = key.Cluster, key.GVR, rev
+	return &o, nil
+}
+
+// apply applies a new change and sends it to the watchers.
 func (r *resource) apply(e *storage.Event) error {
-	o, err := storage.DecodeStored(e.Object)
+	o, err := decode(e.Object, e.Key, e.Revision)
 	if err != nil {
 		return err
 	}
-	o.Cluster, o.GVR = e.Key.Cluster, e.Key.GVR
-	o.Revision = e.Revision
-	ch := change{typ: e.Type, rev: e.Revision, obj: &o, prev: r.objects[o.Key]}
+	ch := change{typ: e.Type, rev: e.Revision, obj: o, prev: r.objects[o.Key]}
 	if e.Type == watch.Deleted {
 		delete(r.objects, o.Key)
 	} else {
-		r.objects[o.Key] = &o
+		r.objects[o.Key] = o
 	}
+	r.record(ch)
+	for w := range r.watchers {
+		if ev, ok := w.filter(&ch); ok {
+			w.push(ev)
+		}
+	}
+	return nil
+}
+
+// remember fills the ring with the changes that led to the current state,
+// so that watches resuming from before the cache started (after a restart,
+// say) are served rather than sent to relist. compacted is where the log
+// starts.
+func (r *resource) remember(history []storage.Event, compacted int64) error {
+	for i := range history {
+		e := &history[i]
+		o, err := decode(e.Object, e.Key, e.Revision)
+		if err != nil {
+			return err
+		}
+		ch := change{typ: e.Type, rev: e.Revision, obj: o}
+		if e.Prev != nil {
+			if ch.prev, err = decode(e.Prev, e.Key, 0); err != nil {
+				return err
+			}
+		}
+		r.record(ch)
+	}
+	switch {
+	case len(history) < len(r.ring):
+		r.oldest = compacted // the whole log of the resource is in the ring
+	case len(history) > 0:
+		r.oldest = history[0].Revision - 1
+	}
+	return nil
+}
+
+// record appends a change to the ring, dropping the oldest when full.
+func (r *resource) record(ch change) {
 	if r.full {
 		r.oldest = r.ring[r.next].rev
 	}
@@ -56,12 +103,6 @@ func (r *resource) apply(e *storage.Event) error {
 	if r.next == 0 {
 		r.full = true
 	}
-	for w := range r.watchers {
-		if ev, ok := w.filter(&ch); ok {
-			w.push(ev)
-		}
-	}
-	return nil
 }
 
 // since returns the changes after rev that w selects, oldest first.

@@ -205,6 +205,15 @@ func (c *Cache) resourceLocked(ctx context.Context, gvr schema.GroupVersionResou
 			q.Continue = page.Continue
 		}
 	}
+	if c.revision > 0 {
+		history, compacted, err := c.store.History(ctx, gvr, c.revision, c.ringSize)
+		if err != nil {
+			return nil, err
+		}
+		if err := r.remember(history, compacted); err != nil {
+			return nil, err
+		}
+	}
 	c.resources[gvr] = r
 	return r, nil
 }

@@ -161,3 +161,41 @@ func TestWatchCache(t *testing.T) {
 	for range w.ResultChan() {
 	}
 }
+
+// TestWatchCacheRemembers starts a cache after changes were made, as after
+// a restart: watches from before its start are served from the log.
+func TestWatchCacheRemembers(t *testing.T) {
+	s := storagetest.Backends()[0].Open(t)
+	apply(t, s, pod("a", "1", "web"))      // 1
+	apply(t, s, pod("b", "1", "db"))       // 2
+	apply(t, s, pod("b", "2", "web"))      // 3: b enters app=web
+	apply(t, s, pod("a", "2", "db"))       // 4: a leaves
+	apply(t, s, storage.Delete("ns", "b")) // 5
+	apply(t, s, pod("c", "1", "web"))      // 6
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, ring := range []int{10, 3} {
+		c := watchcache.New(s, 50*time.Millisecond, ring)
+		go func() { _ = c.Run(ctx) }()
+		if err := c.WaitForRevision(ctx, 6); err != nil {
+			t.Fatal(err)
+		}
+		web, _ := labels.Parse("app=web")
+		reqs, _ := web.Requirements()
+		q := &storage.ListQuery{GVR: pods, Labels: reqs}
+		from := int64(2)
+		want := []string{"ADDED b", "DELETED a", "DELETED b", "ADDED c"}
+		if ring == 3 {
+			from, want = 3, want[1:]
+			if _, err := c.Watch(ctx, q, watchcache.WatchOptions{ResourceVersion: 2}); !storage.IsTooOld(err) {
+				t.Fatalf("ring of 3: watch from 2: %v", err)
+			}
+		}
+		w, err := c.Watch(ctx, q, watchcache.WatchOptions{ResourceVersion: from})
+		if err != nil {
+			t.Fatalf("ring of %d: watch from %d: %v", ring, from, err)
+		}
+		expect(t, next(t, w, len(want)), want...)
+		w.Stop()
+	}
+}

@@ -88,6 +88,32 @@ func (s *Store) Events(ctx context.Context, since int64, limit int) ([]storage.E
 	return out, err
 }
 
+// History implements storage.Interface.
+func (s *Store) History(ctx context.Context, gvr schema.GroupVersionResource, upTo int64, limit int) ([]storage.Event, int64, error) {
+	var out []storage.Event
+	var compacted int64
+	err := s.read(ctx, func(tx *gorm.DB) error {
+		var err error
+		if _, compacted, err = revisions(tx); err != nil {
+			return err
+		}
+		var rows []eventRow
+		err = tx.Where("api_group = ? AND version = ? AND resource = ? AND revision > ? AND revision <= ?",
+			gvr.Group, gvr.Version, gvr.Resource, compacted, upTo).Order("revision DESC").Limit(limit).Find(&rows).Error
+		if err != nil {
+			return err
+		}
+		out = make([]storage.Event, len(rows))
+		for i := range rows {
+			e := rows[len(rows)-1-i].event()
+			e.Prev = rows[len(rows)-1-i].PrevObject
+			out[i] = e
+		}
+		return nil
+	})
+	return out, compacted, err
+}
+
 // compactStep bounds one DELETE of the log, so compaction never holds a
 // huge transaction.
 const compactStep = 5000

@@ -98,6 +98,14 @@ func TestApplyGetAndEvents(t *testing.T) {
 		if ev, _ := s.Events(ctx, 3, 1); len(ev) != 1 || ev[0].Revision != 4 {
 			t.Fatalf("events after 3, limit 1: %+v", ev)
 		}
+		// The last two changes up to 5, with the state before each.
+		hist, compacted, err := s.History(ctx, podsGVR, 5, 2)
+		if err != nil || compacted != 0 || len(hist) != 2 || hist[0].Revision != 4 || hist[1].Revision != 5 {
+			t.Fatalf("history: %+v, %d, %v", hist, compacted, err)
+		}
+		if prev, err := storage.DecodeStored(hist[0].Prev); err != nil || prev.Name != "b" || prev.Revision != 2 || hist[1].Prev != nil {
+			t.Fatalf("history prev: %+v %v; created entry prev %q", prev, err, hist[1].Prev)
+		}
 		versions, err := s.MemberVersions(ctx, "east", podsGVR)
 		if err != nil {
 			t.Fatal(err)
