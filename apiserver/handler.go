@@ -316,7 +316,6 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request, res Resource, cl
 		contentType = tableContentType
 	}
 	w.Header().Set("Content-Type", contentType)
-	w.Header().Set("Transfer-Encoding", "chunked")
 	flusher, _ := w.(http.Flusher)
 	enc := json.NewEncoder(w)
 	send := func(typ watch.EventType, object any) bool {

@@ -29,7 +29,7 @@ var podsGVR = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 
 // testServer serves the resources path over a real store, without the
 // generic server's filters: what the handler itself answers.
-func testServer(t *testing.T) (storage.Interface, *rest.Config, *Registry) {
+func testServer(t testing.TB) (storage.Interface, *rest.Config, *Registry) {
 	store := storagetest.Backends()[0].Open(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -37,16 +37,21 @@ func testServer(t *testing.T) (storage.Interface, *rest.Config, *Registry) {
 	go func() { _ = c.Run(ctx) }()
 	reg := NewRegistry()
 	for _, name := range []string{"east", "west"} {
-		cl := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}}
-		meta.SetStatusCondition(&cl.Status.Conditions, metav1.Condition{Type: clusterv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Healthy"})
-		cl.Status.SyncResources = []clusterv1alpha1.ResourceSyncStatus{{Version: "v1", Resource: "pods", Kind: "Pod", Namespaced: true}}
-		reg.Set(cl)
+		reg.Set(clusterServing(name, podsGVR, "Pod"))
 	}
 	mux := http.NewServeMux()
 	mux.Handle(ResourcesPrefix+"/", &Handler{registry: reg, store: store, cache: c, crds: crdColumns{store: store}})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return store, &rest.Config{Host: srv.URL + ResourcesPrefix}, reg
+}
+
+// clusterServing is a ready Cluster that syncs one namespaced resource.
+func clusterServing(name string, gvr schema.GroupVersionResource, kind string) *clusterv1alpha1.Cluster {
+	cl := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	meta.SetStatusCondition(&cl.Status.Conditions, metav1.Condition{Type: clusterv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Healthy"})
+	cl.Status.SyncResources = []clusterv1alpha1.ResourceSyncStatus{{Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource, Kind: kind, Namespaced: true}}
+	return cl
 }
 
 func putPod(t *testing.T, s storage.Interface, cluster, name string) {

@@ -2,12 +2,10 @@ package controllers_test
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
@@ -30,7 +28,7 @@ func BenchmarkInitialSync(b *testing.B) {
 	kube := kubernetes.NewForConfigOrDie(member.Config)
 	dyn := dynamic.NewForConfigOrDie(member.Config)
 	ctx := context.Background()
-	createConfigMaps(b, kube, benchConfigMaps)
+	testenv.CreateConfigMaps(b, kube, benchConfigMaps)
 	gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 
 	t0 := time.Now()
@@ -74,30 +72,5 @@ func BenchmarkInitialSync(b *testing.B) {
 			b.Logf("%s: initial sync of %d objects in %v: %.0f objects/s, %.2fx the plain list", be.Name, n,
 				took.Round(time.Millisecond), float64(n)/took.Seconds(), float64(took)/float64(baseline))
 		})
-	}
-}
-
-func createConfigMaps(b *testing.B, kube kubernetes.Interface, n int) {
-	const workers = 8
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	for w := range workers {
-		wg.Go(func() {
-			for i := w; i < n; i += workers {
-				cm := &corev1.ConfigMap{
-					ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("cm-%05d", i), Labels: map[string]string{"app": fmt.Sprintf("a%d", i%10)}},
-					Data:       map[string]string{"key": fmt.Sprintf("value-%d", i), "config.yaml": "replicas: 3\nimage: nginx:1.27\n"},
-				}
-				if _, err := kube.CoreV1().ConfigMaps("default").Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		b.Fatal(err)
 	}
 }
