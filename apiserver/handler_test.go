@@ -40,7 +40,9 @@ func testServer(t testing.TB) (storage.Interface, *rest.Config, *Registry) {
 		reg.Set(clusterServing(name, podsGVR, "Pod"))
 	}
 	mux := http.NewServeMux()
-	mux.Handle(ResourcesPrefix+"/", &Handler{registry: reg, store: store, cache: c, crds: crdColumns{store: store}})
+	h := &Handler{registry: reg, store: store, cache: c, crds: crdColumns{store: store}}
+	mux.Handle(ResourcesPrefix+"/", h)
+	mux.HandleFunc(CollectionsPath+"/", h.ServeCollections)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return store, &rest.Config{Host: srv.URL + ResourcesPrefix}, reg
@@ -191,5 +193,45 @@ func TestListSemantics(t *testing.T) {
 		if code != 200 || !strings.Contains(header.Get("Warning"), `cluster \"down\" is not ready`) {
 			t.Fatalf("%s: %d, warning %q", path, code, header.Get("Warning"))
 		}
+	}
+}
+
+// TestCollections gets several kinds in one answer, at one revision.
+func TestCollections(t *testing.T) {
+	store, cfg, registry := testServer(t)
+	deployments := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	statefulsets := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "statefulsets"}
+	east := clusterServing("east", deployments, "Deployment")
+	east.Status.SyncResources = append(east.Status.SyncResources, clusterServing("", statefulsets, "StatefulSet").Status.SyncResources...)
+	registry.Set(east)
+	for i, gvr := range []schema.GroupVersionResource{deployments, statefulsets, deployments} {
+		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Thing",
+			"metadata": map[string]any{"name": fmt.Sprintf("w-%d", i), "namespace": "ns", "resourceVersion": "1", "labels": map[string]any{"app": fmt.Sprint(i % 2)}}}}
+		if _, err := store.Apply(context.Background(), "east", gvr, []storage.Change{storage.Upsert(u)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base := strings.TrimSuffix(cfg.Host, ResourcesPrefix) + CollectionsPath
+	_, _, list := getJSON(t, base+"/", "")
+	if items := list["items"].([]any); len(items) != 2 || len(items[1].(map[string]any)["resourceTypes"].([]any)) != 2 {
+		t.Fatalf("collections: %v", list)
+	}
+	code, _, got := getJSON(t, base+"/workloads?labelSelector=app%3D0", "")
+	items := got["items"].([]any)
+	var names []string
+	for _, it := range items {
+		names = append(names, it.(map[string]any)["metadata"].(map[string]any)["name"].(string))
+	}
+	if code != 200 || strings.Join(names, ",") != "w-0,w-2" || got["metadata"].(map[string]any)["resourceVersion"] != "3" {
+		t.Fatalf("workloads app=0: %d %v %v", code, names, got["metadata"])
+	}
+	if code, _, got := getJSON(t, base+"/workloads?limit=1", ""); code != 200 || len(got["items"].([]any)) != 1 {
+		t.Fatalf("limit: %d %v", code, got)
+	}
+	if code, _, _ := getJSON(t, base+"/nope", ""); code != 404 {
+		t.Fatalf("unknown collection: %d", code)
+	}
+	if code, _, _ := getJSON(t, base+"/workloads?orderby=color", ""); code != 400 {
+		t.Fatalf("bad parameter: %d", code)
 	}
 }

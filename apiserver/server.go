@@ -127,6 +127,9 @@ func (s *Server) install() {
 		Resources: []apidiscoveryv2.APIResourceDiscovery{{
 			Resource: "resources", Scope: apidiscoveryv2.ScopeCluster, Verbs: []string{"get", "list", "watch"},
 			ResponseKind: &metav1.GroupVersionKind{Group: gv.Group, Version: gv.Version, Kind: "Resources"},
+		}, {
+			Resource: "collectionresources", Scope: apidiscoveryv2.ScopeCluster, Verbs: []string{"get", "list"},
+			ResponseKind: &metav1.GroupVersionKind{Group: gv.Group, Version: gv.Version, Kind: "CollectionResource"},
 		}},
 	})
 	mux := s.generic.Handler.NonGoRestfulMux
@@ -139,12 +142,17 @@ func (s *Server) install() {
 		writeJSON(w, http.StatusOK, &metav1.APIResourceList{
 			TypeMeta:     metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"},
 			GroupVersion: gv.String(),
-			APIResources: []metav1.APIResource{{Name: "resources", Kind: "Resources", Verbs: servedVerbs}},
+			APIResources: []metav1.APIResource{
+				{Name: "resources", Kind: "Resources", Verbs: servedVerbs},
+				{Name: "collectionresources", SingularName: "collectionresource", Kind: "CollectionResource", Verbs: metav1.Verbs{"get", "list"}},
+			},
 		})
 	}))
 	h := &Handler{registry: s.registry, store: s.store, cache: s.cache, crds: crdColumns{store: s.store}}
 	mux.Handle(ResourcesPrefix, h)
 	mux.HandlePrefix(ResourcesPrefix+"/", h)
+	mux.HandleFunc(CollectionsPath, h.ServeCollections)
+	mux.HandlePrefix(CollectionsPath+"/", http.HandlerFunc(h.ServeCollections))
 }
 
 // Run serves until ctx ends.
