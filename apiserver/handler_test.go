@@ -95,7 +95,9 @@ func TestInformer(t *testing.T) {
 }
 
 func TestBadRequests(t *testing.T) {
-	_, cfg, _ := testServer(t)
+	store, cfg, _ := testServer(t)
+	putPod(t, store, "east", "a")
+	putPod(t, store, "west", "b")
 	for path, want := range map[string]string{
 		"/api/v1/pods?limit=abc":                                     "400",
 		"/api/v1/pods?ownerSeniority=1&ownerUID=x&watch=1":           "400",
@@ -104,6 +106,7 @@ func TestBadRequests(t *testing.T) {
 		"/api/v1/pods?resourceVersion=abc":                           "400",
 		"/api/v1/pods?resourceVersion=99&resourceVersionMatch=Exact": "504",
 		"/api/v1/widgets":                                            "404",
+		"/api/v1/pods?names=a%00b":                                   "400",
 		"/clusters/nowhere/api/v1/pods":                              "404",
 		"/api/v1/namespaces/ns/pods/a/log":                           "404",
 	} {
@@ -117,6 +120,10 @@ func TestBadRequests(t *testing.T) {
 		if fmt.Sprint(resp.StatusCode) != want || !strings.Contains(string(body[:n]), `"kind":"Status"`) {
 			t.Errorf("%s: %d %s, want %s and a Status", path, resp.StatusCode, body[:n], want)
 		}
+	}
+	// A cluster path and a clusters parameter that disagree select nothing.
+	if code, _, body := getJSON(t, cfg.Host+"/clusters/east/api/v1/pods?clusters=west", ""); code != 200 || len(body["items"].([]any)) != 0 {
+		t.Errorf("disagreeing clusters: %d %v", code, body)
 	}
 	req, _ := http.NewRequest(http.MethodDelete, cfg.Host+"/clusters/east/api/v1/namespaces/ns/pods/a", nil)
 	resp, err := http.DefaultClient.Do(req)

@@ -24,6 +24,10 @@ import (
 // parameters, so that plain `kubectl get -l` can carry them.
 const SearchLabelPrefix = searchv1alpha1.GroupName + "/"
 
+// matchNothing is a cluster name no object has (storage refuses empty
+// ones): the selection when a path and a parameter disagree.
+const matchNothing = ""
+
 // request is a parsed list, watch or get.
 type request struct {
 	query             storage.ListQuery
@@ -94,14 +98,14 @@ func parseRequest(values url.Values, gvr schema.GroupVersionResource, cluster, n
 	}
 	if cluster != "" {
 		if len(r.query.Clusters) > 0 && !slices.Contains(r.query.Clusters, cluster) {
-			r.query.Clusters = []string{"\x00none"} // the path and the parameter disagree: nothing matches
+			r.query.Clusters = []string{matchNothing} // the path and the parameter disagree
 		} else {
 			r.query.Clusters = []string{cluster}
 		}
 	}
 	if namespace != "" {
 		if len(r.query.Namespaces) > 0 && !slices.Contains(r.query.Namespaces, namespace) {
-			r.query.Namespaces = []string{"\x00none"}
+			r.query.Clusters = []string{matchNothing}
 		} else {
 			r.query.Namespaces = []string{namespace}
 		}

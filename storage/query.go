@@ -106,6 +106,17 @@ func (q *ListQuery) Validate() error {
 	if q.GVR.Resource == "" || q.GVR.Version == "" {
 		return Invalid("resource", "a version and resource are required")
 	}
+	// No database stores NUL in text (PostgreSQL refuses it outright).
+	texts := append(append(append([]string{q.FuzzyName, q.OwnerUID, q.OwnerName}, q.Clusters...), q.Namespaces...), q.Names...)
+	for _, r := range q.Fields {
+		texts = append(texts, r.Value)
+	}
+	if q.OwnerGroupResource != nil {
+		texts = append(texts, q.OwnerGroupResource.Group, q.OwnerGroupResource.Resource)
+	}
+	if slices.ContainsFunc(texts, func(s string) bool { return strings.ContainsRune(s, 0) }) {
+		return Invalid("query", "values must not contain NUL characters")
+	}
 	for name, vs := range map[string][]string{"clusters": q.Clusters, "namespaces": q.Namespaces, "names": q.Names} {
 		if len(vs) > MaxListValues {
 			return Invalid(name, "at most %d values", MaxListValues)

@@ -82,6 +82,8 @@ type Synchronizer struct {
 	opts     Options
 	onChange func()
 
+	// ctx is Run's: the reflector's store calls carry none of their own.
+	ctx      context.Context
 	mu       sync.Mutex
 	cond     *sync.Cond
 	pending  []pendingChange
@@ -118,6 +120,7 @@ func (s *Synchronizer) Status() Status {
 func (s *Synchronizer) Run(ctx context.Context) {
 	logger := log.FromContext(ctx).WithValues("cluster", s.cluster, "resource", s.resource.GVR.String())
 	ctx = log.IntoContext(ctx, logger)
+	s.ctx = ctx
 	s.setState(clusterv1alpha1.SyncStateSyncing, "")
 	flushDone := make(chan struct{})
 	go func() {
@@ -280,7 +283,7 @@ func (s *Synchronizer) enqueue(obj any, deleted bool, added int64) error {
 // Objects whose resourceVersion is unchanged are not rewritten, so a restart
 // costs one read of the stored versions.
 func (s *Synchronizer) replace(items []any) error {
-	ctx := context.Background()
+	ctx := s.ctx
 	if err := s.flush(ctx); err != nil {
 		return err
 	}

@@ -548,6 +548,8 @@ func TestHostileInput(t *testing.T) {
 			{GVR: podsGVR, OwnerSeniority: 99, OwnerName: "x"},
 			{GVR: podsGVR, Limit: -1},
 			{GVR: podsGVR, Labels: mustReqs("x>1")},
+			{GVR: podsGVR, Names: []string{"a\x00b"}},
+			{GVR: podsGVR, Fields: fields.Requirements{{Field: "spec.nodeName", Operator: "=", Value: "\x00"}}},
 			{GVR: schema.GroupVersionResource{Resource: "pods"}},
 		} {
 			if _, err := s.List(ctx, &q); !storage.IsInvalid(err) {
