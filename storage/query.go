@@ -16,7 +16,9 @@ import (
 const (
 	MaxListValues     = 1000
 	MaxOwnerSeniority = 10
-	MaxLimit          = 10000
+	// MaxLimit caps a page; a larger limit gets pages of this size, which
+	// the API allows (a server may return fewer items, with a continue token).
+	MaxLimit = 10000
 )
 
 // OrderField is a column a list can be ordered by.
@@ -154,9 +156,6 @@ func (q *ListQuery) Validate() error {
 	}
 	if q.Limit < 0 {
 		return Invalid("limit", "must not be negative")
-	}
-	if q.Limit > MaxLimit {
-		return Invalid("limit", "at most %d", MaxLimit)
 	}
 	if q.Revision < 0 {
 		return Invalid("resourceVersion", "must not be negative")

@@ -31,6 +31,11 @@ func (s *Store) List(ctx context.Context, q *storage.ListQuery) (*storage.ListRe
 	if err := q.Validate(); err != nil {
 		return nil, err
 	}
+	if q.Limit > storage.MaxLimit {
+		capped := *q
+		capped.Limit = storage.MaxLimit
+		q = &capped
+	}
 	order := q.Order()
 	rev := q.Revision
 	var after *storage.Object
