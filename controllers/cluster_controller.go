@@ -68,6 +68,9 @@ type ClusterReconciler struct {
 type Options struct {
 	Sync           synchronizer.Options
 	HealthInterval time.Duration
+	// CompactionInterval is how often the leader compacts the change log
+	// (to the revision of the previous time); 0 never compacts.
+	CompactionInterval time.Duration
 }
 
 // SetupWithManager registers the reconciler and its synchronizer pool.
@@ -88,6 +91,14 @@ func SetupWithManager(mgr ctrl.Manager, store storage.Interface, opts Options) e
 		return nil
 	})); err != nil {
 		return err
+	}
+	if opts.CompactionInterval > 0 {
+		if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+			storage.RunCompactor(ctx, store, opts.CompactionInterval)
+			return nil
+		})); err != nil {
+			return err
+		}
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&clusterv1alpha1.Cluster{}).

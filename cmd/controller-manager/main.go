@@ -34,6 +34,7 @@ func main() {
 	fs.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader, so that only one replica syncs.")
 	fs.StringVar(&leaderNamespace, "leader-election-namespace", "", "Namespace of the leader election lease (default: the pod's namespace).")
 	fs.DurationVar(&opts.HealthInterval, "cluster-health-interval", 30*time.Second, "How often each member is health-checked and its resources rediscovered.")
+	fs.DurationVar(&opts.CompactionInterval, "compaction-interval", 5*time.Minute, "How often the change log is compacted to the revision of the previous time (watches and continue tokens stay valid at least this long); 0 disables.")
 	fs.BoolVar(&opts.Sync.KeepManagedFields, "keep-managed-fields", false, "Store metadata.managedFields (dropped by default).")
 	fs.BoolVar(&opts.Sync.KeepLastApplied, "keep-last-applied", false, "Store the kubectl last-applied-configuration annotation (dropped by default).")
 	fs.Int64Var(&opts.Sync.PageSize, "sync-page-size", 500, "Page size of initial lists.")

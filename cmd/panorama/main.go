@@ -40,6 +40,7 @@ func main() {
 	fs.BoolVar(&demo, "demo", false, "Start local host and member clusters with sample workloads and serve them.")
 	fs.StringVar(&demoKubeconfig, "demo-kubeconfig", "panorama-demo.kubeconfig", "Where --demo writes the kubeconfig to use Panorama with.")
 	fs.DurationVar(&ctrlOpts.HealthInterval, "cluster-health-interval", 30*time.Second, "How often each member is health-checked and rediscovered.")
+	fs.DurationVar(&ctrlOpts.CompactionInterval, "compaction-interval", 5*time.Minute, "How often the change log is compacted to the revision of the previous time; 0 disables.")
 	klog.InitFlags(nil)
 	fs.AddGoFlagSet(flag.CommandLine)
 	pflag.Parse()

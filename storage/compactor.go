@@ -1,0 +1,39 @@
+package storage
+
+import (
+	"context"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// RunCompactor compacts the change log every interval to the revision it
+// saw at the previous tick, as kube-apiserver compacts etcd: watches and
+// continue tokens stay valid for at least one interval, and the log holds
+// no more than about two intervals of changes. It returns when ctx ends.
+func RunCompactor(ctx context.Context, s Interface, interval time.Duration) {
+	logger := log.FromContext(ctx).WithName("compactor")
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	var previous int64
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		current, compacted, err := s.Revision(ctx)
+		if err != nil {
+			logger.Error(err, "reading the revision")
+			continue
+		}
+		if previous > compacted {
+			if err := s.Compact(ctx, previous); err != nil {
+				logger.Error(err, "compacting", "revision", previous)
+				continue
+			}
+			logger.V(1).Info("compacted", "revision", previous)
+		}
+		previous = current
+	}
+}
