@@ -7,6 +7,8 @@ CACHE ?= $(HOME)/.cache/panorama
 LOCALBIN ?= $(CACHE)/bin
 CONTROLLER_GEN_VERSION ?= v0.23.0
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
+STATICCHECK_VERSION ?= v0.8.2
+STATICCHECK ?= $(LOCALBIN)/staticcheck-$(STATICCHECK_VERSION)
 # Two cores: one package at a time keeps control planes and databases from
 # starving each other.
 GOTEST_FLAGS ?= -p 1 -count=1 -timeout 40m
@@ -18,6 +20,15 @@ $(CONTROLLER_GEN):
 	mkdir -p $(LOCALBIN)
 	GOBIN=$(LOCALBIN)/cg-tmp go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
 	mv $(LOCALBIN)/cg-tmp/controller-gen $@ && rm -rf $(LOCALBIN)/cg-tmp
+
+$(STATICCHECK):
+	mkdir -p $(LOCALBIN)
+	GOBIN=$(LOCALBIN)/sc-tmp go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	mv $(LOCALBIN)/sc-tmp/staticcheck $@ && rm -rf $(LOCALBIN)/sc-tmp
+
+.PHONY: lint
+lint: $(STATICCHECK) ## go vet and staticcheck.
+	go vet ./... && $(STATICCHECK) ./...
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Deepcopy functions of the API types.

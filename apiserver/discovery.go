@@ -40,9 +40,7 @@ func (h *Handler) serveDiscovery(w http.ResponseWriter, r *http.Request, cluster
 			return true
 		}
 		list := &metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}, Groups: []metav1.APIGroup{}}
-		for _, g := range apiGroups(resources) {
-			list.Groups = append(list.Groups, g)
-		}
+		list.Groups = append(list.Groups, apiGroups(resources)...)
 		writeJSON(w, http.StatusOK, list)
 	case len(parts) == 2 && parts[0] == "apis":
 		for _, g := range apiGroups(resources) {

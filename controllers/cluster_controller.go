@@ -30,6 +30,9 @@ import (
 	"github.com/panorama-io/panorama/storage"
 )
 
+// conflictRetry is how soon a reconcile that lost an update race runs again.
+const conflictRetry = time.Second
+
 // Finalizer makes a Cluster's deletion wait until its objects are gone
 // from storage.
 const Finalizer = "cluster.panorama.io/cleanup"
@@ -156,7 +159,7 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	}
 	if controllerutil.AddFinalizer(&c, Finalizer) {
 		if err := r.Update(ctx, &c); apierrors.IsConflict(err) {
-			return ctrl.Result{Requeue: true}, nil
+			return ctrl.Result{RequeueAfter: conflictRetry}, nil
 		} else if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -169,7 +172,7 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		c.Status = *status
 		if uerr := r.Status().Update(ctx, &c); apierrors.IsConflict(uerr) {
 			// The cache was behind our own last write: try again with the news.
-			return ctrl.Result{Requeue: true}, err
+			return ctrl.Result{RequeueAfter: conflictRetry}, err
 		} else if uerr != nil {
 			return ctrl.Result{}, uerr
 		}

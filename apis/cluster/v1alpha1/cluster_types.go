@@ -170,7 +170,3 @@ type ClusterSyncResourcesList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []ClusterSyncResources `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&Cluster{}, &ClusterList{}, &ClusterSyncResources{}, &ClusterSyncResourcesList{})
-}

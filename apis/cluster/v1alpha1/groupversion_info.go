@@ -6,8 +6,9 @@
 package v1alpha1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 var (
@@ -15,8 +16,14 @@ var (
 	GroupVersion = schema.GroupVersion{Group: "cluster.panorama.io", Version: "v1alpha1"}
 
 	// SchemeBuilder registers these types with a runtime.Scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
 	// AddToScheme adds these types to a runtime.Scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
+
+func addKnownTypes(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion, &Cluster{}, &ClusterList{}, &ClusterSyncResources{}, &ClusterSyncResourcesList{})
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}
