@@ -224,7 +224,7 @@ func (s *Synchronizer) flush(ctx context.Context) error {
 		for i := range batch {
 			changes[i] = batch[i].change
 		}
-		if _, err := s.store.Apply(ctx, s.cluster, s.resource.GVR, changes); err != nil {
+		if err := s.apply(ctx, changes); err != nil {
 			return err
 		}
 		now := time.Now()
@@ -278,6 +278,26 @@ func (s *Synchronizer) enqueue(obj any, deleted bool, added int64) error {
 	return nil
 }
 
+// apply writes a batch. When storage refuses an object (one it cannot hold,
+// such as an overlong label), the batch is written one change at a time so
+// that the others are not held back; the refused ones are skipped, counted
+// and logged rather than retried forever.
+func (s *Synchronizer) apply(ctx context.Context, changes []storage.Change) error {
+	_, err := s.store.Apply(ctx, s.cluster, s.resource.GVR, changes)
+	if !storage.IsInvalid(err) {
+		return err
+	}
+	for _, c := range changes {
+		if _, err := s.store.Apply(ctx, s.cluster, s.resource.GVR, []storage.Change{c}); storage.IsInvalid(err) {
+			syncErrors.WithLabelValues(s.cluster, s.resource.GVR.Resource).Inc()
+			log.FromContext(ctx).Error(err, "skipping an object storage cannot hold", "namespace", c.Namespace, "name", c.Name)
+		} else if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // replace makes storage equal to a full list: upserts of what changed, by
 // member resourceVersion, and deletes of what the member no longer has.
 // Objects whose resourceVersion is unchanged are not rewritten, so a restart
@@ -309,7 +329,7 @@ func (s *Synchronizer) replace(items []any) error {
 		changes = append(changes, storage.Delete(k.Namespace, k.Name))
 	}
 	for start := 0; start < len(changes); start += s.opts.BatchSize {
-		if _, err := s.store.Apply(ctx, s.cluster, s.resource.GVR, changes[start:min(start+s.opts.BatchSize, len(changes))]); err != nil {
+		if err := s.apply(ctx, changes[start:min(start+s.opts.BatchSize, len(changes))]); err != nil {
 			return fmt.Errorf("writing list: %w", err)
 		}
 	}
