@@ -188,8 +188,14 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, res Resource, clus
 		warn(w, fmt.Sprintf("%s %q exists in %d clusters (%s); this is the one of %s, ask %s/clusters/<name>/... for another",
 			gr, name, len(objs), strings.Join(clusters, ", "), objs[0].Cluster, ResourcesPrefix))
 	}
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(objs[0].Data)
+	f := formatOf(r, res, false)
+	data, err := f.item(objs[0].Data)
+	if err != nil {
+		writeError(w, err, gr)
+		return
+	}
+	w.Header().Set("Content-Type", f.objectType)
+	_, _ = w.Write(data)
 }
 
 // parse parses a list or watch, answering the error itself when it fails,
@@ -243,34 +249,68 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, res Resource, clu
 		h.writeTable(w, r, res.GVR, page.Objects, listMeta)
 		return
 	}
+	f := formatOf(r, res, req.onlyMetadata)
 	meta, _ := json.Marshal(listMeta)
 	var b bytes.Buffer
-	fmt.Fprintf(&b, `{"kind":%q,"apiVersion":%q,"metadata":%s,"items":[`, res.Kind+"List", res.GVR.GroupVersion().String(), meta)
+	fmt.Fprintf(&b, `{"kind":%q,"apiVersion":%q,"metadata":%s,"items":[`, f.listKind, f.apiVersion, meta)
 	for i, o := range page.Objects {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		data := o.Data
-		if req.onlyMetadata {
-			if data, err = metadataOnly(data); err != nil {
-				writeError(w, err, gr)
-				return
-			}
+		data, err := f.item(o.Data)
+		if err != nil {
+			writeError(w, err, gr)
+			return
 		}
 		b.Write(data)
 	}
 	b.WriteString("]}")
-	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Type", f.listType)
 	_, _ = w.Write(b.Bytes())
 }
 
-// metadataOnly keeps apiVersion, kind and metadata of an object.
-func metadataOnly(data []byte) ([]byte, error) {
+// format is how objects are written: as they are, as metadata only
+// (onlyMetadata), or as meta.k8s.io PartialObjectMetadata, which metadata
+// informers ask for with "Accept: ...;as=PartialObjectMetadataList".
+type format struct {
+	kind, listKind, apiVersion string
+	objectType, listType       string
+	keep                       func(obj map[string]json.RawMessage) map[string]json.RawMessage
+}
+
+const partialMetadataType = "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io"
+
+func formatOf(r *http.Request, res Resource, onlyMetadata bool) format {
+	if strings.Contains(r.Header.Get("Accept"), "as=PartialObjectMetadata") {
+		return format{
+			kind: "PartialObjectMetadata", listKind: "PartialObjectMetadataList", apiVersion: "meta.k8s.io/v1",
+			objectType: partialMetadataType, listType: partialMetadataType + "List",
+			keep: func(obj map[string]json.RawMessage) map[string]json.RawMessage {
+				return map[string]json.RawMessage{"apiVersion": json.RawMessage(`"meta.k8s.io/v1"`),
+					"kind": json.RawMessage(`"PartialObjectMetadata"`), "metadata": obj["metadata"]}
+			},
+		}
+	}
+	f := format{kind: res.Kind, listKind: res.Kind + "List", apiVersion: res.GVR.GroupVersion().String(),
+		objectType: "application/json", listType: "application/json"}
+	if onlyMetadata {
+		f.keep = func(obj map[string]json.RawMessage) map[string]json.RawMessage {
+			return map[string]json.RawMessage{"apiVersion": obj["apiVersion"], "kind": obj["kind"], "metadata": obj["metadata"]}
+		}
+	}
+	return f
+}
+
+// item is an object's JSON in this format.
+func (f format) item(data []byte) ([]byte, error) {
+	if f.keep == nil {
+		return data, nil
+	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(data, &obj); err != nil {
 		return nil, err
 	}
-	return json.Marshal(map[string]json.RawMessage{"apiVersion": obj["apiVersion"], "kind": obj["kind"], "metadata": obj["metadata"]})
+	return json.Marshal(f.keep(obj))
 }
 
 func (h *Handler) writeTable(w http.ResponseWriter, r *http.Request, gvr schema.GroupVersionResource, objs []storage.Object, listMeta metav1.ListMeta) {
@@ -311,7 +351,8 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request, res Resource, cl
 		}
 	}
 	asTable := wantsTable(r)
-	contentType := "application/json"
+	f := formatOf(r, res, req.onlyMetadata)
+	contentType := f.objectType
 	if asTable {
 		contentType = tableContentType
 	}
@@ -357,7 +398,7 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request, res Resource, cl
 		var object any
 		switch {
 		case e.Object == nil:
-			object = bookmark(res, e)
+			object = bookmark(f, e)
 		case asTable:
 			t, err := table(cols, [][]byte{e.Object.Data}, r.URL.Query().Get("includeObject"), first)
 			if err != nil {
@@ -366,7 +407,11 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request, res Resource, cl
 			first = false
 			object = t
 		default:
-			object = json.RawMessage(e.Object.Data)
+			data, err := f.item(e.Object.Data)
+			if err != nil {
+				return
+			}
+			object = json.RawMessage(data)
 		}
 		if !send(e.Type, object) {
 			return
@@ -374,9 +419,10 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request, res Resource, cl
 	}
 }
 
-func bookmark(res Resource, e watchcache.Event) *unstructured.Unstructured {
+func bookmark(f format, e watchcache.Event) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(res.GVR.GroupVersion().WithKind(res.Kind))
+	u.SetAPIVersion(f.apiVersion)
+	u.SetKind(f.kind)
 	u.SetResourceVersion(strconv.FormatInt(e.Revision, 10))
 	if e.InitialEventsEnd {
 		u.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})

@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
@@ -81,16 +83,32 @@ func TestInformer(t *testing.T) {
 	if keys := inf.GetStore().ListKeys(); len(keys) != 2 {
 		t.Fatalf("informer keys %v", keys)
 	}
+	// A metadata informer, as controllers use: PartialObjectMetadata lists
+	// and watches.
+	meta := metadatainformer.NewSharedInformerFactory(metadata.NewForConfigOrDie(cfg), 0).ForResource(podsGVR).Informer()
+	go meta.Run(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), meta.HasSynced) {
+		t.Fatal("metadata informer did not sync")
+	}
 	putPod(t, store, "east", "c")
-	for {
-		if keys := inf.GetStore().ListKeys(); len(keys) == 3 {
-			break
+	for _, i := range []cache.SharedIndexInformer{inf, meta} {
+		for {
+			if keys := i.GetStore().ListKeys(); len(keys) == 3 {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("informer keys %v", i.GetStore().ListKeys())
+			case <-time.After(50 * time.Millisecond):
+			}
 		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("informer keys %v", inf.GetStore().ListKeys())
-		case <-time.After(50 * time.Millisecond):
-		}
+	}
+	obj, exists, err := meta.GetStore().GetByKey("ns/c")
+	if err != nil || !exists {
+		t.Fatalf("metadata informer lacks ns/c: %v", err)
+	}
+	if m, ok := obj.(*metav1.PartialObjectMetadata); !ok || m.UID != "eastc" || m.Annotations[storage.ClusterAnnotation] != "east" {
+		t.Fatalf("metadata informer object: %#v", obj)
 	}
 }
 
