@@ -28,6 +28,8 @@ type dialect struct {
 	readTx *sql.TxOptions
 	// writeTx reads the latest committed rows once the counter is locked.
 	writeTx *sql.TxOptions
+	// insertRows bounds the rows of one multi-row INSERT.
+	insertRows int
 	// analyze refreshes planner statistics. PostgreSQL plans a selector on
 	// a table it thinks empty as a nested loop over everything, until
 	// autovacuum gets to it; after a large initial sync that is minutes.
@@ -43,6 +45,7 @@ var dialects = map[string]*dialect{
 			"s253": binVarchar(253), "s317": binVarchar(317), "s512": binVarchar(512),
 		},
 		tableOptions:  " ENGINE=InnoDB ROW_FORMAT=DYNAMIC DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+		insertRows:    500,
 		inlineIndexes: true,
 		prefixIndexes: true,
 		forUpdate:     " FOR UPDATE",
@@ -57,11 +60,12 @@ var dialects = map[string]*dialect{
 			"s16": `VARCHAR(16) COLLATE "C"`, "s64": `VARCHAR(64) COLLATE "C"`, "s128": `VARCHAR(128) COLLATE "C"`,
 			"s253": `VARCHAR(253) COLLATE "C"`, "s317": `VARCHAR(317) COLLATE "C"`, "s512": `VARCHAR(512) COLLATE "C"`,
 		},
-		forUpdate: " FOR UPDATE",
-		contains:  func(c string) string { return "STRPOS(" + c + ", ?) > 0" },
-		analyze:   "ANALYZE resources, attributes, events",
-		readTx:    &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true},
-		writeTx:   &sql.TxOptions{Isolation: sql.LevelReadCommitted},
+		forUpdate:  " FOR UPDATE",
+		insertRows: 500,
+		contains:   func(c string) string { return "STRPOS(" + c + ", ?) > 0" },
+		analyze:    "ANALYZE resources, attributes, events",
+		readTx:     &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true},
+		writeTx:    &sql.TxOptions{Isolation: sql.LevelReadCommitted},
 	},
 	"sqlite": {
 		name: "sqlite",
@@ -70,7 +74,9 @@ var dialects = map[string]*dialect{
 			"s16": "TEXT", "s64": "TEXT", "s128": "TEXT", "s253": "TEXT", "s317": "TEXT", "s512": "TEXT",
 		},
 		contains: func(c string) string { return "INSTR(" + c + ", ?) > 0" },
-		analyze:  "ANALYZE",
+		// The driver binds each parameter in time linear in their count, so a
+		// statement's cost grows with its square: keep statements short.
+		insertRows: 20,
 	},
 }
 

@@ -21,7 +21,6 @@ const (
 	// insertBytes bounds one multi-row INSERT, well under MySQL's default
 	// max_allowed_packet, whatever the objects' size.
 	insertBytes = 4 << 20
-	insertRows  = 500
 	// deleteChunk is how many rows one transaction of DeleteResource drops.
 	deleteChunk = 1000
 )
@@ -225,20 +224,21 @@ func (s *Store) applyOps(tx *gorm.DB, cluster string, gvr schema.GroupVersionRes
 			return err
 		}
 	}
-	if err := insertChunked(tx, rows, func(r *resourceRow) int { return len(r.Object) }); err != nil {
+	n := s.dialect.insertRows
+	if err := insertChunked(tx, n, rows, func(r *resourceRow) int { return len(r.Object) }); err != nil {
 		return err
 	}
-	if err := insertChunked(tx, attrs, func(*attributeRow) int { return 64 }); err != nil {
+	if err := insertChunked(tx, n, attrs, func(*attributeRow) int { return 64 }); err != nil {
 		return err
 	}
-	return insertChunked(tx, events, func(e *eventRow) int { return len(e.Object) + len(e.PrevObject) })
+	return insertChunked(tx, n, events, func(e *eventRow) int { return len(e.Object) + len(e.PrevObject) })
 }
 
 // insertChunked inserts rows in multi-row statements bounded by count and bytes.
-func insertChunked[T any](tx *gorm.DB, rows []T, size func(*T) int) error {
+func insertChunked[T any](tx *gorm.DB, maxRows int, rows []T, size func(*T) int) error {
 	for start := 0; start < len(rows); {
 		end, bytes := start, 0
-		for end < len(rows) && end-start < insertRows && (end == start || bytes+size(&rows[end]) <= insertBytes) {
+		for end < len(rows) && end-start < maxRows && (end == start || bytes+size(&rows[end]) <= insertBytes) {
 			bytes += size(&rows[end])
 			end++
 		}
