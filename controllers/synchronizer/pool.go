@@ -2,6 +2,7 @@ package synchronizer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -22,7 +23,13 @@ type Pool struct {
 
 	mu       sync.Mutex
 	clusters map[string]*clusterSyncs
+	// stopped is set by StopAll: a reconcile still in flight during shutdown
+	// must not start synchronizers that would outlive the process's manager.
+	stopped bool
 }
+
+// ErrStopped is returned by Ensure after StopAll.
+var ErrStopped = errors.New("the synchronizer pool is stopped")
 
 type clusterSyncs struct {
 	config string // identity of the connection: a change restarts everything
@@ -48,6 +55,10 @@ func NewPool(store storage.Interface, opts Options, onChange func(cluster string
 // every synchronizer restarts (their objects stay).
 func (p *Pool) Ensure(ctx context.Context, cluster, configID string, client dynamic.Interface, resources []Resource) error {
 	p.mu.Lock()
+	if p.stopped {
+		p.mu.Unlock()
+		return ErrStopped
+	}
 	p.logger = log.FromContext(ctx).WithName("synchronizer")
 	cs := p.clusters[cluster]
 	if cs == nil {
@@ -127,6 +138,7 @@ func (p *Pool) Stop(cluster string) {
 // pending; objects stay in storage.
 func (p *Pool) StopAll() {
 	p.mu.Lock()
+	p.stopped = true
 	names := make([]string, 0, len(p.clusters))
 	for name := range p.clusters {
 		names = append(names, name)

@@ -35,3 +35,18 @@ func TestApplySkipsWhatStorageRefuses(t *testing.T) {
 		t.Fatalf("stored %v (%v), want a and c", versions, err)
 	}
 }
+
+// TestPoolStopped: once stopped for shutdown, the pool starts nothing, so
+// a reconcile still in flight cannot leave a synchronizer running.
+func TestPoolStopped(t *testing.T) {
+	store := storagetest.Backends()[0].Open(t)
+	p := NewPool(store, Options{}, func(string) {})
+	p.StopAll()
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	if err := p.Ensure(context.Background(), "east", "id", nil, []Resource{{GVR: gvr, Kind: "Pod"}}); err != ErrStopped {
+		t.Fatalf("Ensure after StopAll: %v", err)
+	}
+	if s := p.Statuses("east"); len(s) != 0 {
+		t.Fatalf("synchronizers after StopAll: %v", s)
+	}
+}
