@@ -65,18 +65,8 @@ func timeList(b *testing.B, cfg *rest.Config, gvr schema.GroupVersionResource, o
 	client := dynamic.NewForConfigOrDie(cfg)
 	best := time.Duration(1 << 62)
 	for range 3 {
-		start, got, o := time.Now(), 0, opts
-		for {
-			page, err := client.Resource(gvr).List(context.Background(), o)
-			if err != nil {
-				b.Fatal(err)
-			}
-			got += len(page.Items)
-			if o.Continue = page.GetContinue(); o.Continue == "" {
-				break
-			}
-		}
-		if got != want {
+		start := time.Now()
+		if got := testenv.CountAll(b, client, gvr, opts); got != want {
 			b.Fatalf("listed %d of %d", got, want)
 		}
 		best = min(best, time.Since(start))

@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -36,5 +38,22 @@ func CreateConfigMaps(t testing.TB, kube kubernetes.Interface, n int) {
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
+	}
+}
+
+// CountAll lists every object of gvr, following continue tokens, and returns
+// how many there were: a full paged list, as benchmarks time it.
+func CountAll(t testing.TB, client dynamic.Interface, gvr schema.GroupVersionResource, opts metav1.ListOptions) int {
+	t.Helper()
+	n := 0
+	for {
+		page, err := client.Resource(gvr).List(context.Background(), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += len(page.Items)
+		if opts.Continue = page.GetContinue(); opts.Continue == "" {
+			return n
+		}
 	}
 }
