@@ -16,6 +16,10 @@ GOTEST_FLAGS ?= -p 1 -count=1 -timeout 40m
 .PHONY: all
 all: build
 
+.PHONY: help
+help: ## Lists the targets with what they do.
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
 $(CONTROLLER_GEN):
 	mkdir -p $(LOCALBIN)
 	GOBIN=$(LOCALBIN)/cg-tmp go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
@@ -65,5 +69,6 @@ run: ## A local demo: member clusters, controller manager and API server, SQLite
 	go run ./cmd/panorama --demo
 
 .PHONY: verify
-verify: generate manifests ## Fails when generated files are stale.
+verify: generate manifests ## Fails when generated files are stale or git tracks a binary.
 	git diff --exit-code -- apis config charts
+	hack/check-tracked-files.sh
