@@ -66,7 +66,7 @@ bench: ## Benchmarks, each printed as ratios to a baseline measured in the same 
 .PHONY: run
 run: ## A local demo: member clusters, controller manager and API server, SQLite.
 	export KUBEBUILDER_ASSETS="$$(hack/test-assets.sh)"; \
-	go run ./cmd/panorama --demo
+	go run ./cmd/panorama-demo
 
 .PHONY: verify
 verify: generate manifests ## Fails when generated files are stale or git tracks a binary.

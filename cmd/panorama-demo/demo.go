@@ -20,7 +20,8 @@ import (
 	"github.com/panorama-io/panorama/test/testenv"
 )
 
-// demo is a local host cluster and two members.
+// demo is a local host cluster and two members; stop undoes whatever part
+// of it started.
 type demo struct {
 	dir            string
 	host           *envtest.Environment
@@ -30,29 +31,32 @@ type demo struct {
 
 var demoMembers = []string{"east", "west"}
 
+// startDemo returns the demo even on error, for its stop.
 func startDemo(ctx context.Context) (*demo, error) {
+	d := &demo{members: map[string]*envtest.Environment{}}
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
 	if assets == "" {
-		return nil, fmt.Errorf("KUBEBUILDER_ASSETS is not set: run `make run`, which builds kube-apiserver and etcd first")
+		return d, fmt.Errorf("KUBEBUILDER_ASSETS is not set: run `make run`, which builds kube-apiserver and etcd first")
 	}
 	dir, err := os.MkdirTemp("", "panorama-demo")
 	if err != nil {
-		return nil, err
+		return d, err
 	}
-	d := &demo{dir: dir, members: map[string]*envtest.Environment{}}
+	d.dir = dir
 	flags, err := testenv.AggregationFlags(dir)
 	if err != nil {
-		return nil, err
+		return d, err
 	}
 	wd, _ := os.Getwd()
-	d.host = &envtest.Environment{BinaryAssetsDirectory: assets, CRDDirectoryPaths: []string{filepath.Join(wd, "config", "crd", "bases")}, ErrorIfCRDPathMissing: true}
-	testenv.SetFlags(d.host, flags)
+	host := &envtest.Environment{BinaryAssetsDirectory: assets, CRDDirectoryPaths: []string{filepath.Join(wd, "config", "crd", "bases")}, ErrorIfCRDPathMissing: true}
+	testenv.SetFlags(host, flags)
 	klog.InfoS("starting the demo host cluster")
-	if _, err := d.host.Start(); err != nil {
-		return nil, fmt.Errorf("host: %w", err)
+	if _, err := host.Start(); err != nil {
+		return d, fmt.Errorf("host: %w", err)
 	}
+	d.host = host
 	if d.hostKubeconfig, err = d.adminKubeconfig(d.host, "host"); err != nil {
-		return nil, err
+		return d, err
 	}
 	var manifest strings.Builder
 	manifest.WriteString("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: panorama-system\n")
@@ -61,15 +65,15 @@ func startDemo(ctx context.Context) (*demo, error) {
 		m := &envtest.Environment{BinaryAssetsDirectory: assets}
 		cfg, err := m.Start()
 		if err != nil {
-			return nil, fmt.Errorf("member %s: %w", name, err)
+			return d, fmt.Errorf("member %s: %w", name, err)
 		}
 		d.members[name] = m
 		if err := sampleWorkloads(ctx, kubernetes.NewForConfigOrDie(cfg), i); err != nil {
-			return nil, err
+			return d, err
 		}
 		kc, err := d.adminKubeconfig(m, name)
 		if err != nil {
-			return nil, err
+			return d, err
 		}
 		data, _ := os.ReadFile(kc)
 		indented := "    " + strings.ReplaceAll(strings.TrimSpace(string(data)), "\n", "\n    ")
@@ -163,8 +167,12 @@ func (d *demo) stop() {
 	for _, m := range d.members {
 		_ = m.Stop()
 	}
-	_ = d.host.Stop()
-	_ = os.RemoveAll(d.dir)
+	if d.host != nil {
+		_ = d.host.Stop()
+	}
+	if d.dir != "" {
+		_ = os.RemoveAll(d.dir)
+	}
 }
 
 // sampleWorkloads fills member i with a shop: web and db pods (no kubelet

@@ -1,0 +1,78 @@
+// Package allinone runs the controller manager and the API server in one
+// process over one store: what `panorama` (embedded SQLite by default) and
+// the local demo both start.
+package allinone
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	clusterv1alpha1 "github.com/panorama-io/panorama/apis/cluster/v1alpha1"
+	"github.com/panorama-io/panorama/apiserver"
+	"github.com/panorama-io/panorama/controllers"
+	"github.com/panorama-io/panorama/storage/sqlstore"
+)
+
+// Options are both components' flags.
+type Options struct {
+	Server      *apiserver.Options
+	Controllers controllers.Options
+}
+
+// NewOptions returns the defaults.
+func NewOptions() *Options {
+	return &Options{Server: apiserver.NewOptions()}
+}
+
+// AddFlags binds every flag of both components.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	o.Server.AddFlags(fs)
+	fs.DurationVar(&o.Controllers.HealthInterval, "cluster-health-interval", 30*time.Second, "How often each member is health-checked and rediscovered.")
+	fs.DurationVar(&o.Controllers.CompactionInterval, "compaction-interval", 5*time.Minute, "How often the change log is compacted to the revision of the previous time; 0 disables.")
+}
+
+// Run serves until ctx ends or either component fails; the host is where
+// Cluster objects live.
+func Run(ctx context.Context, o *Options, host *rest.Config) error {
+	store, err := sqlstore.Open(ctx, o.Server.Storage)
+	if err != nil {
+		return errors.Join(errors.New("opening storage"), err)
+	}
+	defer store.Close()
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := clusterv1alpha1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	// Metrics are the API server's (/metrics on its secure port).
+	mgr, err := ctrl.NewManager(host, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		return errors.Join(errors.New("creating the controller manager"), err)
+	}
+	if err := controllers.SetupWithManager(mgr, store, o.Controllers); err != nil {
+		return errors.Join(errors.New("setting up controllers"), err)
+	}
+	srv, err := o.Server.New(store)
+	if err != nil {
+		return errors.Join(errors.New("configuring the API server"), err)
+	}
+	// Either component failing stops the other, so the process never runs half.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make(chan error, 2)
+	go func() { errs <- mgr.Start(ctx) }()
+	go func() { errs <- srv.Run(ctx) }()
+	first := <-errs
+	cancel()
+	return errors.Join(first, <-errs)
+}
