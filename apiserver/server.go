@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	apirequest "k8s.io/apiserver/pkg/endpoints/request"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/healthz"
@@ -29,7 +30,6 @@ import (
 	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
 	"github.com/panorama-io/panorama/apiserver/watchcache"
 	"github.com/panorama-io/panorama/storage"
-	"github.com/panorama-io/panorama/storage/sqlstore"
 )
 
 var (
@@ -46,10 +46,11 @@ func init() {
 }
 
 // Options are the server's flags: the standard ones of an aggregated API
-// server, minus etcd and admission, plus storage and the watch cache.
+// server, minus etcd and admission, plus the watch cache. Storage is opened
+// by the caller (its flags are sqlstore.Options'), since the all-in-one
+// binary shares one store with the controller manager.
 type Options struct {
 	Recommended  *genericoptions.RecommendedOptions
-	Storage      sqlstore.Options
 	PollInterval time.Duration
 	RingSize     int
 }
@@ -65,10 +66,34 @@ func NewOptions() *Options {
 // AddFlags binds every flag.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Recommended.AddFlags(fs)
-	o.Storage.AddFlags(fs)
 	fs.DurationVar(&o.PollInterval, "watch-cache-poll-interval", o.PollInterval,
 		"How often the change log is read for writes by other processes sharing the database.")
 	fs.IntVar(&o.RingSize, "watch-cache-size", o.RingSize, "Recent changes kept per resource for watches that resume.")
+}
+
+// Complete fills defaults that depend on other flags: outside a cluster the
+// delegated authentication and authorization ask the host named by
+// --kubeconfig, so `apiserver --kubeconfig X` alone runs.
+func (o *Options) Complete() {
+	host := o.Recommended.CoreAPI.CoreAPIKubeconfigPath
+	if o.Recommended.Authentication.RemoteKubeConfigFile == "" {
+		o.Recommended.Authentication.RemoteKubeConfigFile = host
+	}
+	if o.Recommended.Authorization.RemoteKubeConfigFile == "" {
+		o.Recommended.Authorization.RemoteKubeConfigFile = host
+	}
+}
+
+// Validate reports every flag in error.
+func (o *Options) Validate() error {
+	errs := o.Recommended.Validate()
+	if o.PollInterval <= 0 {
+		errs = append(errs, fmt.Errorf("--watch-cache-poll-interval must be positive, not %s", o.PollInterval))
+	}
+	if o.RingSize <= 0 {
+		errs = append(errs, fmt.Errorf("--watch-cache-size must be positive, not %d", o.RingSize))
+	}
+	return utilerrors.NewAggregate(errs)
 }
 
 // Server is a ready-to-run server.
@@ -155,14 +180,33 @@ func (s *Server) install() {
 	mux.HandlePrefix(CollectionsPath+"/", http.HandlerFunc(h.ServeCollections))
 }
 
-// Run serves until ctx ends.
+// Run serves until ctx ends or the watch cache fails. The Cluster registry
+// and the watch cache start as post-start hooks, so /readyz stays false
+// until both are filled and no request is served from an empty registry.
 func (s *Server) Run(ctx context.Context) error {
-	errs := make(chan error, 1)
-	go func() { errs <- s.cache.Run(ctx) }()
-	go s.registry.Run(ctx, s.host)
-	err := s.generic.PrepareRun().RunWithContext(ctx)
-	if cerr := <-errs; err == nil {
-		err = cerr
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	err := s.generic.AddPostStartHook("panorama-watch-cache", func(hc genericapiserver.PostStartHookContext) error {
+		go func() {
+			if err := s.cache.Run(hc); err != nil {
+				cancel(fmt.Errorf("watch cache: %w", err))
+			}
+		}()
+		return s.cache.WaitForRevision(hc, 0)
+	})
+	if err != nil {
+		return err
+	}
+	err = s.generic.AddPostStartHook("panorama-cluster-registry", func(hc genericapiserver.PostStartHookContext) error {
+		s.registry.Run(hc, s.host) // returns once the Clusters are listed
+		return hc.Err()
+	})
+	if err != nil {
+		return err
+	}
+	err = s.generic.PrepareRun().RunWithContext(ctx)
+	if cause := context.Cause(ctx); err == nil && cause != nil && !errors.Is(cause, context.Canceled) {
+		err = cause
 	}
 	return err
 }

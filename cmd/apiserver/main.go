@@ -3,6 +3,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"os"
 
@@ -16,24 +17,33 @@ import (
 
 func main() {
 	opts := apiserver.NewOptions()
+	var storageOpts sqlstore.Options
 	opts.AddFlags(pflag.CommandLine)
+	storageOpts.AddFlags(pflag.CommandLine)
 	klog.InitFlags(nil)
 	pflag.CommandLine.AddGoFlagSet(flag.CommandLine)
 	pflag.Parse()
+	opts.Complete()
+	if err := errors.Join(opts.Validate(), storageOpts.Validate()); err != nil {
+		fail("invalid flags", err)
+	}
 	ctx := genericapiserver.SetupSignalContext()
-	store, err := sqlstore.Open(ctx, opts.Storage)
+	store, err := sqlstore.Open(ctx, storageOpts)
 	if err != nil {
-		klog.ErrorS(err, "opening storage")
-		os.Exit(1)
+		fail("opening storage", err)
 	}
 	defer store.Close()
 	srv, err := opts.New(store)
 	if err != nil {
-		klog.ErrorS(err, "configuring the server")
-		os.Exit(1)
+		fail("configuring the server", err)
 	}
 	if err := srv.Run(ctx); err != nil {
-		klog.ErrorS(err, "serving")
-		os.Exit(1)
+		fail("serving", err)
 	}
+}
+
+func fail(what string, err error) {
+	klog.ErrorS(err, what)
+	klog.Flush()
+	os.Exit(1)
 }

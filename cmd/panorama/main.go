@@ -22,6 +22,12 @@ func main() {
 	klog.InitFlags(nil)
 	fs.AddGoFlagSet(flag.CommandLine)
 	pflag.Parse()
+	opts.Complete()
+	if err := opts.Validate(); err != nil {
+		klog.ErrorS(err, "invalid flags")
+		klog.Flush()
+		os.Exit(1)
+	}
 	ctrl.SetLogger(klog.NewKlogr())
 	ctx := ctrl.SetupSignalHandler()
 

@@ -24,6 +24,7 @@ import (
 // Options are both components' flags.
 type Options struct {
 	Server      *apiserver.Options
+	Storage     sqlstore.Options
 	Controllers controllers.Options
 }
 
@@ -35,14 +36,23 @@ func NewOptions() *Options {
 // AddFlags binds every flag of both components.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Server.AddFlags(fs)
+	o.Storage.AddFlags(fs)
 	fs.DurationVar(&o.Controllers.HealthInterval, "cluster-health-interval", 30*time.Second, "How often each member is health-checked and rediscovered.")
 	fs.DurationVar(&o.Controllers.CompactionInterval, "compaction-interval", 5*time.Minute, "How often the change log is compacted to the revision of the previous time; 0 disables.")
+}
+
+// Complete fills defaults that depend on other flags.
+func (o *Options) Complete() { o.Server.Complete() }
+
+// Validate reports every flag in error.
+func (o *Options) Validate() error {
+	return errors.Join(o.Server.Validate(), o.Storage.Validate())
 }
 
 // Run serves until ctx ends or either component fails; the host is where
 // Cluster objects live.
 func Run(ctx context.Context, o *Options, host *rest.Config) error {
-	store, err := sqlstore.Open(ctx, o.Server.Storage)
+	store, err := sqlstore.Open(ctx, o.Storage)
 	if err != nil {
 		return errors.Join(errors.New("opening storage"), err)
 	}

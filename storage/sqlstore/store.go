@@ -48,6 +48,20 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.MaxOpenConns, "storage-max-open-conns", 20, "Maximum open connections to the backend.")
 }
 
+// Validate reports flags in error before anything is opened.
+func (o *Options) Validate() error {
+	if _, ok := dialects[o.Driver]; !ok {
+		return fmt.Errorf("--storage: unknown backend %q (want sqlite, mysql or postgres)", o.Driver)
+	}
+	if o.Driver != "sqlite" && o.DSN == "" {
+		return fmt.Errorf("--storage-dsn is required for %s", o.Driver)
+	}
+	if o.MaxOpenConns <= 0 {
+		return fmt.Errorf("--storage-max-open-conns must be positive, not %d", o.MaxOpenConns)
+	}
+	return nil
+}
+
 // Store is the SQL storage.
 type Store struct {
 	db      *gorm.DB
