@@ -53,7 +53,8 @@ func DecodeContinue(token string, order []OrderBy) (int64, *Object, error) {
 		return 0, nil, Invalid("continue", "continue token has no resource version")
 	}
 	var c cursor
-	if err := json.Unmarshal([]byte(tok.Start), &c); err != nil || c.Name == "" {
+	if err := json.Unmarshal([]byte(tok.Start), &c); err != nil || c.Name == "" ||
+		!StorableText(c.Cluster) || !StorableText(c.Namespace) || !StorableText(c.Name) {
 		return 0, nil, Invalid("continue", "not a valid continue token")
 	}
 	if c.Order != orderString(order) {

@@ -40,6 +40,31 @@ func Invalid(field, format string, args ...any) error {
 	return &InvalidError{Field: field, Reason: fmt.Sprintf(format, args...)}
 }
 
+// InvalidObjectError says Apply refused some objects of a batch, which it
+// wrote without them: a member's object that storage cannot hold must not
+// hold back the others. It reads as an InvalidError (IsInvalid), the first
+// refusal, for callers that only know that.
+type InvalidObjectError struct {
+	Refused []RefusedObject
+}
+
+// RefusedObject is one object Apply did not write, and why.
+type RefusedObject struct {
+	NamespacedName
+	Err *InvalidError
+}
+
+func (e *InvalidObjectError) Error() string {
+	msg := fmt.Sprintf("%d objects refused: %s/%s: %v", len(e.Refused), e.Refused[0].Namespace, e.Refused[0].Name, e.Refused[0].Err)
+	if len(e.Refused) > 1 {
+		msg += ", ..."
+	}
+	return msg
+}
+
+// Unwrap returns the first refusal.
+func (e *InvalidObjectError) Unwrap() error { return e.Refused[0].Err }
+
 // IsInvalid reports whether err is an InvalidError.
 func IsInvalid(err error) bool {
 	var e *InvalidError

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -103,21 +104,31 @@ type ListResult struct {
 	RemainingCount *int64
 }
 
+// StorableText reports whether s can be a text value in every database:
+// valid UTF-8 without NUL.
+func StorableText(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsRune(s, 0)
+}
+
 // Validate checks the query before any of it reaches a database.
 func (q *ListQuery) Validate() error {
 	if q.GVR.Resource == "" || q.GVR.Version == "" {
 		return Invalid("resource", "a version and resource are required")
 	}
-	// No database stores NUL in text (PostgreSQL refuses it outright).
+	// No database stores NUL or invalid UTF-8 in text, and PostgreSQL
+	// refuses either as a parameter of a text comparison.
 	texts := append(append(append([]string{q.FuzzyName, q.OwnerUID, q.OwnerName}, q.Clusters...), q.Namespaces...), q.Names...)
 	for _, r := range q.Fields {
 		texts = append(texts, r.Value)
 	}
+	for _, r := range q.Labels {
+		texts = append(append(texts, r.Key()), r.Values().UnsortedList()...)
+	}
 	if q.OwnerGroupResource != nil {
 		texts = append(texts, q.OwnerGroupResource.Group, q.OwnerGroupResource.Resource)
 	}
-	if slices.ContainsFunc(texts, func(s string) bool { return strings.ContainsRune(s, 0) }) {
-		return Invalid("query", "values must not contain NUL characters")
+	if slices.ContainsFunc(texts, func(s string) bool { return !StorableText(s) }) {
+		return Invalid("query", "values must be UTF-8 without NUL characters")
 	}
 	for name, vs := range map[string][]string{"clusters": q.Clusters, "namespaces": q.Namespaces, "names": q.Names} {
 		if len(vs) > MaxListValues {

@@ -38,6 +38,10 @@ type Change struct {
 	Object    *unstructured.Unstructured
 	Namespace string
 	Name      string
+	// ResourceVersion of a delete is the member's resourceVersion of the
+	// deleted object, when known: a delete older than the stored object is
+	// one that arrived late, and is ignored.
+	ResourceVersion string
 }
 
 // Upsert makes a Change that stores obj.
@@ -47,6 +51,12 @@ func Upsert(obj *unstructured.Unstructured) Change {
 
 // Delete makes a Change that removes namespace/name.
 func Delete(namespace, name string) Change { return Change{Namespace: namespace, Name: name} }
+
+// DeleteAt makes a Change that removes namespace/name as of the member's
+// resourceVersion rv, so that it cannot remove a newer object.
+func DeleteAt(namespace, name, rv string) Change {
+	return Change{Namespace: namespace, Name: name, ResourceVersion: rv}
+}
 
 // Event is one entry of the change log.
 type Event struct {
@@ -66,12 +76,20 @@ type Event struct {
 type Interface interface {
 	// Apply writes a batch of changes to one resource of one cluster in one
 	// transaction. Upserts whose member resourceVersion equals the stored one,
-	// and deletes of absent objects, are skipped. It returns the revision after
-	// the batch.
+	// and deletes of absent objects, are skipped; so are upserts and deletes
+	// older than the stored object, when both member resourceVersions are
+	// integers (as kube's are), since the member never goes back in time.
+	// Objects storage cannot hold are left out and named by an
+	// InvalidObjectError, returned with the revision after the rest of the
+	// batch. It returns the revision after the batch.
 	Apply(ctx context.Context, cluster string, gvr schema.GroupVersionResource, changes []Change) (int64, error)
 	// DeleteResource removes every object of one resource of one cluster;
 	// gvr zero removes every resource of the cluster. Each removal is logged.
 	DeleteResource(ctx context.Context, cluster string, gvr schema.GroupVersionResource) (int64, error)
+	// DeleteOrphans removes every object of the cluster/resource pairs not
+	// in keep: what is left of resources deselected, or clusters deleted,
+	// while no synchronizer ran. Each removal is logged.
+	DeleteOrphans(ctx context.Context, keep []ClusterResource) (int64, error)
 	// Get returns one object; ErrNotFound when absent.
 	Get(ctx context.Context, key Key) (*Object, error)
 	// List returns the objects matching q at one revision, a page at a time.
@@ -94,6 +112,12 @@ type Interface interface {
 	// in-process readers need not wait for a poll.
 	Changed() <-chan struct{}
 	Close() error
+}
+
+// ClusterResource names one resource of one member cluster.
+type ClusterResource struct {
+	Cluster string
+	GVR     schema.GroupVersionResource
 }
 
 // NamespacedName is an object's name within one cluster and resource.

@@ -12,6 +12,8 @@ import (
 type dialect struct {
 	name  string
 	types map[string]string
+	// collation of MySQL's text columns; empty elsewhere.
+	collation string
 	// tableOptions follow CREATE TABLE (...).
 	tableOptions string
 	// inlineIndexes puts indexes inside CREATE TABLE: MySQL has no
@@ -37,22 +39,7 @@ type dialect struct {
 }
 
 var dialects = map[string]*dialect{
-	"mysql": {
-		name: "mysql",
-		types: map[string]string{
-			"bigint": "BIGINT", "blob": "LONGBLOB", "char1": "CHAR(1)",
-			"s16": binVarchar(16), "s64": binVarchar(64), "s128": binVarchar(128),
-			"s253": binVarchar(253), "s317": binVarchar(317), "s512": binVarchar(512),
-		},
-		tableOptions:  " ENGINE=InnoDB ROW_FORMAT=DYNAMIC DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
-		insertRows:    500,
-		inlineIndexes: true,
-		prefixIndexes: true,
-		forUpdate:     " FOR UPDATE",
-		contains:      func(c string) string { return "LOCATE(?, " + c + ") > 0" },
-		readTx:        &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true},
-		writeTx:       &sql.TxOptions{Isolation: sql.LevelReadCommitted},
-	},
+	"mysql": mysqlDialect("utf8mb4_nopad_bin"),
 	"postgres": {
 		name: "postgres",
 		types: map[string]string{
@@ -80,9 +67,35 @@ var dialects = map[string]*dialect{
 	},
 }
 
-func binVarchar(n int) string {
-	return fmt.Sprintf("VARCHAR(%d) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin", n)
+// mysqlDialect compares text by bytes with collation, which must be a NO PAD
+// one: under a PAD SPACE collation such as utf8mb4_bin, "a" = "a ", so a
+// selector would match values it does not name and the names "a" and "a "
+// would be one key. MariaDB calls it utf8mb4_nopad_bin, MySQL 8 utf8mb4_0900_bin.
+func mysqlDialect(collation string) *dialect {
+	varchar := func(n int) string {
+		return fmt.Sprintf("VARCHAR(%d) CHARACTER SET utf8mb4 COLLATE %s", n, collation)
+	}
+	return &dialect{
+		name:      "mysql",
+		collation: collation,
+		types: map[string]string{
+			"bigint": "BIGINT", "blob": "LONGBLOB", "char1": "CHAR(1)",
+			"s16": varchar(16), "s64": varchar(64), "s128": varchar(128),
+			"s253": varchar(253), "s317": varchar(317), "s512": varchar(512),
+		},
+		tableOptions:  " ENGINE=InnoDB ROW_FORMAT=DYNAMIC DEFAULT CHARSET=utf8mb4 COLLATE=" + collation,
+		insertRows:    500,
+		inlineIndexes: true,
+		prefixIndexes: true,
+		forUpdate:     " FOR UPDATE",
+		contains:      func(c string) string { return "LOCATE(?, " + c + ") > 0" },
+		readTx:        &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true},
+		writeTx:       &sql.TxOptions{Isolation: sql.LevelReadCommitted},
+	}
 }
+
+// mysqlCollations are the NO PAD binary collations, preferred first.
+var mysqlCollations = []string{"utf8mb4_nopad_bin", "utf8mb4_0900_bin"}
 
 type column struct {
 	name, typ string

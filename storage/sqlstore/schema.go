@@ -46,6 +46,8 @@ var keyColumns = []column{
 var migrations = []struct {
 	version int64
 	tables  []table
+	// statements, when set, are the dialect's own further DDL.
+	statements func(d *dialect) []string
 }{{
 	version: 1,
 	tables: []table{
@@ -107,6 +109,21 @@ var migrations = []struct {
 			primaryKey: []string{"name"},
 		},
 	},
+}, {
+	// Version 1 had MySQL compare text under utf8mb4_bin, which pads: "a"
+	// and "a " were equal. Converting to a NO PAD collation fails if a
+	// table holds both; none can, since its unique key refused the second.
+	version: 2,
+	statements: func(d *dialect) []string {
+		if d.collation == "" {
+			return nil
+		}
+		var out []string
+		for _, t := range []string{resourcesTable, attributesTable, eventsTable, metaTable} {
+			out = append(out, "ALTER TABLE "+t+" CONVERT TO CHARACTER SET utf8mb4 COLLATE "+d.collation)
+		}
+		return out
+	},
 }}
 
 type metaRow struct {
@@ -141,11 +158,16 @@ func (s *Store) migrate(ctx context.Context) error {
 		if done[m.version] {
 			continue
 		}
+		var stmts []string
 		for _, t := range m.tables {
-			for _, stmt := range s.dialect.ddl(t) {
-				if err := db.Exec(stmt).Error; err != nil {
-					return fmt.Errorf("migration %d: %w", m.version, err)
-				}
+			stmts = append(stmts, s.dialect.ddl(t)...)
+		}
+		if m.statements != nil {
+			stmts = append(stmts, m.statements(s.dialect)...)
+		}
+		for _, stmt := range stmts {
+			if err := db.Exec(stmt).Error; err != nil {
+				return fmt.Errorf("migration %d: %w", m.version, err)
 			}
 		}
 		if err := db.Clauses(clause.OnConflict{DoNothing: true}).Create(&migrationRow{Version: m.version}).Error; err != nil {

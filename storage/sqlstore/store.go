@@ -11,8 +11,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -106,12 +108,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		// another process holding the file.
 		dialector = sqlite.Open(file + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)")
 	}
-	db, err := gorm.Open(dialector, &gorm.Config{
-		Logger: logger.New(log.New(os.Stderr, "", log.LstdFlags), logger.Config{
-			SlowThreshold: 10 * time.Second, LogLevel: logger.Warn, IgnoreRecordNotFoundError: true,
-		}),
-		SkipDefaultTransaction: true,
-	})
+	db, err := gorm.Open(dialector, &gorm.Config{Logger: newLogger(os.Stderr), SkipDefaultTransaction: true})
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", o.Driver, err)
 	}
@@ -131,12 +128,42 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		_ = sqlDB.Close()
 		return nil, fmt.Errorf("connecting to %s: %w", o.Driver, err)
 	}
+	if o.Driver == "mysql" {
+		if d, err = mysqlNoPadDialect(ctx, db); err != nil {
+			_ = sqlDB.Close()
+			return nil, err
+		}
+	}
 	s := &Store{db: db, dialect: d, changed: make(chan struct{})}
 	if err := s.migrate(ctx); err != nil {
 		_ = sqlDB.Close()
 		return nil, fmt.Errorf("migrating %s schema: %w", o.Driver, err)
 	}
 	return s, nil
+}
+
+// newLogger logs slow and failed statements without their parameters, which
+// are user and member input: secrets' contents, tenants' queries.
+func newLogger(w io.Writer) logger.Interface {
+	return logger.New(log.New(w, "", log.LstdFlags), logger.Config{
+		SlowThreshold: 10 * time.Second, LogLevel: logger.Warn, IgnoreRecordNotFoundError: true, ParameterizedQueries: true,
+	})
+}
+
+// mysqlNoPadDialect returns the MySQL dialect with the first NO PAD binary
+// collation the server has.
+func mysqlNoPadDialect(ctx context.Context, db *gorm.DB) (*dialect, error) {
+	var have []string
+	if err := db.WithContext(ctx).Raw("SELECT collation_name FROM information_schema.collations WHERE collation_name IN ?", mysqlCollations).
+		Scan(&have).Error; err != nil {
+		return nil, fmt.Errorf("reading mysql collations: %w", err)
+	}
+	for _, c := range mysqlCollations {
+		if slices.Contains(have, c) {
+			return mysqlDialect(c), nil
+		}
+	}
+	return nil, fmt.Errorf("mysql has none of the collations %v: MariaDB 10.2+ or MySQL 8 is required", mysqlCollations)
 }
 
 // Changed implements storage.Interface.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"gorm.io/gorm"
@@ -39,19 +40,51 @@ func (s *Store) Apply(ctx context.Context, cluster string, gvr schema.GroupVersi
 	if err := validateTarget(cluster, gvr); err != nil {
 		return 0, err
 	}
-	for i := range changes {
-		if err := validateName(changes[i].Namespace, changes[i].Name); err != nil {
-			return 0, err
+	valid := changes
+	var refused []storage.RefusedObject
+	for i, c := range changes {
+		if err := validateChange(c); err != nil {
+			if refused == nil {
+				valid = slices.Clone(changes[:i])
+			}
+			refused = append(refused, storage.RefusedObject{NamespacedName: storage.NamespacedName{Namespace: c.Namespace, Name: c.Name}, Err: err})
+		} else if refused != nil {
+			valid = append(valid, c)
 		}
 	}
-	return s.write(ctx, func(tx *gorm.DB, base int64) (int64, error) {
-		existing, err := s.existing(tx, cluster, gvr, changes)
+	rev, err := s.write(ctx, func(tx *gorm.DB, base int64) (int64, error) {
+		existing, err := s.existing(tx, cluster, gvr, valid)
 		if err != nil {
 			return 0, err
 		}
-		ops := plan(changes, existing)
+		ops := plan(valid, existing)
 		return int64(len(ops)), s.applyOps(tx, cluster, gvr, base, ops)
 	})
+	if err == nil && refused != nil {
+		err = &storage.InvalidObjectError{Refused: refused}
+	}
+	return rev, err
+}
+
+// DeleteOrphans implements storage.Interface.
+func (s *Store) DeleteOrphans(ctx context.Context, keep []storage.ClusterResource) (int64, error) {
+	kept := make(map[storage.ClusterResource]bool, len(keep))
+	for _, k := range keep {
+		kept[k] = true
+	}
+	var stored []resourceRow
+	if err := s.db.WithContext(ctx).Model(&resourceRow{}).Distinct("cluster", "api_group", "version", "resource").Find(&stored).Error; err != nil {
+		return 0, err
+	}
+	rev, _, err := s.Revision(ctx)
+	for _, r := range stored {
+		cr := storage.ClusterResource{Cluster: r.Cluster, GVR: schema.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Resource}}
+		if err != nil || kept[cr] {
+			continue
+		}
+		rev, err = s.DeleteResource(ctx, cr.Cluster, cr.GVR)
+	}
+	return rev, err
 }
 
 // DeleteResource implements storage.Interface.
@@ -115,6 +148,9 @@ func (s *Store) write(ctx context.Context, fn func(tx *gorm.DB, base int64) (int
 		}
 		return tx.Model(&metaRow{}).Where("name = ?", metaRevision).Update("value", rev).Error
 	}, s.dialect.writeTx)
+	if invalidText(err) {
+		return 0, storage.Invalid("object", "the database refused a text value")
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -150,7 +186,8 @@ func (s *Store) existing(tx *gorm.DB, cluster string, gvr schema.GroupVersionRes
 }
 
 // plan turns a batch into the writes it needs: the last change of a key wins,
-// unchanged upserts and deletes of absent objects drop out.
+// unchanged upserts, deletes of absent objects and changes older than the
+// stored object drop out.
 func plan(changes []storage.Change, existing map[storage.NamespacedName]*resourceRow) []op {
 	last := make(map[storage.NamespacedName]int, len(changes))
 	for i, c := range changes {
@@ -166,14 +203,26 @@ func plan(changes []storage.Change, existing map[storage.NamespacedName]*resourc
 		switch {
 		case c.Object == nil && old == nil:
 		case c.Object == nil:
-			ops = append(ops, op{typ: watch.Deleted, old: old, ns: c.Namespace, nm: c.Name})
+			if !older(c.ResourceVersion, old.MemberResourceVersion) {
+				ops = append(ops, op{typ: watch.Deleted, old: old, ns: c.Namespace, nm: c.Name})
+			}
 		case old == nil:
 			ops = append(ops, op{typ: watch.Added, obj: c.Object, ns: c.Namespace, nm: c.Name})
+		case older(c.Object.GetResourceVersion(), old.MemberResourceVersion):
 		case old.MemberResourceVersion != c.Object.GetResourceVersion() || c.Object.GetResourceVersion() == "":
 			ops = append(ops, op{typ: watch.Modified, obj: c.Object, old: old, ns: c.Namespace, nm: c.Name})
 		}
 	}
 	return ops
+}
+
+// older reports whether member resourceVersion a is before b. Kube's are
+// etcd revisions, integers that only grow; others are opaque, and compare
+// only for equality.
+func older(a, b string) bool {
+	x, errA := strconv.ParseUint(a, 10, 64)
+	y, errB := strconv.ParseUint(b, 10, 64)
+	return errA == nil && errB == nil && x < y
 }
 
 // applyOps writes ops with revisions base+1, base+2, ...
@@ -254,10 +303,7 @@ func insertChunked[T any](tx *gorm.DB, maxRows int, rows []T, size func(*T) int)
 // global revision, the member's one moves to an annotation, and the cluster
 // is named, so that the bytes can be served as they are.
 func newRow(cluster string, gvr schema.GroupVersionResource, rev int64, u *unstructured.Unstructured) (resourceRow, []attributeRow, error) {
-	d := storage.Describe(u)
-	if len(d.MemberResourceVersion) > maxMemberRVLen || len(d.UID) > maxUIDLen || len(d.OwnerUID) > maxUIDLen || len(d.Kind) > maxKindLen {
-		return resourceRow{}, nil, storage.Invalid("metadata", "object %s/%s has a field longer than storage allows", d.Namespace, d.Name)
-	}
+	d := storage.Describe(u) // validateChange checked what it finds
 	ann := u.GetAnnotations()
 	if ann == nil {
 		ann = map[string]string{}
@@ -277,9 +323,6 @@ func newRow(cluster string, gvr schema.GroupVersionResource, rev int64, u *unstr
 	}
 	attrs := make([]attributeRow, 0, len(d.Labels)+len(d.Fields))
 	for k, v := range d.Labels {
-		if len(k) > maxAttrKeyLen || len(v) > maxAttrValueLen {
-			return resourceRow{}, nil, storage.Invalid("metadata.labels", "label %q of %s/%s is longer than storage allows", k, d.Namespace, d.Name)
-		}
 		attrs = append(attrs, attributeRow{Revision: rev, Kind: attrKindLabel, Key: k, Value: v})
 	}
 	for k, v := range d.Fields {
@@ -298,21 +341,4 @@ func withRevision(data []byte, rev int64) ([]byte, error) {
 	u := unstructured.Unstructured{Object: obj}
 	u.SetResourceVersion(strconv.FormatInt(rev, 10))
 	return u.MarshalJSON()
-}
-
-func validateTarget(cluster string, gvr schema.GroupVersionResource) error {
-	switch {
-	case cluster == "" || len(cluster) > maxClusterLen:
-		return storage.Invalid("cluster", "must have 1 to %d characters", maxClusterLen)
-	case len(gvr.Group) > maxGroupLen, gvr.Version == "" || len(gvr.Version) > maxVersionLen, gvr.Resource == "" || len(gvr.Resource) > maxResourceLen:
-		return storage.Invalid("resource", "%v is not a storable resource", gvr)
-	}
-	return nil
-}
-
-func validateName(namespace, name string) error {
-	if name == "" || len(name) > maxNameLen || len(namespace) > maxNamespaceLen {
-		return storage.Invalid("metadata.name", "%q/%q is not a storable name", namespace, name)
-	}
-	return nil
 }

@@ -1,0 +1,173 @@
+package sqlstore_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/panorama-io/panorama/storage"
+	"github.com/panorama-io/panorama/storage/storagetest"
+)
+
+var (
+	rolesGVR   = schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles"}
+	secretsGVR = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+	eventsGVR  = schema.GroupVersionResource{Version: "v1", Resource: "events"}
+)
+
+func names(t *testing.T, s storage.Interface, q storage.ListQuery) []string {
+	t.Helper()
+	res, err := s.List(context.Background(), &q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, o := range res.Objects {
+		out = append(out, o.Name)
+	}
+	return out
+}
+
+func TestPoisonObjectsAreRefusedAlone(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
+		s := b.Open(t)
+		ctx := context.Background()
+		for _, tc := range []struct {
+			gvr    schema.GroupVersionResource
+			poison *unstructured.Unstructured
+		}{
+			{rolesGVR, object("Role", "ns", "a\x00b", "1")},
+			{rolesGVR, object("Role", "ns", "bad\xffutf8", "1")},
+			{secretsGVR, object("Secret", "ns", "s", "1", func(u *unstructured.Unstructured) { u.Object["type"] = "x\x00y" })},
+			{eventsGVR, object("Event", "ns", "e", "1", func(u *unstructured.Unstructured) { u.Object["reason"] = "r\x00" })},
+			{eventsGVR, object("Event", "ns", "l", "1", func(u *unstructured.Unstructured) { u.SetLabels(map[string]string{"k": "v\x00"}) })},
+		} {
+			good := object("Role", "ns", "good-"+tc.gvr.Resource, "1")
+			_, err := s.Apply(ctx, "east", tc.gvr, []storage.Change{storage.Upsert(tc.poison), storage.Upsert(good)})
+			var inv *storage.InvalidObjectError
+			if !errors.As(err, &inv) || !storage.IsInvalid(err) || len(inv.Refused) != 1 || inv.Refused[0].Name != tc.poison.GetName() {
+				t.Fatalf("%s %q: %v, want the poison refused by name", tc.gvr.Resource, tc.poison.GetName(), err)
+			}
+			if _, err := s.Get(ctx, storage.Key{Cluster: "east", GVR: tc.gvr, Namespace: "ns", Name: good.GetName()}); err != nil {
+				t.Fatalf("%s: the rest of the batch did not land: %v", tc.gvr.Resource, err)
+			}
+		}
+		if got := names(t, s, storage.ListQuery{GVR: rolesGVR}); len(got) != 1 || got[0] != "good-roles" {
+			t.Fatalf("roles: %q", got)
+		}
+	})
+}
+
+func TestInvalidUTF8QueriesAreInvalid(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
+		s := b.Open(t)
+		bad := "x\xff"
+		for _, q := range []storage.ListQuery{
+			{GVR: podsGVR, Names: []string{bad}},
+			{GVR: podsGVR, Namespaces: []string{bad}},
+			{GVR: podsGVR, Clusters: []string{bad}},
+			{GVR: podsGVR, FuzzyName: bad},
+			{GVR: podsGVR, Fields: fields.Requirements{{Field: "spec.nodeName", Operator: "=", Value: bad}}},
+			{GVR: podsGVR, Continue: storage.EncodeContinue(1, []storage.OrderBy{{Field: storage.OrderCluster}, {Field: storage.OrderNamespace}, {Field: storage.OrderName}},
+				&storage.Object{Key: storage.Key{Name: "a\x00"}})},
+		} {
+			if _, err := s.List(context.Background(), &q); !storage.IsInvalid(err) {
+				t.Fatalf("%s: %v, want invalid", describe(q), err)
+			}
+		}
+	})
+}
+
+func TestTrailingSpaceIsSignificant(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
+		s := b.Open(t)
+		ctx := context.Background()
+		typed := func(name, typ string) storage.Change {
+			return storage.Upsert(object("Service", "ns", name, "1", func(u *unstructured.Unstructured) {
+				_ = unstructured.SetNestedField(u.Object, typ, "spec", "type")
+				u.SetLabels(map[string]string{"tier": typ})
+			}))
+		}
+		if _, err := s.Apply(ctx, "east", podsGVR, []storage.Change{typed("a", "plain "), typed("a ", "other")}); err != nil {
+			t.Fatal(err)
+		}
+		if got := names(t, s, storage.ListQuery{GVR: podsGVR}); len(got) != 2 {
+			t.Fatalf(`"a" and "a " are not two objects: %q`, got)
+		}
+		if got := names(t, s, storage.ListQuery{GVR: podsGVR, Fields: fields.Requirements{{Field: "spec.type", Operator: "=", Value: "plain"}}}); len(got) != 0 {
+			t.Fatalf(`spec.type=plain matched %q`, got)
+		}
+		if got := names(t, s, storage.ListQuery{GVR: podsGVR, Labels: mustReqs("tier=plain")}); len(got) != 0 {
+			t.Fatalf(`tier=plain matched %q`, got)
+		}
+		if got := names(t, s, storage.ListQuery{GVR: podsGVR, Names: []string{"a"}}); len(got) != 1 || got[0] != "a" {
+			t.Fatalf(`name a matched %q`, got)
+		}
+	})
+}
+
+func TestApplyNeverGoesBackInTime(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
+		s := b.Open(t)
+		ctx := context.Background()
+		key := storage.Key{Cluster: "east", GVR: podsGVR, Namespace: "ns", Name: "p"}
+		rev, err := s.Apply(ctx, "east", podsGVR, []storage.Change{storage.Upsert(object("Pod", "ns", "p", "10"))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []storage.Change{
+			storage.Upsert(object("Pod", "ns", "p", "9")),
+			storage.DeleteAt("ns", "p", "9"),
+		} {
+			got, err := s.Apply(ctx, "east", podsGVR, []storage.Change{c})
+			if err != nil || got != rev {
+				t.Fatalf("older change: revision %d -> %d, %v", rev, got, err)
+			}
+			if o, err := s.Get(ctx, key); err != nil || o.MemberResourceVersion != "10" {
+				t.Fatalf("older change replaced the object: %+v %v", o, err)
+			}
+		}
+		if got, err := s.Apply(ctx, "east", podsGVR, []storage.Change{storage.Upsert(object("Pod", "ns", "p", "11"))}); err != nil || got != rev+1 {
+			t.Fatalf("newer upsert: %d, %v", got, err)
+		}
+		if _, err := s.Apply(ctx, "east", podsGVR, []storage.Change{storage.DeleteAt("ns", "p", "12")}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Get(ctx, key); !errors.Is(err, storage.ErrNotFound) {
+			t.Fatalf("newer delete: %v", err)
+		}
+	})
+}
+
+func TestDeleteOrphans(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
+		s := b.Open(t)
+		ctx := context.Background()
+		for _, cluster := range []string{"east", "gone"} {
+			for _, gvr := range []schema.GroupVersionResource{podsGVR, secretsGVR} {
+				if _, err := s.Apply(ctx, cluster, gvr, []storage.Change{storage.Upsert(object("X", "ns", "o", "1"))}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if _, err := s.DeleteOrphans(ctx, []storage.ClusterResource{{Cluster: "east", GVR: podsGVR}}); err != nil {
+			t.Fatal(err)
+		}
+		for _, cluster := range []string{"east", "gone"} {
+			for _, gvr := range []schema.GroupVersionResource{podsGVR, secretsGVR} {
+				_, err := s.Get(ctx, storage.Key{Cluster: cluster, GVR: gvr, Namespace: "ns", Name: "o"})
+				if kept := cluster == "east" && gvr == podsGVR; kept != (err == nil) {
+					t.Fatalf("%s %s: kept %v, err %v", cluster, gvr.Resource, kept, err)
+				}
+			}
+		}
+		evs, err := s.Events(ctx, 0, 100)
+		if err != nil || len(evs) != 7 {
+			t.Fatalf("want 4 adds and 3 logged deletes, got %d events, %v", len(evs), err)
+		}
+	})
+}

@@ -1,0 +1,78 @@
+package sqlstore
+
+import (
+	"errors"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5/pgconn"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/panorama-io/panorama/storage"
+)
+
+// Checks of what a write stores in text columns, before any of it reaches the
+// database: a member's object is untrusted, and one the database refuses
+// would otherwise fail its whole batch, every time it is retried. The JSON of
+// an object is stored as bytes, which hold anything.
+
+func validateTarget(cluster string, gvr schema.GroupVersionResource) error {
+	switch {
+	case cluster == "" || len(cluster) > maxClusterLen || !storage.StorableText(cluster):
+		return storage.Invalid("cluster", "must be UTF-8 of 1 to %d characters", maxClusterLen)
+	case len(gvr.Group) > maxGroupLen, gvr.Version == "" || len(gvr.Version) > maxVersionLen, gvr.Resource == "" || len(gvr.Resource) > maxResourceLen,
+		!storage.StorableText(gvr.Group + gvr.Version + gvr.Resource):
+		return storage.Invalid("resource", "%v is not a storable resource", gvr)
+	}
+	return nil
+}
+
+// validateChange returns why storage cannot hold c, or nil.
+func validateChange(c storage.Change) *storage.InvalidError {
+	if c.Name == "" || len(c.Name) > maxNameLen || len(c.Namespace) > maxNamespaceLen || !storage.StorableText(c.Namespace+c.Name) {
+		return &storage.InvalidError{Field: "metadata.name", Reason: "not a storable name"}
+	}
+	if c.Object == nil {
+		return nil
+	}
+	d := storage.Describe(c.Object)
+	if d.Namespace != c.Namespace || d.Name != c.Name {
+		return &storage.InvalidError{Field: "metadata.name", Reason: "differs from the change's name"}
+	}
+	for _, f := range []struct {
+		name, value string
+		max         int
+	}{
+		{"metadata.resourceVersion", d.MemberResourceVersion, maxMemberRVLen},
+		{"metadata.uid", d.UID, maxUIDLen},
+		{"metadata.ownerReferences", d.OwnerUID, maxUIDLen},
+		{"kind", d.Kind, maxKindLen},
+	} {
+		if len(f.value) > f.max || !storage.StorableText(f.value) {
+			return &storage.InvalidError{Field: f.name, Reason: "longer than storage allows, or not UTF-8 without NUL"}
+		}
+	}
+	for k, v := range d.Labels {
+		if len(k) > maxAttrKeyLen || len(v) > maxAttrValueLen || !storage.StorableText(k) || !storage.StorableText(v) {
+			return &storage.InvalidError{Field: "metadata.labels", Reason: "a label is longer than storage allows, or not UTF-8 without NUL"}
+		}
+	}
+	for k, v := range d.Fields {
+		if !storage.StorableText(v) {
+			return &storage.InvalidError{Field: k, Reason: "not UTF-8 without NUL"}
+		}
+	}
+	return nil
+}
+
+// invalidText reports whether err is the database refusing a text value:
+// PostgreSQL's invalid byte sequence (22021) or unsupported Unicode escape
+// (22P05), MySQL's incorrect string value (1366). validateChange should
+// catch these first; this keeps a miss from failing a batch forever.
+func invalidText(err error) bool {
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) {
+		return pg.Code == "22021" || pg.Code == "22P05"
+	}
+	var my *mysql.MySQLError
+	return errors.As(err, &my) && my.Number == 1366
+}
