@@ -90,8 +90,9 @@ func startManager(t *testing.T, host *testenv.Env, store storage.Interface) func
 		t.Fatal(err)
 	}
 	if err := controllers.SetupWithManager(mgr, store, controllers.Options{
-		HealthInterval: 2 * time.Second,
-		Sync:           synchronizer.Options{FlushInterval: 20 * time.Millisecond},
+		HealthInterval:  2 * time.Second,
+		SecretNamespace: "panorama-system",
+		Sync:            synchronizer.Options{FlushInterval: 20 * time.Millisecond},
 	}); err != nil {
 		t.Fatal(err)
 	}
