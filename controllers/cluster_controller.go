@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -49,17 +50,29 @@ const (
 	ReasonPaused                = "Paused"
 	ReasonNothingToSync         = "NothingToSync"
 	ReasonSyncResourcesNotFound = "SyncResourcesNotFound"
+	// ReasonSecretNamespaceForbidden: a secret reference outside the
+	// controller's secret namespace.
+	ReasonSecretNamespaceForbidden = "SecretNamespaceForbidden"
+	// ReasonKubeconfigRefused: a kubeconfig that would run a program or read
+	// a file of the controller.
+	ReasonKubeconfigRefused = "KubeconfigRefused"
+	ReasonTLSVerified       = "Verified"
+	ReasonInsecureSkipTLS   = "InsecureSkipTLSVerify"
 )
 
 // ClusterReconciler connects to each Cluster's member, health-checks it,
 // resolves what to sync and runs one synchronizer per resource.
 type ClusterReconciler struct {
 	client.Client
-	// APIReader reads Secrets uncached: caching every Secret of the host
-	// would cost more than the few reads made.
+	// APIReader reads Secrets uncached: a cache would watch Secrets
+	// cluster-wide, which the controller may not, and cost more than the few
+	// reads made.
 	APIReader client.Reader
-	Store     storage.Interface
-	Pool      *synchronizer.Pool
+	// SecretNamespace is the only namespace whose Secrets may be member
+	// credentials.
+	SecretNamespace string
+	Store           storage.Interface
+	Pool            *synchronizer.Pool
 	// HealthInterval is how often a member is checked and rediscovered, so
 	// new CRDs that wildcards cover start syncing without a restart.
 	HealthInterval time.Duration
@@ -67,23 +80,15 @@ type ClusterReconciler struct {
 	events chan event.TypedGenericEvent[*clusterv1alpha1.Cluster]
 }
 
-// Options configure SetupWithManager.
-type Options struct {
-	Sync           synchronizer.Options
-	HealthInterval time.Duration
-	// CompactionInterval is how often the leader compacts the change log
-	// (to the revision of the previous time); 0 never compacts.
-	CompactionInterval time.Duration
-}
-
 // SetupWithManager registers the reconciler and its synchronizer pool.
 func SetupWithManager(mgr ctrl.Manager, store storage.Interface, opts Options) error {
-	r := &ClusterReconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Store: store, HealthInterval: opts.HealthInterval,
-		events: make(chan event.TypedGenericEvent[*clusterv1alpha1.Cluster], 1024),
+	if err := opts.Validate(); err != nil {
+		return err
 	}
-	if r.HealthInterval == 0 {
-		r.HealthInterval = 30 * time.Second
+	r := &ClusterReconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), SecretNamespace: opts.SecretNamespace,
+		Store: store, HealthInterval: opts.HealthInterval,
+		events: make(chan event.TypedGenericEvent[*clusterv1alpha1.Cluster], 1024),
 	}
 	r.Pool = synchronizer.NewPool(store, opts.Sync, r.syncStateChanged)
 	// On shutdown, every synchronizer writes what it has pending before the
@@ -191,10 +196,23 @@ func (r *ClusterReconciler) sync(ctx context.Context, c *clusterv1alpha1.Cluster
 		setCondition(status, clusterv1alpha1.ConditionSynced, false, ReasonPaused, "syncing is paused; stored objects are kept")
 		return ctrl.Result{}, nil
 	}
-	cfg, configID, err := memberConfig(ctx, r.APIReader, c)
+	cfg, configID, err := memberConfig(ctx, r.APIReader, r.SecretNamespace, c)
 	if err != nil {
-		setCondition(status, clusterv1alpha1.ConditionReady, false, ReasonInvalidConfig, err.Error())
+		reason := ReasonInvalidConfig
+		var refused *refusedError
+		if errors.As(err, &refused) {
+			// Refused credentials stay refused until the spec changes.
+			r.Pool.Stop(c.Name)
+			reason = refused.Reason
+		}
+		setCondition(status, clusterv1alpha1.ConditionReady, false, reason, err.Error())
 		return requeue, nil
+	}
+	if cfg.Insecure {
+		setCondition(status, clusterv1alpha1.ConditionTLSVerified, false, ReasonInsecureSkipTLS,
+			"spec.insecureSkipTLSVerify is set: the member's certificate is not verified, so anyone on the way can read its credentials and contents")
+	} else {
+		setCondition(status, clusterv1alpha1.ConditionTLSVerified, true, ReasonTLSVerified, "the member's certificate is verified")
 	}
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
@@ -247,7 +265,11 @@ func (r *ClusterReconciler) sync(ctx context.Context, c *clusterv1alpha1.Cluster
 		r.fillSyncStatus(c.Name, status)
 		return requeue, nil
 	}
-	if err := r.Pool.Ensure(ctx, c.Name, configID, dyn, member.resolve(selections)); err != nil {
+	resources := member.resolve(selections)
+	for i := range resources {
+		resources[i].KeepSecretData = c.Spec.SecretData == clusterv1alpha1.SecretDataKeep
+	}
+	if err := r.Pool.Ensure(ctx, c.Name, configID, dyn, resources); err != nil {
 		return requeue, err
 	}
 	r.fillSyncStatus(c.Name, status)

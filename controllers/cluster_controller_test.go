@@ -74,11 +74,11 @@ func startMember(t *testing.T) *member {
 	return &member{env: env, dyn: dynamic.NewForConfigOrDie(env.Config), kube: kubernetes.NewForConfigOrDie(env.Config), proxy: testenv.NewProxy(t, u.Host)}
 }
 
-// startManager runs the controller manager in process; the returned func
-// stops it and waits until it has.
+// startManager runs the controller manager in process, as the shipped
+// ServiceAccount; the returned func stops it and waits until it has.
 func startManager(t *testing.T, host *testenv.Env, store storage.Interface) func() {
 	ctx, cancel := context.WithCancel(context.Background())
-	mgr, err := ctrl.NewManager(host.Config, ctrl.Options{
+	mgr, err := ctrl.NewManager(shippedIdentity(t, host), ctrl.Options{
 		Scheme:                 newScheme(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
@@ -90,8 +90,9 @@ func startManager(t *testing.T, host *testenv.Env, store storage.Interface) func
 		t.Fatal(err)
 	}
 	if err := controllers.SetupWithManager(mgr, store, controllers.Options{
-		HealthInterval: 2 * time.Second,
-		Sync:           synchronizer.Options{FlushInterval: 20 * time.Millisecond},
+		HealthInterval:  2 * time.Second,
+		SecretNamespace: controllerNamespace,
+		Sync:            synchronizer.Options{FlushInterval: 20 * time.Millisecond},
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -2,10 +2,14 @@
 // what each member cluster holds.
 package controllers
 
-// RBAC of the controller manager.
-// +kubebuilder:rbac:groups=cluster.panorama.io,resources=clusters;clustersyncresources,verbs=get;list;watch
+// RBAC of the controller manager. Cluster-wide it only reads and updates
+// Clusters; Secrets (credentials of members), its lease and the lease's
+// events are granted in its own namespace only, so that whoever may create a
+// Cluster cannot make it read any other Secret of the host.
+// +kubebuilder:rbac:groups=cluster.panorama.io,resources=clusters,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=cluster.panorama.io,resources=clusters/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=cluster.panorama.io,resources=clusters/finalizers,verbs=update
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=cluster.panorama.io,resources=clustersyncresources,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",namespace=panorama-system,resources=secrets,verbs=get
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=panorama-system,resources=leases,verbs=get;create;update
+// +kubebuilder:rbac:groups="",namespace=panorama-system,resources=events,verbs=create;patch

@@ -5,10 +5,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/panorama-io/panorama/apis/cluster/v1alpha1"
@@ -20,17 +23,33 @@ const (
 	memberBurst = 200
 )
 
+// refusedError is a Cluster whose credentials the controller will not use;
+// Reason goes into the Ready condition.
+type refusedError struct {
+	Reason, Message string
+}
+
+func (e *refusedError) Error() string { return e.Message }
+
 // memberConfig builds the client config of a member from its Cluster spec
-// and the Secrets it names. The returned identity changes whenever anything
-// that reaches the member changes, so that synchronizers reconnect.
-func memberConfig(ctx context.Context, reader client.Reader, c *clusterv1alpha1.Cluster) (*rest.Config, string, error) {
+// and the Secrets it names, which must be in secretNamespace. The returned
+// identity changes whenever anything that reaches the member changes, so that
+// synchronizers reconnect.
+func memberConfig(ctx context.Context, reader client.Reader, secretNamespace string, c *clusterv1alpha1.Cluster) (*rest.Config, string, error) {
+	// Checked before any Secret is read, so a refused Cluster costs no request.
+	for _, ref := range []*clusterv1alpha1.SecretKeyRef{c.Spec.KubeconfigSecretRef, c.Spec.TokenSecretRef} {
+		if ref != nil && ref.Namespace != secretNamespace {
+			return nil, "", &refusedError{ReasonSecretNamespaceForbidden, fmt.Sprintf(
+				"secret %s/%s: only Secrets in namespace %q may hold member credentials", ref.Namespace, ref.Name, secretNamespace)}
+		}
+	}
 	var cfg *rest.Config
 	if ref := c.Spec.KubeconfigSecretRef; ref != nil {
 		data, err := secretValue(ctx, reader, ref, "kubeconfig")
 		if err != nil {
 			return nil, "", err
 		}
-		if cfg, err = clientcmd.RESTConfigFromKubeConfig(data); err != nil {
+		if cfg, err = kubeconfigRESTConfig(data); err != nil {
 			return nil, "", fmt.Errorf("kubeconfig in secret %s/%s: %w", ref.Namespace, ref.Name, err)
 		}
 	} else {
@@ -49,8 +68,10 @@ func memberConfig(ctx context.Context, reader client.Reader, c *clusterv1alpha1.
 			cfg.BearerToken = string(token)
 		}
 	}
-	if c.Spec.InsecureSkipTLSVerify {
-		cfg.Insecure, cfg.CAData, cfg.CAFile = true, nil, ""
+	// Only the Cluster may turn verification off, not a kubeconfig in it.
+	cfg.Insecure = c.Spec.InsecureSkipTLSVerify
+	if cfg.Insecure {
+		cfg.CAData, cfg.CAFile = nil, ""
 	}
 	cfg.QPS, cfg.Burst = memberQPS, memberBurst
 	cfg.UserAgent = "panorama-controller-manager/" + c.Name
@@ -81,4 +102,45 @@ func secretValue(ctx context.Context, reader client.Reader, ref *clusterv1alpha1
 		return nil, fmt.Errorf("secret %s/%s has no key %q", ref.Namespace, ref.Name, key)
 	}
 	return v, nil
+}
+
+// kubeconfigRESTConfig is the config of a kubeconfig's current context,
+// refused if any of its users or clusters would have the controller run a
+// program or read a file of its own: a kubeconfig comes from whoever may
+// write the Secret, and the controller's files include its own credentials.
+func kubeconfigRESTConfig(data []byte) (*rest.Config, error) {
+	kc, err := clientcmd.Load(data)
+	if err != nil {
+		return nil, err
+	}
+	for name, u := range kc.AuthInfos {
+		if p := localUserReference(u); p != "" {
+			return nil, &refusedError{ReasonKubeconfigRefused, fmt.Sprintf("user %q uses %s, which the controller does not allow; embed the credentials instead", name, p)}
+		}
+	}
+	for name, cl := range kc.Clusters {
+		for what, path := range map[string]string{"certificate-authority": cl.CertificateAuthority, "a file location": cl.LocationOfOrigin} {
+			if path != "" {
+				return nil, &refusedError{ReasonKubeconfigRefused, fmt.Sprintf("cluster %q uses %s, which the controller does not allow; embed certificate-authority-data instead", name, what)}
+			}
+		}
+	}
+	return clientcmd.NewDefaultClientConfig(*kc, &clientcmd.ConfigOverrides{}).ClientConfig()
+}
+
+// localUserReference names what of u reaches outside the kubeconfig, or "".
+func localUserReference(u *clientcmdapi.AuthInfo) string {
+	switch {
+	case u.Exec != nil:
+		return "an exec plugin"
+	case u.AuthProvider != nil:
+		return "an auth provider"
+	}
+	files := map[string]string{"tokenFile": u.TokenFile, "client-certificate": u.ClientCertificate, "client-key": u.ClientKey, "a file location": u.LocationOfOrigin}
+	for _, what := range slices.Sorted(maps.Keys(files)) {
+		if files[what] != "" {
+			return what
+		}
+	}
+	return ""
 }

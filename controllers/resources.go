@@ -73,9 +73,9 @@ func customResourceSelections(ctx context.Context, dyn dynamic.Interface) ([]clu
 }
 
 // resolve turns selections into concrete resources: "*" groups and
-// resources expand to what the member serves, missing or "*" versions to the
-// group's preferred version. Selections of what the member does not serve
-// select nothing.
+// resources expand to what the member serves but core Secrets, which must be
+// named, missing or "*" versions to the group's preferred version. Selections
+// of what the member does not serve select nothing.
 func (m *memberResources) resolve(selections []clusterv1alpha1.GroupResources) []synchronizer.Resource {
 	seen := map[schema.GroupVersionResource]bool{}
 	var out []synchronizer.Resource
@@ -92,7 +92,8 @@ func (m *memberResources) resolve(selections []clusterv1alpha1.GroupResources) [
 			}
 			for _, v := range versions {
 				for _, r := range m.resources[schema.GroupVersion{Group: group, Version: v}] {
-					if !slices.Contains(sel.Resources, wildcard) && !slices.Contains(sel.Resources, r.Name) {
+					named := slices.Contains(sel.Resources, r.Name)
+					if !named && (!slices.Contains(sel.Resources, wildcard) || isSecrets(group, r.Name)) {
 						continue
 					}
 					gvr := schema.GroupVersionResource{Group: group, Version: v, Resource: r.Name}
@@ -108,3 +109,5 @@ func (m *memberResources) resolve(selections []clusterv1alpha1.GroupResources) [
 	slices.SortFunc(out, func(a, b synchronizer.Resource) int { return strings.Compare(a.GVR.String(), b.GVR.String()) })
 	return out
 }
+
+func isSecrets(group, resource string) bool { return group == "" && resource == "secrets" }

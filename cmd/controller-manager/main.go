@@ -6,7 +6,6 @@ import (
 	"flag"
 	"net/http"
 	"os"
-	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -33,13 +32,7 @@ func main() {
 	fs.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
 	fs.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader, so that only one replica syncs.")
 	fs.StringVar(&leaderNamespace, "leader-election-namespace", "", "Namespace of the leader election lease (default: the pod's namespace).")
-	fs.DurationVar(&opts.HealthInterval, "cluster-health-interval", 30*time.Second, "How often each member is health-checked and its resources rediscovered.")
-	fs.DurationVar(&opts.CompactionInterval, "compaction-interval", 5*time.Minute, "How often the change log is compacted to the revision of the previous time (watches and continue tokens stay valid at least this long); 0 disables.")
-	fs.BoolVar(&opts.Sync.KeepManagedFields, "keep-managed-fields", false, "Store metadata.managedFields (dropped by default).")
-	fs.BoolVar(&opts.Sync.KeepLastApplied, "keep-last-applied", false, "Store the kubectl last-applied-configuration annotation (dropped by default).")
-	fs.Int64Var(&opts.Sync.PageSize, "sync-page-size", 500, "Page size of initial lists.")
-	fs.IntVar(&opts.Sync.BatchSize, "sync-batch-size", 500, "Changes written to storage in one transaction at most.")
-	fs.DurationVar(&opts.Sync.FlushInterval, "sync-flush-interval", 50*time.Millisecond, "How long a change may wait to share a write with others.")
+	opts.AddFlags(fs)
 	storageOpts.AddFlags(fs)
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
@@ -47,6 +40,10 @@ func main() {
 	pflag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
+	if err := opts.Validate(); err != nil {
+		log.Error(err, "invalid flags")
+		os.Exit(1)
+	}
 
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {

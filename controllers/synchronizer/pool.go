@@ -73,16 +73,16 @@ func (p *Pool) Ensure(ctx context.Context, cluster, configID string, client dyna
 		}
 		cs.config = configID
 	}
-	want := map[schema.GroupVersionResource]bool{}
-	var removed []*running
+	want := map[schema.GroupVersionResource]Resource{}
 	for _, res := range resources {
-		want[res.GVR] = true
-		if _, ok := cs.syncs[res.GVR]; !ok {
-			cs.syncs[res.GVR] = p.start(cluster, res, client)
-		}
+		want[res.GVR] = res
 	}
+	// A resource whose objects are now stored differently (Secret data kept
+	// or dropped) is removed and synced afresh: a resumed synchronizer would
+	// not rewrite the unchanged objects.
+	var removed []*running
 	for gvr, r := range cs.syncs {
-		if !want[gvr] {
+		if res, ok := want[gvr]; !ok || res != r.resource {
 			removed = append(removed, r)
 			delete(cs.syncs, gvr)
 		}
@@ -98,6 +98,20 @@ func (p *Pool) Ensure(ctx context.Context, cluster, configID string, client dyna
 			return fmt.Errorf("removing %s of %s: %w", r.resource.GVR, cluster, err)
 		}
 		log.FromContext(ctx).Info("stopped syncing", "cluster", cluster, "resource", r.resource.GVR.String())
+	}
+
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopped {
+		return ErrStopped
+	}
+	if p.clusters[cluster] != cs {
+		return nil // stopped meanwhile
+	}
+	for _, res := range resources {
+		if _, ok := cs.syncs[res.GVR]; !ok {
+			cs.syncs[res.GVR] = p.start(cluster, res, client)
+		}
 	}
 	return nil
 }

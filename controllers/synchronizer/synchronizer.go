@@ -27,6 +27,8 @@ import (
 // copy of the object, dropped by default.
 const LastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 
+var secretsGVR = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+
 // Options tune every synchronizer.
 type Options struct {
 	// KeepManagedFields keeps metadata.managedFields, dropped by default.
@@ -43,15 +45,22 @@ type Options struct {
 	MaxPending int
 }
 
+// Defaults of Options left zero.
+const (
+	DefaultPageSize      = 500
+	DefaultBatchSize     = 500
+	DefaultFlushInterval = 50 * time.Millisecond
+)
+
 func (o *Options) defaults() {
 	if o.PageSize == 0 {
-		o.PageSize = 500
+		o.PageSize = DefaultPageSize
 	}
 	if o.BatchSize == 0 {
-		o.BatchSize = 500
+		o.BatchSize = DefaultBatchSize
 	}
 	if o.FlushInterval == 0 {
-		o.FlushInterval = 50 * time.Millisecond
+		o.FlushInterval = DefaultFlushInterval
 	}
 	if o.MaxPending == 0 {
 		o.MaxPending = 10 * o.BatchSize
@@ -63,6 +72,10 @@ type Resource struct {
 	GVR        schema.GroupVersionResource
 	Kind       string
 	Namespaced bool
+	// KeepSecretData keeps data and stringData of core Secrets, dropped by
+	// default: readers of the API server see Secrets that host RBAC grants
+	// them, but their contents are the member's credentials.
+	KeepSecretData bool
 }
 
 // Status is a synchronizer's state for the Cluster's status.
@@ -354,7 +367,13 @@ func (s *Synchronizer) object(obj any) (*unstructured.Unstructured, error) {
 	if !s.opts.KeepManagedFields {
 		u.SetManagedFields(nil)
 	}
-	if !s.opts.KeepLastApplied {
+	dropSecretData := s.resource.GVR == secretsGVR && !s.resource.KeepSecretData
+	if dropSecretData {
+		unstructured.RemoveNestedField(u.Object, "data")
+		unstructured.RemoveNestedField(u.Object, "stringData")
+	}
+	// A Secret's last-applied annotation holds its data too.
+	if !s.opts.KeepLastApplied || dropSecretData {
 		if ann := u.GetAnnotations(); ann[LastAppliedAnnotation] != "" {
 			delete(ann, LastAppliedAnnotation)
 			u.SetAnnotations(ann)

@@ -6,7 +6,6 @@ package allinone
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -37,8 +36,7 @@ func NewOptions() *Options {
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Server.AddFlags(fs)
 	o.Storage.AddFlags(fs)
-	fs.DurationVar(&o.Controllers.HealthInterval, "cluster-health-interval", 30*time.Second, "How often each member is health-checked and rediscovered.")
-	fs.DurationVar(&o.Controllers.CompactionInterval, "compaction-interval", 5*time.Minute, "How often the change log is compacted to the revision of the previous time; 0 disables.")
+	o.Controllers.AddFlags(fs)
 }
 
 // Complete fills defaults that depend on other flags.
@@ -46,7 +44,7 @@ func (o *Options) Complete() { o.Server.Complete() }
 
 // Validate reports every flag in error.
 func (o *Options) Validate() error {
-	return errors.Join(o.Server.Validate(), o.Storage.Validate())
+	return errors.Join(o.Server.Validate(), o.Storage.Validate(), o.Controllers.Validate())
 }
 
 // Run serves until ctx ends or either component fails; the host is where

@@ -10,6 +10,21 @@ const (
 	ConditionReady = "Ready"
 	// ConditionSynced says whether every selected resource is synced.
 	ConditionSynced = "Synced"
+	// ConditionTLSVerified is False while spec.insecureSkipTLSVerify turns
+	// off verification of the member's certificate.
+	ConditionTLSVerified = "TLSVerified"
+)
+
+// SecretDataPolicy says whether synced Secrets keep their data.
+// +kubebuilder:validation:Enum=Drop;Keep
+type SecretDataPolicy string
+
+const (
+	// SecretDataDrop stores Secrets without data and stringData.
+	SecretDataDrop SecretDataPolicy = "Drop"
+	// SecretDataKeep stores Secrets whole: every reader of the API server
+	// allowed to see them then sees their contents.
+	SecretDataKeep SecretDataPolicy = "Keep"
 )
 
 // Sync states of one resource of a Cluster.
@@ -23,7 +38,8 @@ const (
 
 // SecretKeyRef names one key of a Secret in the host cluster.
 type SecretKeyRef struct {
-	// Namespace of the Secret.
+	// Namespace of the Secret: it must be the controller manager's own
+	// (--secret-namespace), so that a Cluster cannot borrow another Secret.
 	// +kubebuilder:validation:MinLength=1
 	Namespace string `json:"namespace"`
 	// Name of the Secret.
@@ -43,7 +59,8 @@ type GroupResources struct {
 	// +optional
 	Versions []string `json:"versions,omitempty"`
 	// Resources are plural resource names; "*" means every resource of the
-	// group that can be listed and watched.
+	// group that can be listed and watched, except core Secrets, which are
+	// synced only when named.
 	// +kubebuilder:validation:MinItems=1
 	Resources []string `json:"resources"`
 }
@@ -65,7 +82,8 @@ type ClusterSpec struct {
 	// context is used. It wins over apiServer, caData and tokenSecretRef.
 	// +optional
 	KubeconfigSecretRef *SecretKeyRef `json:"kubeconfigSecretRef,omitempty"`
-	// InsecureSkipTLSVerify skips verification of the member's certificate.
+	// InsecureSkipTLSVerify skips verification of the member's certificate,
+	// also when a kubeconfig asks for it: only this field turns it off.
 	// +optional
 	InsecureSkipTLSVerify bool `json:"insecureSkipTLSVerify,omitempty"`
 	// SyncResources selects the resources to sync.
@@ -78,6 +96,11 @@ type ClusterSpec struct {
 	// too.
 	// +optional
 	SyncResourcesRef string `json:"syncResourcesRef,omitempty"`
+	// SecretData says whether synced Secrets keep data and stringData:
+	// Drop (the default) or Keep.
+	// +kubebuilder:default=Drop
+	// +optional
+	SecretData SecretDataPolicy `json:"secretData,omitempty"`
 	// Paused stops syncing; stored objects stay as they are.
 	// +optional
 	Paused bool `json:"paused,omitempty"`

@@ -1,0 +1,68 @@
+package controllers
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/panorama-io/panorama/controllers/synchronizer"
+)
+
+// Options configure SetupWithManager.
+type Options struct {
+	Sync           synchronizer.Options
+	HealthInterval time.Duration
+	// CompactionInterval is how often the leader compacts the change log
+	// (to the revision of the previous time); 0 never compacts.
+	CompactionInterval time.Duration
+	// SecretNamespace is the only namespace whose Secrets Clusters may name.
+	SecretNamespace string
+}
+
+// AddFlags binds the options to flags, with their defaults.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.DurationVar(&o.HealthInterval, "cluster-health-interval", 30*time.Second, "How often each member is health-checked and its resources rediscovered.")
+	fs.DurationVar(&o.CompactionInterval, "compaction-interval", 5*time.Minute, "How often the change log is compacted to the revision of the previous time (watches and continue tokens stay valid at least this long); 0 disables.")
+	fs.StringVar(&o.SecretNamespace, "secret-namespace", podNamespace(), "The only namespace whose Secrets Clusters may name as member credentials (default: the pod's namespace).")
+	fs.BoolVar(&o.Sync.KeepManagedFields, "keep-managed-fields", false, "Store metadata.managedFields (dropped by default).")
+	fs.BoolVar(&o.Sync.KeepLastApplied, "keep-last-applied", false, "Store the kubectl last-applied-configuration annotation (dropped by default; always dropped from Secrets whose data is).")
+	fs.Int64Var(&o.Sync.PageSize, "sync-page-size", synchronizer.DefaultPageSize, "Page size of initial lists.")
+	fs.IntVar(&o.Sync.BatchSize, "sync-batch-size", synchronizer.DefaultBatchSize, "Changes written to storage in one transaction at most.")
+	fs.DurationVar(&o.Sync.FlushInterval, "sync-flush-interval", synchronizer.DefaultFlushInterval, "How long a change may wait to share a write with others.")
+}
+
+// Validate reports options that cannot work.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.HealthInterval <= 0 {
+		errs = append(errs, errors.New("cluster-health-interval must be positive"))
+	}
+	if o.CompactionInterval < 0 {
+		errs = append(errs, errors.New("compaction-interval must not be negative"))
+	}
+	if o.SecretNamespace == "" {
+		errs = append(errs, errors.New("secret-namespace is required"))
+	}
+	if o.Sync.PageSize < 0 || o.Sync.BatchSize < 0 || o.Sync.FlushInterval < 0 {
+		errs = append(errs, errors.New("sync-page-size, sync-batch-size and sync-flush-interval must not be negative"))
+	}
+	return errors.Join(errs...)
+}
+
+// inClusterNamespaceFile holds the namespace of a pod's service account.
+const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// podNamespace is where the controller runs: POD_NAMESPACE, else the
+// in-cluster namespace, else panorama-system.
+func podNamespace() string {
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	if b, err := os.ReadFile(inClusterNamespaceFile); err == nil && strings.TrimSpace(string(b)) != "" {
+		return strings.TrimSpace(string(b))
+	}
+	return "panorama-system"
+}
