@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -9,11 +10,15 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	apirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+
+	"github.com/panorama-io/panorama/storage"
 )
 
 // grant is one RBAC-like rule of the fake authorizer; "" matches anything
@@ -168,5 +173,50 @@ func TestAuthorizationCacheOn(t *testing.T) {
 	o := NewOptions().Recommended.Authorization
 	if o.AllowCacheTTL <= 0 || o.DenyCacheTTL <= 0 {
 		t.Fatalf("decision cache off: allow %v deny %v", o.AllowCacheTTL, o.DenyCacheTTL)
+	}
+}
+
+// TestCollectionAuthorization: a collection answers the types and clusters
+// the user may read, and is 403 when that is none.
+func TestCollectionAuthorization(t *testing.T) {
+	store, cfg, reg := testServer(t)
+	svcGVR := podsGVR.GroupVersion().WithResource("services")
+	reg.Set(clusterServing("east", svcGVR, "Service"))
+	for _, c := range []string{"east", "west"} {
+		u := map[string]any{"apiVersion": "v1", "kind": "Service",
+			"metadata": map[string]any{"name": "s-" + c, "namespace": "kube-system", "resourceVersion": "1", "uid": "s" + c}}
+		putObject(t, store, c, svcGVR, u)
+	}
+	get := func(user, query string) (int, string) {
+		req, _ := http.NewRequest(http.MethodGet, strings.TrimSuffix(cfg.Host, ResourcesPrefix)+CollectionsPath+"/networking?"+query, nil)
+		req.Header.Set("Impersonate-User", user)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var b strings.Builder
+		_, _ = io.Copy(&b, resp.Body)
+		return resp.StatusCode, b.String()
+	}
+	if code, body := get("admin", "clusters=west&namespaces=kube-system"); code != 200 || !strings.Contains(body, "s-west") {
+		t.Errorf("admin: %d %s", code, body)
+	}
+	if code, body := get("services", ""); code != 200 || !strings.Contains(body, "s-east") || !strings.Contains(body, "s-west") {
+		t.Errorf("services user: %d %s", code, body)
+	}
+	// Allowed on pods of east only: services are none of theirs.
+	if code, body := get("east", "clusters=west&namespaces=kube-system"); code != http.StatusForbidden || strings.Contains(body, "s-west") {
+		t.Errorf("east user: %d %s", code, body)
+	}
+	if code, body := get("nsuser", "namespaces=kube-system"); code != http.StatusForbidden {
+		t.Errorf("nsuser: %d %s", code, body)
+	}
+}
+
+func putObject(t *testing.T, s storage.Interface, cluster string, gvr schema.GroupVersionResource, obj map[string]any) {
+	t.Helper()
+	if _, err := s.Apply(context.Background(), cluster, gvr, []storage.Change{storage.Upsert(&unstructured.Unstructured{Object: obj})}); err != nil {
+		t.Fatal(err)
 	}
 }
