@@ -30,6 +30,12 @@ import (
 // (its discovery): get "clusters" named after it.
 const clustersResource = "clusters"
 
+// pathShapeNames are the names the host sees in every path under the prefix
+// (.../resources/api/v1/pods is "resources/v1" named "api"), which every
+// user is granted for any resource: a cluster so named would be granted
+// too, so nobody may read one.
+var pathShapeNames = map[string]bool{"api": true, "apis": true, "clusters": true}
+
 // memberResource is how a member resource type is named in attributes.
 func memberResource(gr schema.GroupResource) string {
 	if gr.Group == "" {
@@ -41,6 +47,9 @@ func memberResource(gr schema.GroupResource) string {
 // allowed asks the host whether the request's user may verb resource in
 // cluster and namespace. A failed check is a denial.
 func (h *Handler) allowed(ctx context.Context, verb, resource, cluster, namespace string) bool {
+	if pathShapeNames[cluster] {
+		return false
+	}
 	u, _ := apirequest.UserFrom(ctx)
 	decision, _, err := h.authz.Authorize(ctx, authorizer.AttributesRecord{
 		User: u, Verb: verb, APIGroup: searchv1alpha1.GroupName, APIVersion: searchv1alpha1.SchemeGroupVersion.Version,

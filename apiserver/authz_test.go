@@ -220,3 +220,13 @@ func putObject(t *testing.T, s storage.Interface, cluster string, gvr schema.Gro
 		t.Fatal(err)
 	}
 }
+
+// TestPathShapeClusterNames: the host grants every user resource names
+// api, apis and clusters, so clusters so named are nobody's to read.
+func TestPathShapeClusterNames(t *testing.T) {
+	_, cfg, reg := testServer(t)
+	reg.Set(clusterServing("api", podsGVR, "Pod"))
+	if _, _, err := listNames(t, as(cfg, "admin", "api"), "ns"); !apierrors.IsForbidden(err) {
+		t.Fatalf("cluster api: %v", err)
+	}
+}

@@ -252,6 +252,10 @@ func TestAPIServer(t *testing.T) {
 		has("api-1", false)
 	})
 	t.Run("authorization", func(t *testing.T) {
+		// A cluster named like a path shape would be granted to everyone.
+		if _, stderr, err := testenv.Kubectl(alice, "get", "--raw", "/clusters/api/api/v1/pods"); err == nil || !strings.Contains(stderr, "Forbidden") {
+			t.Errorf("cluster named api: %v %s", err, stderr)
+		}
 		_, stderr, err := testenv.Kubectl(mallory, "get", "pods", "-A")
 		if err == nil || !strings.Contains(stderr, "Forbidden") {
 			t.Fatalf("mallory: %v %s", err, stderr)
@@ -442,8 +446,12 @@ metadata:
   name: panorama-paths
 rules:
 - apiGroups: [search.panorama.io]
-  resources: [resources, resources/*, collectionresources]
+  resources: ["*"]
+  resourceNames: [api, apis, clusters]
   verbs: [get, list, watch]
+- apiGroups: [search.panorama.io]
+  resources: [collectionresources]
+  verbs: [get, list]
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding
