@@ -1,6 +1,8 @@
 package apiserver
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -85,11 +87,25 @@ func (h *Handler) ServeCollections(w http.ResponseWriter, r *http.Request) {
 		ResourceTypes: collectionTypes(resources), Items: []runtime.RawExtension{}}
 	out.Kind = "CollectionResource"
 	var rev, limit int64
+	var readable int
 	for _, res := range resources {
-		req, ok := h.parse(w, r, res, "", "", false)
-		if !ok {
+		req, err := parseRequest(r.URL.Query(), res.GVR, "", "", false)
+		if err != nil {
+			writeError(w, err, collectionsGR)
 			return
 		}
+		// A type the user may read nowhere is left out; 403 only when
+		// every type is.
+		var denied *apierrors.StatusError
+		if err := h.restrict(w, r, "list", res.GVR.GroupResource(), &req.query); errors.As(err, &denied) && apierrors.IsForbidden(denied) {
+			warn(w, fmt.Sprintf("%s left out: %s", memberResource(res.GVR.GroupResource()), denied.ErrStatus.Message))
+			continue
+		} else if err != nil {
+			writeError(w, err, collectionsGR)
+			return
+		}
+		readable++
+		h.warnNotReady(w, req.query.Clusters)
 		if req.query.Continue != "" {
 			writeError(w, badRequest("continue is not supported for collections"), collectionsGR)
 			return
@@ -113,6 +129,10 @@ func (h *Handler) ServeCollections(w http.ResponseWriter, r *http.Request) {
 		for _, o := range page.Objects {
 			out.Items = append(out.Items, runtime.RawExtension{Raw: o.Data})
 		}
+	}
+	if readable == 0 && len(resources) > 0 {
+		writeError(w, apierrors.NewForbidden(collectionsGR, name, errors.New("you may read none of its resources in any cluster")), collectionsGR)
+		return
 	}
 	if rev > 0 {
 		out.ResourceVersion = strconv.FormatInt(rev, 10)

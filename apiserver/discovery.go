@@ -19,6 +19,9 @@ var servedVerbs = metav1.Verbs{"get", "list", "watch"}
 // /apis/{group}/{version} under a prefix from what is synced there. It
 // reports false for other paths.
 func (h *Handler) serveDiscovery(w http.ResponseWriter, r *http.Request, cluster, path string) bool {
+	if !isDiscovery(path) {
+		return false
+	}
 	parts := strings.Split(strings.Trim(path, "/"), "/")
 	resources := h.registry.Resources(cluster)
 	aggregated := strings.Contains(r.Header.Get("Accept"), "apidiscovery.k8s.io")
@@ -71,6 +74,18 @@ func (h *Handler) serveDiscovery(w http.ResponseWriter, r *http.Request, cluster
 		return false
 	}
 	return true
+}
+
+// isDiscovery reports whether path is one serveDiscovery answers.
+func isDiscovery(path string) bool {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	switch len(parts) {
+	case 1, 2:
+		return parts[0] == "api" || parts[0] == "apis"
+	case 3:
+		return parts[0] == "apis"
+	}
+	return false
 }
 
 func apiResource(res Resource) metav1.APIResource {

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	apirequest "k8s.io/apiserver/pkg/endpoints/request"
 
 	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
@@ -47,6 +48,8 @@ type Handler struct {
 	store    storage.Interface
 	cache    *watchcache.Cache
 	crds     crdColumns
+	// authz is the host's delegated authorizer, asked for every member read.
+	authz authorizer.Authorizer
 }
 
 // splitPath takes the prefix off path: the cluster ("" for all) and the
@@ -83,16 +86,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, notFound(), schema.GroupResource{})
 		return
 	}
-	if cluster != "" {
-		exists, ready, message := h.registry.Cluster(cluster)
-		if !exists {
-			writeError(w, apierrors.NewNotFound(schema.GroupResource{Group: "cluster.panorama.io", Resource: "clusters"}, cluster), schema.GroupResource{})
-			return
-		}
-		if !ready {
-			warn(w, fmt.Sprintf("cluster %q is not ready, its objects may be stale: %s", cluster, message))
-		}
-	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		info, _ := memberRequestInfo(r, rest)
 		gr := schema.GroupResource{}
@@ -102,6 +95,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		writeError(w, apierrors.NewMethodNotSupported(gr, verb), gr)
 		return
+	}
+	if cluster != "" && isDiscovery(rest) {
+		// Only users who may see a cluster learn it exists.
+		exists, ready, message := h.registry.Cluster(cluster)
+		if !exists || !h.allowed(r.Context(), "get", clustersResource, cluster, "") {
+			writeError(w, apierrors.NewNotFound(schema.GroupResource{Group: "cluster.panorama.io", Resource: "clusters"}, cluster), schema.GroupResource{})
+			return
+		}
+		if !ready {
+			warn(w, fmt.Sprintf("cluster %q is not ready, its objects may be stale: %s", cluster, message))
+		}
 	}
 	if h.serveDiscovery(w, r, cluster, rest) {
 		return
@@ -114,6 +118,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	gvr := schema.GroupVersionResource{Group: info.APIGroup, Version: info.APIVersion, Resource: info.Resource}
 	res, ok := h.registry.Lookup(cluster, gvr)
 	if !ok || (!res.Namespaced && info.Namespace != "") {
+		// Forbidden first, so that 404 tells only who may read there
+		// that a cluster or a type does not exist.
+		if cluster != "" && !h.allowed(r.Context(), info.Verb, memberResource(gvr.GroupResource()), cluster, info.Namespace) {
+			writeError(w, forbidden(r.Context(), info.Verb, gvr.GroupResource(), "in cluster "+cluster), gvr.GroupResource())
+			return
+		}
 		writeError(w, notFound(), gvr.GroupResource())
 		return
 	}
@@ -149,6 +159,18 @@ func wantsTable(r *http.Request) bool {
 
 func (h *Handler) get(w http.ResponseWriter, r *http.Request, res Resource, cluster, namespace, name string) {
 	gr := res.GVR.GroupResource()
+	q := storage.ListQuery{GVR: res.GVR, Names: []string{name}}
+	if cluster != "" {
+		q.Clusters = []string{cluster}
+	}
+	if namespace != "" {
+		q.Namespaces = []string{namespace}
+	}
+	if err := h.restrict(w, r, "get", gr, &q); err != nil {
+		writeError(w, err, gr)
+		return
+	}
+	h.warnNotReady(w, q.Clusters)
 	var objs []storage.Object
 	if cluster != "" {
 		o, err := h.store.Get(r.Context(), storage.Key{Cluster: cluster, GVR: res.GVR, Namespace: namespace, Name: name})
@@ -161,10 +183,6 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, res Resource, clus
 		}
 		objs = []storage.Object{*o}
 	} else {
-		q := storage.ListQuery{GVR: res.GVR, Names: []string{name}}
-		if namespace != "" {
-			q.Namespaces = []string{namespace}
-		}
 		page, err := h.store.List(r.Context(), &q)
 		if err != nil {
 			writeError(w, err, gr)
@@ -198,10 +216,18 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, res Resource, clus
 	_, _ = w.Write(data)
 }
 
-// parse parses a list or watch, answering the error itself when it fails,
-// and warns about clusters it names that are not ready.
+// parse parses a list or watch, restricts it to what the user may read,
+// answering the error itself when either fails, and warns about the
+// clusters it reads that are not ready.
 func (h *Handler) parse(w http.ResponseWriter, r *http.Request, res Resource, cluster, namespace string, watch bool) (*request, bool) {
 	req, err := parseRequest(r.URL.Query(), res.GVR, cluster, namespace, watch)
+	if err == nil {
+		verb := "list"
+		if watch {
+			verb = "watch"
+		}
+		err = h.restrict(w, r, verb, res.GVR.GroupResource(), &req.query)
+	}
 	if err != nil {
 		writeError(w, err, res.GVR.GroupResource())
 		return nil, false

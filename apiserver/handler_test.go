@@ -42,10 +42,10 @@ func testServer(t testing.TB) (storage.Interface, *rest.Config, *Registry) {
 		reg.Set(clusterServing(name, podsGVR, "Pod"))
 	}
 	mux := http.NewServeMux()
-	h := &Handler{registry: reg, store: store, cache: c, crds: crdColumns{store: store}}
+	h := &Handler{registry: reg, store: store, cache: c, crds: crdColumns{store: store}, authz: testGrants}
 	mux.Handle(ResourcesPrefix+"/", h)
 	mux.HandleFunc(CollectionsPath+"/", h.ServeCollections)
-	srv := httptest.NewServer(mux)
+	srv := httptest.NewServer(asUser(mux))
 	t.Cleanup(srv.Close)
 	return store, &rest.Config{Host: srv.URL + ResourcesPrefix}, reg
 }

@@ -145,6 +145,18 @@ func (r *Registry) Lookup(cluster string, gvr schema.GroupVersionResource) (Reso
 	return Resource{}, false
 }
 
+// Names lists the clusters, sorted.
+func (r *Registry) Names() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]string, 0, len(r.clusters))
+	for name := range r.clusters {
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
+}
+
 // NotReady maps the clusters that are not ready to why, for warnings.
 func (r *Registry) NotReady() map[string]string {
 	r.mu.RLock()

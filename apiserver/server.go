@@ -20,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/authorization/union"
 	apirequest "k8s.io/apiserver/pkg/endpoints/request"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/healthz"
@@ -103,6 +105,7 @@ type Server struct {
 	cache    *watchcache.Cache
 	registry *Registry
 	host     dynamic.Interface
+	authz    authorizer.Authorizer
 }
 
 // New builds the server over an open store (which the caller closes).
@@ -113,13 +116,26 @@ func (o *Options) New(store storage.Interface) (*Server, error) {
 	cfg := genericapiserver.NewRecommendedConfig(codecs)
 	// The Kubernetes release of the libraries this server is built on.
 	cfg.EffectiveVersion = compatibility.NewEffectiveVersionFromString("1.37", "", "")
-	if err := o.Recommended.ApplyTo(cfg); err != nil {
+	err := o.Recommended.ApplyTo(cfg)
+	if err != nil {
 		return nil, err
 	}
 	if cfg.ClientConfig == nil {
 		return nil, errors.New("no host cluster to read Cluster objects from: set --kubeconfig or run in a cluster")
 	}
 	cfg.RequestInfoResolver = requestInfoResolver{delegate: genericapiserver.NewRequestInfoResolver(&cfg.Config)}
+	// The delegated authorizer, which caches the host's answers for
+	// --authorization-webhook-cache-{authorized,unauthorized}-ttl.
+	delegated := cfg.Authorization.Authorizer
+	if delegated == nil {
+		return nil, errors.New("no authorizer: Panorama asks the host's RBAC for every read")
+	}
+	if cfg.Authorization.Authorizer, err = union.New(
+		union.NamedAuthorizer{AuthorizerName: "panorama", Authorizer: handledByPanorama},
+		union.NamedAuthorizer{AuthorizerName: "delegated", Authorizer: delegated},
+	); err != nil {
+		return nil, err
+	}
 	generic, err := cfg.Complete().New("panorama-apiserver", genericapiserver.NewEmptyDelegate())
 	if err != nil {
 		return nil, err
@@ -130,7 +146,7 @@ func (o *Options) New(store storage.Interface) (*Server, error) {
 	}
 	s := &Server{
 		generic: generic, store: store, cache: watchcache.New(store, o.PollInterval, o.RingSize),
-		registry: NewRegistry(), host: host,
+		registry: NewRegistry(), host: host, authz: delegated,
 	}
 	s.install()
 	if err := generic.AddReadyzChecks(healthz.NamedCheck("storage", func(r *http.Request) error {
@@ -173,7 +189,7 @@ func (s *Server) install() {
 			},
 		})
 	}))
-	h := &Handler{registry: s.registry, store: s.store, cache: s.cache, crds: crdColumns{store: s.store}}
+	h := &Handler{registry: s.registry, store: s.store, cache: s.cache, crds: crdColumns{store: s.store}, authz: s.authz}
 	mux.Handle(ResourcesPrefix, h)
 	mux.HandlePrefix(ResourcesPrefix+"/", h)
 	mux.HandleFunc(CollectionsPath, h.ServeCollections)
@@ -211,12 +227,12 @@ func (s *Server) Run(ctx context.Context) error {
 	return err
 }
 
-// requestInfoResolver gives authorization the attributes of a member
-// resource request: verb get, list or watch of search.panorama.io
-// "resources", in the member namespace, named after the cluster ("" for all
-// clusters). RBAC can so grant one cluster (resourceNames), one namespace
-// (a RoleBinding), or all. Discovery under the prefix is a non-resource
-// request, which system:discovery allows.
+// requestInfoResolver gives the generic server's filters one resource
+// request, get, list or watch of search.panorama.io "resources" named after
+// the cluster, for every member resource request; handledByPanorama lets it
+// pass and the handler authorizes it per resource type (see authz.go).
+// Discovery under the prefix is a non-resource request, which
+// system:discovery allows.
 type requestInfoResolver struct {
 	delegate apirequest.RequestInfoResolver
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -78,6 +79,7 @@ func TestAPIServer(t *testing.T) {
 
 	alice := userKubeconfig(t, host, dir, "alice")
 	bob := userKubeconfig(t, host, dir, "bob")
+	carol := userKubeconfig(t, host, dir, "carol")
 	mallory := userKubeconfig(t, host, dir, "mallory")
 	root := userKubeconfig(t, host, dir, "root", "system:masters")
 	apply(t, host, dir, rbacManifest)
@@ -250,19 +252,44 @@ func TestAPIServer(t *testing.T) {
 		has("api-1", false)
 	})
 	t.Run("authorization", func(t *testing.T) {
+		// A cluster named like a path shape would be granted to everyone.
+		if _, stderr, err := testenv.Kubectl(alice, "get", "--raw", "/clusters/api/api/v1/pods"); err == nil || !strings.Contains(stderr, "Forbidden") {
+			t.Errorf("cluster named api: %v %s", err, stderr)
+		}
 		_, stderr, err := testenv.Kubectl(mallory, "get", "pods", "-A")
 		if err == nil || !strings.Contains(stderr, "Forbidden") {
 			t.Fatalf("mallory: %v %s", err, stderr)
 		}
-		// bob may read cluster east only.
-		if _, stderr, err := testenv.Kubectl(bob, "get", "pods", "-A"); err == nil || !strings.Contains(stderr, "Forbidden") {
+		// bob may read cluster east only: across clusters he gets east's.
+		out, stderr, err := testenv.Kubectl(bob, "get", "pods", "-A", "-o", "custom-columns=NAME:.metadata.name")
+		if err != nil || !strings.Contains(stderr, "1 clusters left out of pods") {
 			t.Fatalf("bob across clusters: %v %s", err, stderr)
 		}
-		if r := rows(kubectl(t, bob, "--context", "east", "get", "pods", "-A")); len(r) == 0 {
-			t.Fatal("bob sees nothing of east")
+		eastOnly := rows(kubectl(t, bob, "--context", "east", "get", "pods", "-A", "-o", "custom-columns=NAME:.metadata.name"))
+		if len(eastOnly) == 0 || !slices.Equal(rows(out), eastOnly) {
+			t.Fatalf("bob across clusters got %q, east alone %q", rows(out), eastOnly)
 		}
-		if _, stderr, err := testenv.Kubectl(bob, "--context", "west", "get", "pods", "-A"); err == nil || !strings.Contains(stderr, "Forbidden") {
-			t.Fatalf("bob on west: %v %s", err, stderr)
+		if out, stderr, err := testenv.Kubectl(bob, "--context", "west", "get", "pods", "-A"); err == nil {
+			t.Fatalf("bob on west must not even see it (discovery of west is 404): %s %s", out, stderr)
+		}
+		if _, stderr, err := testenv.Kubectl(bob, "get", "--raw", "/clusters/west/api/v1/pods"); err == nil || !strings.Contains(stderr, "Forbidden") {
+			t.Fatalf("bob reads west: %v %s", err, stderr)
+		}
+		// carol may read pods in namespace web of every cluster, nothing else.
+		if r := rows(kubectl(t, carol, "get", "pods", "-n", "web")); len(r) == 0 {
+			t.Fatal("carol sees no pods in web")
+		}
+		if r := rows(kubectl(t, carol, "--context", "east", "get", "pods", "-n", "web")); len(r) == 0 {
+			t.Fatal("carol sees no pods in web of east")
+		}
+		for _, args := range [][]string{
+			{"get", "pods", "-A"}, // across namespaces needs a cluster-wide grant, as in kube
+			{"get", "--raw", "/api/v1/namespaces/kube-system/pods"},
+			{"get", "--raw", "/api/v1/namespaces"}, // another resource type
+		} {
+			if _, stderr, err := testenv.Kubectl(carol, args...); err == nil || !strings.Contains(stderr, "Forbidden") {
+				t.Errorf("carol %v: %v %s", args, err, stderr)
+			}
 		}
 	})
 	t.Run("bad requests", func(t *testing.T) {
@@ -404,14 +431,38 @@ spec:
     - {name: Size, type: integer, jsonPath: .spec.size}
 `
 
-// alice reads everything; bob reads cluster east only; mallory nothing.
+// alice reads everything; bob reads cluster east only; carol pods in
+// namespace web of every cluster; mallory nothing.
 //
 // Two checks authorize a request. The host's kube-apiserver, before it
-// proxies, sees .../resources/clusters/east/api/v1/pods as resource
-// "resources/east" named "clusters" (and .../resources/api/v1/pods as
-// "resources/v1" named "api"). Panorama then checks resource "resources"
-// named after the cluster, in the member namespace.
+// proxies, sees only the path's shape (.../resources/clusters/east/api/v1/pods
+// is "get resources/east" named "clusters"): panorama-paths grants those and
+// no data. Panorama then checks each member read: verb, resource as kubectl
+// spells it (pods, widgets.example.com), the member namespace, and the
+// cluster as the name.
 const rbacManifest = `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: panorama-paths
+rules:
+- apiGroups: [search.panorama.io]
+  resources: ["*"]
+  resourceNames: [api, apis, clusters]
+  verbs: [get, list, watch]
+- apiGroups: [search.panorama.io]
+  resources: [collectionresources]
+  verbs: [get, list]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: panorama-paths
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: panorama-paths}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: bob}
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: carol}
+---
+apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata:
   name: panorama-search
@@ -434,11 +485,7 @@ metadata:
   name: panorama-search-east
 rules:
 - apiGroups: [search.panorama.io]
-  resources: [resources/east]
-  resourceNames: [clusters]
-  verbs: [get, list, watch]
-- apiGroups: [search.panorama.io]
-  resources: [resources]
+  resources: ["*"]
   resourceNames: [east]
   verbs: [get, list, watch]
 ---
@@ -449,6 +496,43 @@ metadata:
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: panorama-search-east}
 subjects:
 - {apiGroup: rbac.authorization.k8s.io, kind: User, name: bob}
+---
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: web
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: panorama-pods
+  namespace: web
+rules:
+- {apiGroups: [search.panorama.io], resources: [pods], verbs: [get, list, watch]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: carol-pods
+  namespace: web
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: panorama-pods}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: carol}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: panorama-see-clusters
+rules:
+- {apiGroups: [search.panorama.io], resources: [clusters], verbs: [get]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: carol-see-clusters
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: panorama-see-clusters}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: carol}
 `
 
 // userKubeconfig writes a kubeconfig for a new user of the host with a
