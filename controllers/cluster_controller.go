@@ -312,6 +312,7 @@ func (r *ClusterReconciler) fillSyncStatus(cluster string, status *clusterv1alph
 		rs := clusterv1alpha1.ResourceSyncStatus{
 			Group: res.GVR.Group, Version: res.GVR.Version, Resource: res.GVR.Resource, Kind: res.Kind,
 			Namespaced: res.Namespaced, State: s.State, Count: s.Count, LastError: s.LastError,
+			RefusedCount: s.Refused, LastRefused: s.LastRefused,
 		}
 		if !s.LastSyncTime.IsZero() {
 			t := metav1.NewTime(s.LastSyncTime.Truncate(time.Second))

@@ -55,7 +55,7 @@ type RefusedObject struct {
 }
 
 func (e *InvalidObjectError) Error() string {
-	msg := fmt.Sprintf("%d objects refused: %s/%s: %v", len(e.Refused), e.Refused[0].Namespace, e.Refused[0].Name, e.Refused[0].Err)
+	msg := fmt.Sprintf("%d objects refused: %q/%q: %v", len(e.Refused), e.Refused[0].Namespace, e.Refused[0].Name, e.Refused[0].Err)
 	if len(e.Refused) > 1 {
 		msg += ", ..."
 	}

@@ -5,6 +5,7 @@ package synchronizer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -84,6 +85,10 @@ type Status struct {
 	Count        int64
 	LastError    string
 	LastSyncTime time.Time
+	// Refused counts objects storage could not hold; LastRefused names the
+	// latest of them.
+	Refused     int64
+	LastRefused string
 }
 
 // Synchronizer syncs one Resource of one cluster.
@@ -291,23 +296,25 @@ func (s *Synchronizer) enqueue(obj any, deleted bool, added int64) error {
 	return nil
 }
 
-// apply writes a batch. When storage refuses an object (one it cannot hold,
-// such as an overlong label), the batch is written one change at a time so
-// that the others are not held back; the refused ones are skipped, counted
-// and logged rather than retried forever.
+// apply writes a batch. Storage writes every object it can hold and names
+// the ones it refuses (NUL characters, invalid UTF-8, overlong values):
+// those are skipped, counted and logged, never retried with the batch,
+// which would freeze the resource's sync on one object.
 func (s *Synchronizer) apply(ctx context.Context, changes []storage.Change) error {
 	_, err := s.store.Apply(ctx, s.cluster, s.resource.GVR, changes)
-	if !storage.IsInvalid(err) {
+	var refused *storage.InvalidObjectError
+	if !errors.As(err, &refused) {
 		return err
 	}
-	for _, c := range changes {
-		if _, err := s.store.Apply(ctx, s.cluster, s.resource.GVR, []storage.Change{c}); storage.IsInvalid(err) {
-			syncErrors.WithLabelValues(s.cluster, s.resource.GVR.Resource).Inc()
-			log.FromContext(ctx).Error(err, "skipping an object storage cannot hold", "namespace", c.Namespace, "name", c.Name)
-		} else if err != nil {
-			return err
-		}
+	for _, r := range refused.Refused {
+		syncErrors.WithLabelValues(s.cluster, s.resource.GVR.Resource).Inc()
+		log.FromContext(ctx).Error(r.Err, "skipping an object storage cannot hold", "namespace", r.Namespace, "name", r.Name)
 	}
+	s.mu.Lock()
+	s.status.Refused += int64(len(refused.Refused))
+	s.status.LastRefused = refused.Error()
+	s.mu.Unlock()
+	s.onChange()
 	return nil
 }
 

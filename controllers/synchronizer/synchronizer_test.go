@@ -12,27 +12,41 @@ import (
 	"github.com/panorama-io/panorama/storage/storagetest"
 )
 
-// TestApplySkipsWhatStorageRefuses: one object storage cannot hold must not
-// hold back the rest of its batch.
+// TestApplySkipsWhatStorageRefuses: objects storage cannot hold (an
+// overlong label, NUL in a name, invalid UTF-8 in a label: a
+// kube-apiserver accepts all three)
+// must not hold back the rest of their batch, on any database, and are
+// counted and named in the synchronizer's status.
 func TestApplySkipsWhatStorageRefuses(t *testing.T) {
-	store := storagetest.Backends()[0].Open(t)
-	gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
-	s := New("east", Resource{GVR: gvr, Kind: "ConfigMap", Namespaced: true}, nil, store, Options{}, func() {})
-	obj := func(name string, labels map[string]string) storage.Change {
-		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
-			"metadata": map[string]any{"name": name, "namespace": "ns", "resourceVersion": "1"}}}
-		u.SetLabels(labels)
-		return storage.Upsert(u)
-	}
-	err := s.apply(context.Background(), []storage.Change{
-		obj("a", nil), obj("bad", map[string]string{"k": strings.Repeat("v", 600)}), obj("c", nil),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	versions, err := store.MemberVersions(context.Background(), "east", gvr)
-	if err != nil || len(versions) != 2 {
-		t.Fatalf("stored %v (%v), want a and c", versions, err)
+	for _, b := range storagetest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			store := b.Open(t)
+			gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+			s := New("east", Resource{GVR: gvr, Kind: "ConfigMap", Namespaced: true}, nil, store, Options{}, func() {})
+			obj := func(name string, labels map[string]string, data string) storage.Change {
+				u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+					"metadata": map[string]any{"name": name, "namespace": "ns", "resourceVersion": "1"},
+					"data":     map[string]any{"k": data}}}
+				u.SetLabels(labels)
+				return storage.Upsert(u)
+			}
+			err := s.apply(context.Background(), []storage.Change{
+				obj("a", nil, "x"), obj("long", map[string]string{"k": strings.Repeat("v", 600)}, "x"),
+				obj("a\x00b", nil, "x"), obj("utf8", map[string]string{"k": "\xff\xfe"}, "x"), obj("c", nil, "x"),
+				// Data is stored as JSON, where NUL is an escape: kept.
+				obj("nul-data", nil, "a\x00b"),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			versions, err := store.MemberVersions(context.Background(), "east", gvr)
+			if err != nil || len(versions) != 3 {
+				t.Fatalf("stored %v (%v), want a, c and nul-data", versions, err)
+			}
+			if st := s.Status(); st.Refused != 3 || !strings.Contains(st.LastRefused, "3 objects refused") {
+				t.Fatalf("status %+v, want 3 refused objects named", st)
+			}
+		})
 	}
 }
 

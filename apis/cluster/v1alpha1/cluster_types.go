@@ -120,6 +120,13 @@ type ResourceSyncStatus struct {
 	Count int64 `json:"count,omitempty"`
 	// +optional
 	LastError string `json:"lastError,omitempty"`
+	// RefusedCount counts member objects storage could not hold (NUL
+	// characters, invalid UTF-8, overlong values): skipped, not retried.
+	// +optional
+	RefusedCount int64 `json:"refusedCount,omitempty"`
+	// LastRefused names the latest refused objects and why.
+	// +optional
+	LastRefused string `json:"lastRefused,omitempty"`
 	// +optional
 	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
 }
