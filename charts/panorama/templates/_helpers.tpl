@@ -36,10 +36,22 @@ env:
 
 {{- define "panorama.apiserverArgs" -}}
 - --secure-port=6443
-{{- if .Values.apiserver.tlsSecret }}
 - --tls-cert-file=/tls/tls.crt
 - --tls-private-key-file=/tls/tls.key
-{{- else }}
-- --cert-dir=/tmp/certs
 {{- end }}
+
+{{/* The ServiceAccount of a component: (list $ "controller-manager"). The
+all-in-one pod has one account for both. */}}
+{{- define "panorama.serviceAccount" -}}
+{{- $ := index . 0 }}
+{{- if include "panorama.shared" $ }}{{ $.Release.Name }}-{{ index . 1 }}{{ else }}{{ $.Release.Name }}{{ end }}
+{{- end }}
+
+{{/* The Secret the API server serves with. */}}
+{{- define "panorama.tlsSecret" -}}
+{{ .Values.apiserver.tlsSecret | default (printf "%s-apiserver-tls" .Release.Name) }}
+{{- end }}
+
+{{- define "panorama.certManager" -}}
+{{- if and (not .Values.apiserver.tlsSecret) .Values.apiserver.certManager (.Capabilities.APIVersions.Has "cert-manager.io/v1") }}true{{ end -}}
 {{- end }}
