@@ -275,6 +275,7 @@ func TestAPIServer(t *testing.T) {
 		if _, stderr, err := testenv.Kubectl(bob, "get", "--raw", "/clusters/west/api/v1/pods"); err == nil || !strings.Contains(stderr, "Forbidden") {
 			t.Fatalf("bob reads west: %v %s", err, stderr)
 		}
+		testAuthzMatrix(t, map[string]string{"alice": alice, "bob": bob, "carol": carol, "mallory": mallory})
 		// carol may read pods in namespace web of every cluster, nothing else.
 		if r := rows(kubectl(t, carol, "get", "pods", "-n", "web")); len(r) == 0 {
 			t.Fatal("carol sees no pods in web")
