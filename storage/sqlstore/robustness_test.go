@@ -2,6 +2,7 @@ package sqlstore_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/panorama-io/panorama/storage"
+	"github.com/panorama-io/panorama/storage/sqlstore"
 	"github.com/panorama-io/panorama/storage/storagetest"
 )
 
@@ -170,4 +172,45 @@ func TestDeleteOrphans(t *testing.T) {
 			t.Fatalf("want 4 adds and 3 logged deletes, got %d events, %v", len(evs), err)
 		}
 	})
+}
+
+// A MySQL database made by schema version 1 (PAD SPACE utf8mb4_bin) gets
+// the NO PAD collation when a store opens it.
+func TestMigrationToNoPadCollation(t *testing.T) {
+	b := storagetest.Backends()[1]
+	if b.Name != "mysql" {
+		t.Fatalf("backend 1 is %s, want mysql", b.Name)
+	}
+	opts := b.Options(t)
+	s, err := sqlstore.Open(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("mysql", opts.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, stmt := range []string{
+		"ALTER TABLE resources CONVERT TO CHARACTER SET utf8mb4 COLLATE utf8mb4_bin",
+		"ALTER TABLE attributes CONVERT TO CHARACTER SET utf8mb4 COLLATE utf8mb4_bin",
+		"DELETE FROM panorama_schema_migrations WHERE version = 2",
+	} {
+		if _, err := db.Exec(stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = s.Close()
+	if s, err = sqlstore.Open(context.Background(), opts); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var collation string
+	if err := db.QueryRow("SELECT collation_name FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = 'attributes' AND column_name = 'attr_value'").Scan(&collation); err != nil || collation != "utf8mb4_nopad_bin" {
+		t.Fatalf("attr_value collation %q, %v", collation, err)
+	}
+	ctx := context.Background()
+	if _, err := s.Apply(ctx, "east", podsGVR, []storage.Change{storage.Upsert(object("Pod", "ns", "a", "1")), storage.Upsert(object("Pod", "ns", "a ", "1"))}); err != nil {
+		t.Fatal(err)
+	}
 }
