@@ -73,4 +73,12 @@ func TestClusterCRD(t *testing.T) {
 	if err := c.Create(ctx, bad); err == nil || !strings.Contains(err.Error(), "spec.apiServer") {
 		t.Fatalf("bad apiServer accepted or wrong error: %v", err)
 	}
+	// Names that are paths of the search API, whose host-side grant every
+	// user has, cannot name a cluster.
+	for _, name := range []string{"api", "apis", "clusters"} {
+		reserved := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: clusterv1alpha1.ClusterSpec{APIServer: "https://x"}}
+		if err := c.Create(ctx, reserved); err == nil || !strings.Contains(err.Error(), "name paths of the search API") {
+			t.Fatalf("Cluster named %s accepted or wrong error: %v", name, err)
+		}
+	}
 }
