@@ -60,13 +60,23 @@ func TestAPIServer(t *testing.T) {
 	east.Kubectl(t, "wait", "--for", "condition=established", "crd/widgets.example.com")
 	apply(t, east, dir, "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: big, namespace: web}\nspec: {size: 42}\n")
 	apply(t, host, dir, clustersManifest(t, east, west))
-	startProcess(t, "controller-manager", "--kubeconfig", host.Kubeconfig, "--storage=mysql", "--storage-dsn", db.DSN,
+	// Both components run as the chart's ServiceAccounts with the chart's
+	// RBAC, never as admin: whatever they need and are not shipped with
+	// fails the test.
+	controllerKC, apiserverKC := testenv.ShippedIdentities(t, host, dir)
+	cm := startProcess(t, "controller-manager", "--kubeconfig", controllerKC, "--storage=mysql", "--storage-dsn", db.DSN,
 		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--cluster-health-interval=2s")
 	port := freePort(t)
 	api := startProcess(t, "apiserver", "--secure-port", strconv.Itoa(port), "--bind-address=127.0.0.1",
-		"--cert-dir", filepath.Join(dir, "certs"), "--kubeconfig", host.Kubeconfig,
-		"--authentication-kubeconfig", host.Kubeconfig, "--authorization-kubeconfig", host.Kubeconfig,
+		"--cert-dir", filepath.Join(dir, "certs"), "--kubeconfig", apiserverKC,
 		"--storage=mysql", "--storage-dsn", db.DSN, "--watch-cache-poll-interval=200ms")
+	t.Cleanup(func() {
+		for _, p := range []*process{cm, api} {
+			if line := deniedLine(p.output()); line != "" {
+				t.Errorf("%s was denied a request under its shipped RBAC: %s", p.name, line)
+			}
+		}
+	})
 	waitReady(t, port)
 	apply(t, host, dir, testenv.APIServiceManifest(port))
 	eventuallyT(t, func() error {
@@ -538,6 +548,17 @@ subjects:
 
 // userKubeconfig writes a kubeconfig for a new user of the host with a
 // context per view: all clusters (the default), east and west.
+// deniedLine is the first log line saying the host refused one of the
+// shipped ServiceAccounts something ("" when none).
+func deniedLine(log string) string {
+	for _, line := range strings.Split(log, "\n") {
+		if strings.Contains(line, "forbidden") && strings.Contains(line, "system:serviceaccount:"+testenv.ShippedNamespace+":") {
+			return line
+		}
+	}
+	return ""
+}
+
 func userKubeconfig(t *testing.T, host *testenv.Env, dir, name string, groups ...string) string {
 	user, err := host.Env.AddUser(envtest.User{Name: name, Groups: groups}, nil)
 	if err != nil {
