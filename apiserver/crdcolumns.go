@@ -15,8 +15,6 @@ import (
 	"github.com/panorama-io/panorama/storage"
 )
 
-var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-
 // crdColumnsTTL bounds how stale a CRD's columns may be.
 const crdColumnsTTL = 30 * time.Second
 
@@ -42,7 +40,7 @@ func (c *crdColumns) columns(ctx context.Context, gvr schema.GroupVersionResourc
 		return e.columns, e.found
 	}
 	e = crdColumnsEntry{at: time.Now()}
-	page, err := c.store.List(ctx, &storage.ListQuery{GVR: crdGVR, Names: []string{gvr.Resource + "." + gvr.Group}, Limit: 1})
+	page, err := c.store.List(ctx, &storage.ListQuery{GVR: storage.CRDResource, Names: []string{gvr.Resource + "." + gvr.Group}, Limit: 1})
 	if err == nil && len(page.Objects) > 0 {
 		e.columns, e.found = printerColumns(page.Objects[0].Data, gvr.Version)
 	}

@@ -256,7 +256,7 @@ func (r *ClusterReconciler) sync(ctx context.Context, c *clusterv1alpha1.Cluster
 		}
 		// The CRDs themselves too: the API server takes their printer columns
 		// for Table output of the custom resources.
-		selections = append(selections, clusterv1alpha1.GroupResources{Group: crdGVR.Group, Resources: []string{crdGVR.Resource}})
+		selections = append(selections, clusterv1alpha1.GroupResources{Group: storage.CRDResource.Group, Resources: []string{storage.CRDResource.Resource}})
 		selections = append(selections, crds...)
 	}
 	member, err := discover(dc)

@@ -13,11 +13,10 @@ import (
 
 	clusterv1alpha1 "github.com/panorama-io/panorama/apis/cluster/v1alpha1"
 	"github.com/panorama-io/panorama/controllers/synchronizer"
+	"github.com/panorama-io/panorama/storage"
 )
 
 const wildcard = "*"
-
-var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
 // memberResources is what a member serves, from discovery.
 type memberResources struct {
@@ -57,7 +56,7 @@ func discover(dc discovery.DiscoveryInterface) (*memberResources, error) {
 
 // customResourceSelections selects every resource a CRD of the member serves.
 func customResourceSelections(ctx context.Context, dyn dynamic.Interface) ([]clusterv1alpha1.GroupResources, error) {
-	list, err := dyn.Resource(crdGVR).List(ctx, metav1.ListOptions{})
+	list, err := dyn.Resource(storage.CRDResource).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}

@@ -122,3 +122,8 @@ type ClusterResource struct {
 
 // NamespacedName is an object's name within one cluster and resource.
 type NamespacedName struct{ Namespace, Name string }
+
+// CRDResource is where synced CustomResourceDefinitions are stored: the
+// controller syncs them (syncAllCustomResources) so that the API server can
+// read their printer columns from storage. Both sides name it here.
+var CRDResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"gorm.io/gorm"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/watch"
 
@@ -182,10 +183,16 @@ func (s *Store) filter(db *gorm.DB, q *storage.ListQuery, owners storage.OwnerSe
 	return db
 }
 
+// whereResource selects one resource: the leading key columns of both
+// tables and of their indexes.
+func whereResource(db *gorm.DB, gvr schema.GroupVersionResource) *gorm.DB {
+	return db.Where("api_group = ? AND version = ? AND resource = ?", gvr.Group, gvr.Version, gvr.Resource)
+}
+
 // keyFilter selects q's resource and its clusters, namespaces and names:
 // the key columns, which both tables have.
 func keyFilter(db *gorm.DB, q *storage.ListQuery) *gorm.DB {
-	db = db.Where("api_group = ? AND version = ? AND resource = ?", q.GVR.Group, q.GVR.Version, q.GVR.Resource)
+	db = whereResource(db, q.GVR)
 	if len(q.Clusters) > 0 {
 		db = db.Where("cluster IN ?", q.Clusters)
 	}

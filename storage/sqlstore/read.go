@@ -13,9 +13,8 @@ import (
 // Get implements storage.Interface.
 func (s *Store) Get(ctx context.Context, key storage.Key) (*storage.Object, error) {
 	var row resourceRow
-	err := s.db.WithContext(ctx).
-		Where("api_group = ? AND version = ? AND resource = ? AND cluster = ? AND namespace = ? AND name = ?",
-			key.GVR.Group, key.GVR.Version, key.GVR.Resource, key.Cluster, key.Namespace, key.Name).
+	err := whereResource(s.db.WithContext(ctx), key.GVR).
+		Where("cluster = ? AND namespace = ? AND name = ?", key.Cluster, key.Namespace, key.Name).
 		Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, storage.ErrNotFound
@@ -30,8 +29,8 @@ func (s *Store) Get(ctx context.Context, key storage.Key) (*storage.Object, erro
 // MemberVersions implements storage.Interface.
 func (s *Store) MemberVersions(ctx context.Context, cluster string, gvr schema.GroupVersionResource) (map[storage.NamespacedName]string, error) {
 	var rows []resourceRow
-	err := s.db.WithContext(ctx).Select("namespace", "name", "member_resource_version").
-		Where("api_group = ? AND version = ? AND resource = ? AND cluster = ?", gvr.Group, gvr.Version, gvr.Resource, cluster).
+	err := whereResource(s.db.WithContext(ctx).Select("namespace", "name", "member_resource_version"), gvr).
+		Where("cluster = ?", cluster).
 		Find(&rows).Error
 	if err != nil {
 		return nil, err
@@ -98,8 +97,8 @@ func (s *Store) History(ctx context.Context, gvr schema.GroupVersionResource, up
 			return err
 		}
 		var rows []eventRow
-		err = tx.Where("api_group = ? AND version = ? AND resource = ? AND revision > ? AND revision <= ?",
-			gvr.Group, gvr.Version, gvr.Resource, compacted, upTo).Order("revision DESC").Limit(limit).Find(&rows).Error
+		err = whereResource(tx, gvr).Where("revision > ? AND revision <= ?", compacted, upTo).
+			Order("revision DESC").Limit(limit).Find(&rows).Error
 		if err != nil {
 			return err
 		}

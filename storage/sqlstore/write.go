@@ -95,7 +95,7 @@ func (s *Store) DeleteResource(ctx context.Context, cluster string, gvr schema.G
 		rev, err = s.write(ctx, func(tx *gorm.DB, base int64) (int64, error) {
 			q := tx.Where("cluster = ?", cluster)
 			if !gvr.Empty() {
-				q = q.Where("api_group = ? AND version = ? AND resource = ?", gvr.Group, gvr.Version, gvr.Resource)
+				q = whereResource(q, gvr)
 			}
 			var rows []resourceRow
 			if err := q.Order("revision").Limit(deleteChunk).Find(&rows).Error; err != nil {
@@ -173,8 +173,8 @@ func (s *Store) existing(tx *gorm.DB, cluster string, gvr schema.GroupVersionRes
 	out := map[storage.NamespacedName]*resourceRow{}
 	for start := 0; start < len(names); start += keyChunk {
 		var rows []resourceRow
-		err := tx.Where("api_group = ? AND version = ? AND resource = ? AND cluster = ? AND name IN ?",
-			gvr.Group, gvr.Version, gvr.Resource, cluster, names[start:min(start+keyChunk, len(names))]).Find(&rows).Error
+		err := whereResource(tx, gvr).Where("cluster = ? AND name IN ?", cluster, names[start:min(start+keyChunk, len(names))]).
+			Find(&rows).Error
 		if err != nil {
 			return nil, err
 		}
