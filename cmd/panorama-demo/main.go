@@ -10,7 +10,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"net"
 	"os"
 	"time"
@@ -24,20 +23,10 @@ import (
 )
 
 func main() {
-	opts := allinone.NewOptions()
-	fs := pflag.CommandLine
-	opts.AddFlags(fs)
-	kubeconfig := fs.String("demo-kubeconfig", "panorama-demo.kubeconfig", "Where the demo writes the kubeconfig to use Panorama with.")
-	klog.InitFlags(nil)
-	fs.AddGoFlagSet(flag.CommandLine)
-	pflag.Parse()
-	opts.Complete()
-	if err := opts.Validate(); err != nil {
-		klog.ErrorS(err, "invalid flags")
-		klog.Flush()
-		os.Exit(1)
-	}
-	ctrl.SetLogger(klog.NewKlogr())
+	var kubeconfig *string
+	opts := allinone.ParseFlags(func(fs *pflag.FlagSet) {
+		kubeconfig = fs.String("demo-kubeconfig", "panorama-demo.kubeconfig", "Where the demo writes the kubeconfig to use Panorama with.")
+	})
 	if err := run(ctrl.SetupSignalHandler(), opts, *kubeconfig); err != nil {
 		klog.ErrorS(err, "demo")
 		klog.Flush()

@@ -4,10 +4,8 @@
 package main
 
 import (
-	"flag"
 	"os"
 
-	"github.com/spf13/pflag"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -16,19 +14,7 @@ import (
 )
 
 func main() {
-	opts := allinone.NewOptions()
-	fs := pflag.CommandLine
-	opts.AddFlags(fs)
-	klog.InitFlags(nil)
-	fs.AddGoFlagSet(flag.CommandLine)
-	pflag.Parse()
-	opts.Complete()
-	if err := opts.Validate(); err != nil {
-		klog.ErrorS(err, "invalid flags")
-		klog.Flush()
-		os.Exit(1)
-	}
-	ctrl.SetLogger(klog.NewKlogr())
+	opts := allinone.ParseFlags(nil)
 	ctx := ctrl.SetupSignalHandler()
 
 	host, err := clientcmd.BuildConfigFromFlags("", opts.Server.Recommended.CoreAPI.CoreAPIKubeconfigPath)

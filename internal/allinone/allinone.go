@@ -6,11 +6,14 @@ package allinone
 import (
 	"context"
 	"errors"
+	"flag"
+	"os"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -37,6 +40,29 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Server.AddFlags(fs)
 	o.Storage.AddFlags(fs)
 	o.Controllers.AddFlags(fs)
+}
+
+// ParseFlags binds both components' flags (and klog's) to the command line,
+// with extra ones of the caller, parses, completes and validates them; a
+// flag in error ends the process, as flag parsing does.
+func ParseFlags(extra func(*pflag.FlagSet)) *Options {
+	o := NewOptions()
+	fs := pflag.CommandLine
+	o.AddFlags(fs)
+	if extra != nil {
+		extra(fs)
+	}
+	klog.InitFlags(nil)
+	fs.AddGoFlagSet(flag.CommandLine)
+	pflag.Parse()
+	o.Complete()
+	if err := o.Validate(); err != nil {
+		klog.ErrorS(err, "invalid flags")
+		klog.Flush()
+		os.Exit(1)
+	}
+	ctrl.SetLogger(klog.NewKlogr())
+	return o
 }
 
 // Complete fills defaults that depend on other flags.
