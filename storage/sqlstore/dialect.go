@@ -24,6 +24,9 @@ type dialect struct {
 	// forUpdate is appended to the revision counter read that serializes
 	// writers; SQLite serializes writers by itself.
 	forUpdate string
+	// rowValues: the planner makes an index range of a row-value
+	// comparison, (a, b) > (?, ?). See seek.
+	rowValues bool
 	// contains is a case-sensitive substring test of a column.
 	contains func(column string) string
 	// readTx gives a list one snapshot for its revision and its rows.
@@ -49,6 +52,7 @@ var dialects = map[string]*dialect{
 		},
 		forUpdate:  " FOR UPDATE",
 		insertRows: 500,
+		rowValues:  true,
 		contains:   func(c string) string { return "STRPOS(" + c + ", ?) > 0" },
 		analyze:    "ANALYZE resources, attributes, events",
 		readTx:     &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true},
@@ -60,7 +64,8 @@ var dialects = map[string]*dialect{
 			"bigint": "INTEGER", "blob": "BLOB", "char1": "TEXT",
 			"s16": "TEXT", "s64": "TEXT", "s128": "TEXT", "s253": "TEXT", "s317": "TEXT", "s512": "TEXT",
 		},
-		contains: func(c string) string { return "INSTR(" + c + ", ?) > 0" },
+		contains:  func(c string) string { return "INSTR(" + c + ", ?) > 0" },
+		rowValues: true,
 		// The driver binds each parameter in time linear in their count, so a
 		// statement's cost grows with its square: keep statements short.
 		insertRows: 20,

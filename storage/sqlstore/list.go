@@ -73,7 +73,7 @@ func (s *Store) List(ctx context.Context, q *storage.ListQuery) (*storage.ListRe
 		}
 		page := atRevision()
 		if after != nil {
-			page = keyset(page, order, after)
+			page = s.dialect.seek(page, order, after, true)
 		}
 		page = page.Order(orderSQL(order))
 		if q.Limit > 0 {
@@ -100,7 +100,7 @@ func (s *Store) List(ctx context.Context, q *storage.ListQuery) (*storage.ListRe
 			res.Continue = storage.EncodeContinue(rev, order, last)
 			if q.WithRemainingCount {
 				var n int64
-				if err := keyset(atRevision(), order, last).Count(&n).Error; err != nil {
+				if err := s.dialect.seek(atRevision(), order, last, true).Count(&n).Error; err != nil {
 					return err
 				}
 				for i := range changed {
@@ -311,22 +311,33 @@ func orderSQL(order []storage.OrderBy) string {
 	return strings.Join(parts, ", ")
 }
 
-// keyset selects the rows after last under order: a seek on the index
-// rather than an OFFSET.
-func keyset(db *gorm.DB, order []storage.OrderBy, last *storage.Object) *gorm.DB {
-	if !slices.ContainsFunc(order, func(o storage.OrderBy) bool { return o.Desc != order[0].Desc }) {
-		// One direction: a row-value comparison, which databases turn into a
-		// range on the index.
+// seek selects the rows after last under order, or with after false the
+// rows at or before it: a range on the index that serves the order, rather
+// than an OFFSET. Row values, (a, b) > (?, ?), are what PostgreSQL and
+// SQLite turn into an index range; MariaDB reads every row from the start
+// of the index for them, so it gets the same condition spelled out:
+// a > ? OR (a = ? AND b > ?), which its range optimizer does make a range.
+// Orders that mix directions need the spelled-out form everywhere.
+func (d *dialect) seek(db *gorm.DB, order []storage.OrderBy, last *storage.Object, after bool) *gorm.DB {
+	// cmp compares a column (or row) with last's value in the direction of
+	// o and of the seek; the last column of an "at or before" may be equal.
+	cmp := func(o storage.OrderBy, final bool) string {
+		op := "<"
+		if o.Desc != after {
+			op = ">"
+		}
+		if final && !after {
+			op += "="
+		}
+		return op
+	}
+	if d.rowValues && !slices.ContainsFunc(order, func(o storage.OrderBy) bool { return o.Desc != order[0].Desc }) {
 		cols := make([]string, len(order))
 		args := make([]any, len(order))
 		for i, o := range order {
 			cols[i], args[i] = orderColumns[o.Field], orderValue(o.Field, last)
 		}
-		cmp := ") > ("
-		if order[0].Desc {
-			cmp = ") < ("
-		}
-		return db.Where("("+strings.Join(cols, ", ")+cmp+strings.TrimSuffix(strings.Repeat("?, ", len(cols)), ", ")+")", args...)
+		return db.Where("("+strings.Join(cols, ", ")+") "+cmp(order[0], true)+" ("+strings.TrimSuffix(strings.Repeat("?, ", len(cols)), ", ")+")", args...)
 	}
 	var ors []string
 	var args []any
@@ -336,11 +347,7 @@ func keyset(db *gorm.DB, order []storage.OrderBy, last *storage.Object) *gorm.DB
 			ands = append(ands, orderColumns[prev.Field]+" = ?")
 			args = append(args, orderValue(prev.Field, last))
 		}
-		cmp := " > ?"
-		if o.Desc {
-			cmp = " < ?"
-		}
-		ands = append(ands, orderColumns[o.Field]+cmp)
+		ands = append(ands, orderColumns[o.Field]+" "+cmp(o, i == len(order)-1)+" ?")
 		args = append(args, orderValue(o.Field, last))
 		ors = append(ors, "("+strings.Join(ands, " AND ")+")")
 	}
