@@ -5,3 +5,7 @@ import "gorm.io/gorm"
 // GormDB lets the external tests record and explain the statements a Store
 // runs.
 func GormDB(s *Store) *gorm.DB { return s.db }
+
+// RefreshStatistics refreshes the planner's statistics, as a Store does
+// after many writes, so that tests of plans need not write that much.
+func RefreshStatistics(s *Store) error { return s.refreshStatistics() }

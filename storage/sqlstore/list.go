@@ -89,7 +89,14 @@ func (s *Store) List(ctx context.Context, q *storage.ListQuery) (*storage.ListRe
 		}
 		var changed []storage.Object
 		if rev < current {
-			if changed, err = s.changedSince(tx, q, owners, rev, order, after); err != nil {
+			// Objects changed after rev that sort after the last row read
+			// cannot be on this page: the log beyond it is not read.
+			var upTo *storage.Object
+			if q.Limit > 0 && int64(len(objs)) > q.Limit {
+				lastRead := objs[len(objs)-1]
+				upTo = &lastRead
+			}
+			if changed, err = s.changedSince(tx, q, owners, rev, order, after, upTo); err != nil {
 				return err
 			}
 			objs = merge(order, objs, changed)
@@ -103,10 +110,12 @@ func (s *Store) List(ctx context.Context, q *storage.ListQuery) (*storage.ListRe
 				if err := s.dialect.seek(atRevision(), order, last, true).Count(&n).Error; err != nil {
 					return err
 				}
-				for i := range changed {
-					if storage.Compare(order, &changed[i], last) > 0 {
-						n++
+				if rev < current {
+					rest, err := s.changedSince(tx, q, owners, rev, order, last, nil)
+					if err != nil {
+						return err
 					}
+					n += int64(len(rest))
 				}
 				res.RemainingCount = &n
 			}
@@ -247,35 +256,76 @@ func (s *Store) resolveOwners(tx *gorm.DB, q *storage.ListQuery) (storage.OwnerS
 	return set, nil
 }
 
-// changedSince returns, in order and after the cursor, the objects that q
-// selects at rev but that were changed or deleted after it: the state before
-// the first log entry after rev.
-func (s *Store) changedSince(tx *gorm.DB, q *storage.ListQuery, owners storage.OwnerSet, rev int64, order []storage.OrderBy, after *storage.Object) ([]storage.Object, error) {
-	db := keyFilter(tx.Select("revision", "type", "cluster", "namespace", "name", "prev_object"), q).Where("revision > ?", rev)
-	var rows []eventRow
-	if err := db.Order("revision").Find(&rows).Error; err != nil {
+// changedSince returns, in order, the objects that q selects at rev but that
+// were changed or deleted after it, and sort after after and at or before
+// upTo (either nil for no bound): each one's state before the first log
+// entry after rev. It reads the log of that range only, and the pre-images
+// of one entry per key, so that a page costs the same however much was
+// written since its revision.
+func (s *Store) changedSince(tx *gorm.DB, q *storage.ListQuery, owners storage.OwnerSet, rev int64, order []storage.OrderBy, after, upTo *storage.Object) ([]storage.Object, error) {
+	// "revision + 0" keeps planners off events_resource: after an old
+	// revision, that is the whole log since it.
+	since := func() *gorm.DB {
+		return keyFilter(tx.Model(&eventRow{}), q).Where("revision + 0 > ?", rev)
+	}
+	inRange := since()
+	for _, bound := range []struct {
+		o     *storage.Object
+		after bool
+	}{{after, true}, {upTo, false}} {
+		if bound.o != nil {
+			inRange = s.dialect.seek(inRange, order, bound.o, bound.after)
+		}
+	}
+	// The first entry after rev of each key in range is found in the index
+	// (events_key, events_created); only those entries are read in full.
+	var firsts []eventRow
+	firstEntries := func(db *gorm.DB) error {
+		var rows []eventRow
+		err := db.Select("cluster, namespace, name, MIN(revision) AS revision").Group("cluster, namespace, name").Scan(&rows).Error
+		firsts = append(firsts, rows...)
+		return err
+	}
+	if slices.ContainsFunc(order, func(o storage.OrderBy) bool { return o.Field == storage.OrderCreated }) {
+		// Entries logged before schema version 3 have no creation time, so
+		// they are in every range; they precede every entry that has one.
+		if err := firstEntries(since().Where("created_at IS NULL")); err != nil {
+			return nil, err
+		}
+	}
+	if err := firstEntries(inRange); err != nil {
 		return nil, err
 	}
 	seen := map[storage.Key]bool{}
+	var revs []int64
+	for _, f := range firsts {
+		if k := (storage.Key{Cluster: f.Cluster, Namespace: f.Namespace, Name: f.Name}); !seen[k] {
+			seen[k] = true
+			revs = append(revs, f.Revision)
+		}
+	}
 	var out []storage.Object
-	for _, r := range rows {
-		k := storage.Key{Cluster: r.Cluster, Namespace: r.Namespace, Name: r.Name}
-		if seen[k] {
-			continue
-		}
-		seen[k] = true
-		if watch.EventType(r.Type) == watch.Added || len(r.PrevObject) == 0 {
-			continue // did not exist at rev
-		}
-		o, err := storage.DecodeStored(r.PrevObject)
+	for start := 0; start < len(revs); start += keyChunk {
+		var rows []eventRow
+		err := tx.Select("type", "cluster", "prev_object").Where("revision IN ?", revs[start:min(start+keyChunk, len(revs))]).Find(&rows).Error
 		if err != nil {
 			return nil, err
 		}
-		o.Cluster, o.GVR = r.Cluster, q.GVR
-		if !q.Matches(&o, owners) || (after != nil && storage.Compare(order, &o, after) <= 0) {
-			continue
+		for _, r := range rows {
+			if watch.EventType(r.Type) == watch.Added || len(r.PrevObject) == 0 {
+				continue // did not exist at rev
+			}
+			o, err := storage.DecodeStored(r.PrevObject)
+			if err != nil {
+				return nil, err
+			}
+			o.Cluster, o.GVR = r.Cluster, q.GVR
+			if !q.Matches(&o, owners) || (after != nil && storage.Compare(order, &o, after) <= 0) ||
+				(upTo != nil && storage.Compare(order, &o, upTo) > 0) {
+				continue
+			}
+			out = append(out, o)
 		}
-		out = append(out, o)
 	}
 	slices.SortFunc(out, func(a, b storage.Object) int { return storage.Compare(order, &a, &b) })
 	return out, nil
@@ -319,6 +369,11 @@ func orderSQL(order []storage.OrderBy) string {
 // a > ? OR (a = ? AND b > ?), which its range optimizer does make a range.
 // Orders that mix directions need the spelled-out form everywhere.
 func (d *dialect) seek(db *gorm.DB, order []storage.OrderBy, last *storage.Object, after bool) *gorm.DB {
+	cond, args := d.seekCondition(order, last, after)
+	return db.Where(cond, args...)
+}
+
+func (d *dialect) seekCondition(order []storage.OrderBy, last *storage.Object, after bool) (string, []any) {
 	// cmp compares a column (or row) with last's value in the direction of
 	// o and of the seek; the last column of an "at or before" may be equal.
 	cmp := func(o storage.OrderBy, final bool) string {
@@ -337,7 +392,7 @@ func (d *dialect) seek(db *gorm.DB, order []storage.OrderBy, last *storage.Objec
 		for i, o := range order {
 			cols[i], args[i] = orderColumns[o.Field], orderValue(o.Field, last)
 		}
-		return db.Where("("+strings.Join(cols, ", ")+") "+cmp(order[0], true)+" ("+strings.TrimSuffix(strings.Repeat("?, ", len(cols)), ", ")+")", args...)
+		return "(" + strings.Join(cols, ", ") + ") " + cmp(order[0], true) + " (" + strings.TrimSuffix(strings.Repeat("?, ", len(cols)), ", ") + ")", args
 	}
 	var ors []string
 	var args []any
@@ -351,7 +406,7 @@ func (d *dialect) seek(db *gorm.DB, order []storage.OrderBy, last *storage.Objec
 		args = append(args, orderValue(o.Field, last))
 		ors = append(ors, "("+strings.Join(ands, " AND ")+")")
 	}
-	return db.Where("("+strings.Join(ors, " OR ")+")", args...)
+	return "(" + strings.Join(ors, " OR ") + ")", args
 }
 
 func orderValue(f storage.OrderField, o *storage.Object) any {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 )
 
@@ -48,6 +49,8 @@ var migrations = []struct {
 	tables  []table
 	// statements, when set, are the dialect's own further DDL.
 	statements func(d *dialect) []string
+	// alterations add columns and indexes to existing tables.
+	alterations []alteration
 }{{
 	version: 1,
 	tables: []table{
@@ -124,7 +127,49 @@ var migrations = []struct {
 		}
 		return out
 	},
+}, {
+	// A page at an older revision reads the log of its own key range only
+	// (changedSince): by key, or by creation time for lists ordered by it,
+	// which is the object's (its pre-image's, when there is one). Entries
+	// logged before this version have none, and are read by every page
+	// until compaction drops them.
+	version: 3,
+	alterations: []alteration{
+		{table: eventsTable, column: &column{name: "created_at", typ: "bigint", nullable: true}},
+		{table: eventsTable, index: &index{name: "events_key", columns: []string{"api_group", "version", "resource", "cluster", "namespace", "name", "revision"}}},
+		{table: eventsTable, index: &index{name: "events_created", columns: []string{"api_group", "version", "resource", "created_at", "cluster", "namespace", "name"}}},
+	},
 }}
+
+// alteration adds a column or an index to an existing table.
+type alteration struct {
+	table  string
+	column *column
+	index  *index
+}
+
+// alter makes a unless it was made before: MySQL and SQLite have no ADD
+// COLUMN IF NOT EXISTS. A replica making it at the same time fails ours,
+// after which it exists.
+func (s *Store) alter(db *gorm.DB, a alteration) error {
+	m := db.Migrator()
+	var exists func() bool
+	var stmt string
+	if c := a.column; c != nil {
+		exists = func() bool { return m.HasColumn(a.table, c.name) }
+		stmt = "ALTER TABLE " + a.table + " ADD COLUMN " + s.dialect.columnDDL(*c)
+	} else {
+		exists = func() bool { return m.HasIndex(a.table, a.index.name) }
+		stmt = fmt.Sprintf("CREATE INDEX %s ON %s (%s)", a.index.name, a.table, s.dialect.indexColumns(a.index.columns))
+	}
+	if exists() {
+		return nil
+	}
+	if err := db.Exec(stmt).Error; err != nil && !exists() {
+		return err
+	}
+	return nil
+}
 
 type metaRow struct {
 	Name  string `gorm:"column:name;primaryKey"`
@@ -167,6 +212,11 @@ func (s *Store) migrate(ctx context.Context) error {
 		}
 		for _, stmt := range stmts {
 			if err := db.Exec(stmt).Error; err != nil {
+				return fmt.Errorf("migration %d: %w", m.version, err)
+			}
+		}
+		for _, a := range m.alterations {
+			if err := s.alter(db, a); err != nil {
 				return fmt.Errorf("migration %d: %w", m.version, err)
 			}
 		}

@@ -182,10 +182,19 @@ func (s *Store) wrote(n int64) {
 	s.written.Store(0)
 	go func() {
 		defer s.analyzing.Store(false)
-		if err := s.db.Exec(s.dialect.analyze).Error; err != nil {
+		if err := s.refreshStatistics(); err != nil {
 			log.Printf("refreshing statistics: %v", err)
 		}
 	}()
+}
+
+// refreshStatistics has the planner count the tables again: how a page
+// seeks depends on it (see seek).
+func (s *Store) refreshStatistics() error {
+	if s.dialect.analyze == "" {
+		return nil
+	}
+	return s.db.Exec(s.dialect.analyze).Error
 }
 
 func (s *Store) notify() {

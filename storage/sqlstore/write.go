@@ -244,7 +244,7 @@ func (s *Store) applyOps(tx *gorm.DB, cluster string, gvr schema.GroupVersionRes
 		}
 		if o.old != nil {
 			oldRevs = append(oldRevs, o.old.Revision)
-			ev.PrevObject = o.old.Object
+			ev.PrevObject, ev.Created = o.old.Object, o.old.Created
 		}
 		if o.typ == watch.Deleted {
 			data, err := withRevision(o.old.Object, rev)
@@ -260,6 +260,9 @@ func (s *Store) applyOps(tx *gorm.DB, cluster string, gvr schema.GroupVersionRes
 			return err
 		}
 		ev.Object = row.Object
+		if o.old == nil {
+			ev.Created = row.Created
+		}
 		rows = append(rows, row)
 		attrs = append(attrs, rowAttrs...)
 		events = append(events, ev)
