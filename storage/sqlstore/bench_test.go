@@ -27,30 +27,7 @@ func BenchmarkStore(b *testing.B) {
 		b.Run(be.Name, func(b *testing.B) {
 			s := be.Open(b)
 			ctx := context.Background()
-			rng := rand.New(rand.NewPCG(7, 7))
-			mem := make([]*storage.Object, 0, benchObjects)
-			start := time.Now()
-			const batch = 500
-			for i := 0; i < benchObjects; i += batch {
-				changes := make([]storage.Change, 0, batch)
-				for j := i; j < i+batch; j++ {
-					u := benchPod(rng, j)
-					changes = append(changes, storage.Upsert(u))
-				}
-				cluster := clusters[(i/batch)%len(clusters)]
-				if _, err := s.Apply(ctx, cluster, podsGVR, changes); err != nil {
-					b.Fatal(err)
-				}
-				for _, c := range changes {
-					o := storage.Describe(c.Object)
-					o.Cluster, o.GVR = cluster, podsGVR
-					mem = append(mem, &o)
-				}
-			}
-			ingest := time.Since(start)
-			b.ReportMetric(float64(benchObjects)/ingest.Seconds(), "ingest-objects/s")
-			b.Logf("%s: ingested %d objects in %v (%.0f objects/s)", be.Name, benchObjects, ingest.Round(time.Millisecond), float64(benchObjects)/ingest.Seconds())
-
+			mem := ingestPods(b, be.Name, s)
 			for _, bq := range benchQueries() {
 				q := bq.q
 				var res *storage.ListResult
@@ -82,6 +59,105 @@ func BenchmarkStore(b *testing.B) {
 	}
 }
 
+// ingestPods stores benchObjects pods in batches as a synchronizer writes
+// them, reports the rate, and returns what it stored.
+func ingestPods(b *testing.B, backend string, s storage.Interface) []*storage.Object {
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(7, 7))
+	mem := make([]*storage.Object, 0, benchObjects)
+	start := time.Now()
+	for i := 0; i < benchObjects; i += benchBatch {
+		changes := make([]storage.Change, 0, benchBatch)
+		for j := i; j < i+benchBatch; j++ {
+			changes = append(changes, storage.Upsert(benchPod(rng, j, "1")))
+		}
+		cluster := benchCluster(i)
+		if _, err := s.Apply(ctx, cluster, podsGVR, changes); err != nil {
+			b.Fatal(err)
+		}
+		for _, c := range changes {
+			o := storage.Describe(c.Object)
+			o.Cluster, o.GVR = cluster, podsGVR
+			mem = append(mem, &o)
+		}
+	}
+	ingest := time.Since(start)
+	b.ReportMetric(float64(benchObjects)/ingest.Seconds(), "ingest-objects/s")
+	b.Logf("%s: ingested %d objects in %v (%.0f objects/s)", backend, benchObjects, ingest.Round(time.Millisecond), float64(benchObjects)/ingest.Seconds())
+	return mem
+}
+
+const benchBatch = 500
+
+// benchCluster is where ingestPods puts pod i: its batch's cluster.
+func benchCluster(i int) string { return clusters[(i/benchBatch)%len(clusters)] }
+
+// BenchmarkLatePageAfterChanges pages a list of benchObjects pods pinned
+// to a revision after which 10,000 changes landed: a page near its end, as
+// a ratio to the first page of the current list (the same size, and no log
+// to read), timed alternately so that both see the same load, and the rows
+// each read where the database counts them.
+func BenchmarkLatePageAfterChanges(b *testing.B) {
+	const changes, limit, runs = 10_000, 500, 10
+	for _, be := range storagetest.Backends() {
+		b.Run(be.Name, func(b *testing.B) {
+			s := be.Open(b)
+			rec := newQueryRecorder(b, s)
+			ctx := context.Background()
+			ingestPods(b, be.Name, s)
+			pin, _, err := s.Revision(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			rng := rand.New(rand.NewPCG(8, 8))
+			for i := range changes / benchBatch {
+				block := rng.IntN(benchObjects/benchBatch) * benchBatch
+				batch := make([]storage.Change, 0, benchBatch)
+				for j := block; j < block+benchBatch; j++ {
+					batch = append(batch, storage.Upsert(benchPod(rng, j, fmt.Sprint(2+i))))
+				}
+				if _, err := s.Apply(ctx, benchCluster(block), podsGVR, batch); err != nil {
+					b.Fatal(err)
+				}
+			}
+			first := storage.ListQuery{GVR: podsGVR, Limit: limit}
+			// Clusters sort east, north, west; ns-45 of west is the last
+			// tenth of the list.
+			late := first
+			late.Continue = storage.EncodeContinue(pin, first.Order(), &storage.Object{Key: storage.Key{Cluster: "west", Namespace: "ns-45", Name: "pod-"}})
+			var firstTime, lateTime time.Duration
+			for i := range runs {
+				f, l := timePage(b, s, first), timePage(b, s, late)
+				if i == 0 || f < firstTime {
+					firstTime = f
+				}
+				if i == 0 || l < lateTime {
+					lateTime = l
+				}
+			}
+			firstRows := rowsExamined(b, be, s, rec.record(func() { timePage(b, s, first) }), false)
+			lateRows := rowsExamined(b, be, s, rec.record(func() { timePage(b, s, late) }), false)
+			b.ReportMetric(float64(lateTime.Microseconds())/1000, "late-page-ms")
+			b.ReportMetric(float64(lateTime)/float64(firstTime), "late/first")
+			b.Logf("%s: first page %v (%d rows read); late page pinned before %d changes %v (%d rows read), ratio %.2fx",
+				be.Name, firstTime.Round(time.Microsecond), firstRows, changes, lateTime.Round(time.Microsecond), lateRows, float64(lateTime)/float64(firstTime))
+		})
+	}
+}
+
+// timePage lists one page of q and returns how long it took.
+func timePage(b *testing.B, s storage.Interface, q storage.ListQuery) time.Duration {
+	start := time.Now()
+	res, err := s.List(context.Background(), &q)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if len(res.Objects) != int(q.Limit) {
+		b.Fatalf("a page of %d objects, want %d", len(res.Objects), q.Limit)
+	}
+	return time.Since(start)
+}
+
 type benchQuery struct {
 	name string
 	q    storage.ListQuery
@@ -99,8 +175,8 @@ func benchQueries() []benchQuery {
 	}
 }
 
-func benchPod(rng *rand.Rand, i int) *unstructured.Unstructured {
-	return object("Pod", fmt.Sprintf("ns-%d", i%50), fmt.Sprintf("pod-%d", i), "1", func(u *unstructured.Unstructured) {
+func benchPod(rng *rand.Rand, i int, memberRV string) *unstructured.Unstructured {
+	return object("Pod", fmt.Sprintf("ns-%d", i%50), fmt.Sprintf("pod-%d", i), memberRV, func(u *unstructured.Unstructured) {
 		u.SetLabels(map[string]string{
 			"app":   appValues[rng.IntN(len(appValues))],
 			"shard": fmt.Sprintf("s%d", rng.IntN(1000)),

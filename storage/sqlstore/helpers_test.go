@@ -59,7 +59,7 @@ var (
 	nodes      = []string{"node-a", "node-b", "node-c"}
 )
 
-func generate(t *testing.T, s storage.Interface, rng *rand.Rand, perCluster int) *world {
+func generate(t testing.TB, s storage.Interface, rng *rand.Rand, perCluster int) *world {
 	t.Helper()
 	ctx := context.Background()
 	w := &world{objects: map[storage.Key]*storage.Object{}}
@@ -147,7 +147,7 @@ func (w *world) expect(q *storage.ListQuery) []storage.Key {
 
 // listAll pages through q and returns the keys in order and the revision of
 // the first page.
-func listAll(t *testing.T, s storage.Interface, q storage.ListQuery, between func()) ([]storage.Key, []storage.Object, int64) {
+func listAll(t testing.TB, s storage.Interface, q storage.ListQuery, between func()) ([]storage.Key, []storage.Object, int64) {
 	t.Helper()
 	var keys []storage.Key
 	var objs []storage.Object

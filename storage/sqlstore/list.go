@@ -282,7 +282,7 @@ func (s *Store) changedSince(tx *gorm.DB, q *storage.ListQuery, owners storage.O
 	var firsts []eventRow
 	firstEntries := func(db *gorm.DB) error {
 		var rows []eventRow
-		err := db.Select("cluster, namespace, name, MIN(revision) AS revision").Group("cluster, namespace, name").Scan(&rows).Error
+		err := db.Select("cluster, namespace, name, MIN(revision) AS revision").Group("cluster, namespace, name").Find(&rows).Error
 		firsts = append(firsts, rows...)
 		return err
 	}

@@ -331,7 +331,7 @@ func TestPagingUnderConcurrentWrites(t *testing.T) {
 	})
 }
 
-func reload(t *testing.T, s storage.Interface) *world {
+func reload(t testing.TB, s storage.Interface) *world {
 	w := &world{objects: map[storage.Key]*storage.Object{}}
 	for _, gvr := range []schema.GroupVersionResource{podsGVR, deploymentsGVR, replicaSetsGVR} {
 		_, objs, _ := listAll(t, s, storage.ListQuery{GVR: gvr}, nil)
