@@ -298,10 +298,10 @@ func (s *Store) changedSince(tx *gorm.DB, q *storage.ListQuery, owners storage.O
 	}
 	seen := map[storage.Key]bool{}
 	var revs []int64
-	for _, f := range firsts {
-		if k := (storage.Key{Cluster: f.Cluster, Namespace: f.Namespace, Name: f.Name}); !seen[k] {
+	for i := range firsts {
+		if k := firsts[i].event().Key; !seen[k] {
 			seen[k] = true
-			revs = append(revs, f.Revision)
+			revs = append(revs, firsts[i].Revision)
 		}
 	}
 	var out []storage.Object

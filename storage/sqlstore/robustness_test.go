@@ -242,7 +242,8 @@ func TestEntriesWithoutCreationTime(t *testing.T) {
 				changes = append(changes, storage.Upsert(costPod(i, "2")))
 			}
 		}
-		if _, err := s.Apply(ctx, clusters[0], podsGVR, changes); err != nil {
+		cur, err := s.Apply(ctx, clusters[0], podsGVR, changes)
+		if err != nil {
 			t.Fatal(err)
 		}
 		db := sqlstore.GormDB(s)
@@ -257,6 +258,13 @@ func TestEntriesWithoutCreationTime(t *testing.T) {
 			t.Fatalf("migrating again: %v", err)
 		}
 		defer s.Close()
+		// Reading entries without a creation time works as before.
+		if evs, err := s.Events(ctx, atPin.Revision, 1000); err != nil || int64(len(evs)) != cur-atPin.Revision {
+			t.Fatalf("events after the pin: %d, %v", len(evs), err)
+		}
+		if evs, _, err := s.History(ctx, podsGVR, cur, 10); err != nil || len(evs) != 10 {
+			t.Fatalf("history: %d, %v", len(evs), err)
+		}
 		for _, desc := range []bool{true, false} {
 			q := storage.ListQuery{GVR: podsGVR, Limit: 40, Revision: atPin.Revision, OrderBy: []storage.OrderBy{{Field: storage.OrderCreated, Desc: desc}}}
 			_, got, _ := listAll(t, s, q, nil)
