@@ -27,7 +27,9 @@ var orderColumns = map[storage.OrderField]string{
 // still in resources as they were; an object changed after R is in the log,
 // whose first entry after R holds its state at R in prev_object. Both are
 // read in one snapshot, so continuing a list at R neither skips nor repeats
-// objects however they change meanwhile.
+// objects however they change meanwhile. A page reads its rows and the log
+// of its own range of keys: for the orders an index serves, its cost is its
+// size, wherever it starts and however much was written since R.
 func (s *Store) List(ctx context.Context, q *storage.ListQuery) (*storage.ListResult, error) {
 	if err := q.Validate(); err != nil {
 		return nil, err
@@ -364,16 +366,12 @@ func orderSQL(order []storage.OrderBy) string {
 // seek selects the rows after last under order, or with after false the
 // rows at or before it: a range on the index that serves the order, rather
 // than an OFFSET. Row values, (a, b) > (?, ?), are what PostgreSQL and
-// SQLite turn into an index range; MariaDB reads every row from the start
-// of the index for them, so it gets the same condition spelled out:
-// a > ? OR (a = ? AND b > ?), which its range optimizer does make a range.
+// SQLite turn into an index range; MariaDB makes no range of them and
+// reads the resource's rows from one end of the index, so it gets the same
+// condition spelled out, a > ? OR (a = ? AND b > ?), of which its range
+// optimizer does make a range (given statistics: see dialect.analyze).
 // Orders that mix directions need the spelled-out form everywhere.
 func (d *dialect) seek(db *gorm.DB, order []storage.OrderBy, last *storage.Object, after bool) *gorm.DB {
-	cond, args := d.seekCondition(order, last, after)
-	return db.Where(cond, args...)
-}
-
-func (d *dialect) seekCondition(order []storage.OrderBy, last *storage.Object, after bool) (string, []any) {
 	// cmp compares a column (or row) with last's value in the direction of
 	// o and of the seek; the last column of an "at or before" may be equal.
 	cmp := func(o storage.OrderBy, final bool) string {
@@ -392,7 +390,7 @@ func (d *dialect) seekCondition(order []storage.OrderBy, last *storage.Object, a
 		for i, o := range order {
 			cols[i], args[i] = orderColumns[o.Field], orderValue(o.Field, last)
 		}
-		return "(" + strings.Join(cols, ", ") + ") " + cmp(order[0], true) + " (" + strings.TrimSuffix(strings.Repeat("?, ", len(cols)), ", ") + ")", args
+		return db.Where("("+strings.Join(cols, ", ")+") "+cmp(order[0], true)+" ("+strings.TrimSuffix(strings.Repeat("?, ", len(cols)), ", ")+")", args...)
 	}
 	var ors []string
 	var args []any
@@ -406,7 +404,7 @@ func (d *dialect) seekCondition(order []storage.OrderBy, last *storage.Object, a
 		args = append(args, orderValue(o.Field, last))
 		ors = append(ors, "("+strings.Join(ands, " AND ")+")")
 	}
-	return "(" + strings.Join(ors, " OR ") + ")", args
+	return db.Where("("+strings.Join(ors, " OR ")+")", args...)
 }
 
 func orderValue(f storage.OrderField, o *storage.Object) any {
