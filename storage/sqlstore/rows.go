@@ -46,19 +46,19 @@ type attributeRow struct {
 func (attributeRow) TableName() string { return attributesTable }
 
 type eventRow struct {
-	Revision  int64  `gorm:"column:revision;primaryKey;autoIncrement:false"`
-	Type      string `gorm:"column:type"`
-	Cluster   string `gorm:"column:cluster"`
-	Group     string `gorm:"column:api_group"`
-	Version   string `gorm:"column:version"`
-	Resource  string `gorm:"column:resource"`
-	Namespace string `gorm:"column:namespace"`
-	Name      string `gorm:"column:name"`
-	// Created is the creationTimestamp of the pre-image, or of the object
-	// when there is none: what a page ordered by it seeks on (changedSince).
-	Created    int64  `gorm:"column:created_at"`
+	Revision   int64  `gorm:"column:revision;primaryKey;autoIncrement:false"`
+	Type       string `gorm:"column:type"`
+	Cluster    string `gorm:"column:cluster"`
+	Group      string `gorm:"column:api_group"`
+	Version    string `gorm:"column:version"`
+	Resource   string `gorm:"column:resource"`
+	Namespace  string `gorm:"column:namespace"`
+	Name       string `gorm:"column:name"`
 	Object     []byte `gorm:"column:object"`
 	PrevObject []byte `gorm:"column:prev_object"`
+	// Created is the creationTimestamp of the pre-image, or of the object
+	// when there is none: what a page ordered by it seeks on (changedSince).
+	Created int64 `gorm:"column:created_at"`
 }
 
 func (eventRow) TableName() string { return eventsTable }
