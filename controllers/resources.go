@@ -23,6 +23,8 @@ type memberResources struct {
 	preferred map[string]string                            // group -> preferred version
 	versions  map[string][]string                          // group -> versions, preferred first
 	resources map[schema.GroupVersion][]metav1.APIResource // listable and watchable, no subresources
+	// partial: some groups failed discovery, so their resources are unknown.
+	partial bool
 }
 
 func discover(dc discovery.DiscoveryInterface) (*memberResources, error) {
@@ -32,7 +34,8 @@ func discover(dc discovery.DiscoveryInterface) (*memberResources, error) {
 	}
 	// A group that failed discovery (a broken aggregated API, say) is left
 	// out; the rest still syncs.
-	m := &memberResources{preferred: map[string]string{}, versions: map[string][]string{}, resources: map[schema.GroupVersion][]metav1.APIResource{}}
+	m := &memberResources{preferred: map[string]string{}, versions: map[string][]string{}, resources: map[schema.GroupVersion][]metav1.APIResource{},
+		partial: err != nil}
 	for _, g := range groups {
 		m.preferred[g.Name] = g.PreferredVersion.Version
 		for _, v := range g.Versions {

@@ -42,7 +42,7 @@ type Options struct {
 	BatchSize int
 	// FlushInterval is how long a change may wait for others to share its write.
 	FlushInterval time.Duration
-	// MaxPending blocks the watch while this many changes wait for storage.
+	// MaxPending holds the watch while this many changes wait for storage.
 	MaxPending int
 }
 
@@ -101,10 +101,13 @@ type Synchronizer struct {
 	onChange func()
 
 	// ctx is Run's: the reflector's store calls carry none of their own.
-	ctx      context.Context
-	mu       sync.Mutex
-	cond     *sync.Cond
-	pending  []pendingChange
+	ctx     context.Context
+	mu      sync.Mutex
+	pending []pendingChange
+	// written is closed, and replaced, whenever pending shrinks: an enqueue
+	// held by a full queue waits on it or on ctx, never on a condition
+	// variable that cancellation could not wake.
+	written  chan struct{}
 	status   Status
 	flushing sync.Mutex // one storage write at a time, in order
 	wake     chan struct{}
@@ -119,12 +122,10 @@ type pendingChange struct {
 // New makes a synchronizer; onChange is called when its Status changes.
 func New(cluster string, r Resource, client dynamic.Interface, store storage.Interface, opts Options, onChange func()) *Synchronizer {
 	opts.defaults()
-	s := &Synchronizer{
+	return &Synchronizer{
 		cluster: cluster, resource: r, client: client, store: store, opts: opts, onChange: onChange,
-		status: Status{State: clusterv1alpha1.SyncStatePending}, wake: make(chan struct{}, 1),
+		status: Status{State: clusterv1alpha1.SyncStatePending}, wake: make(chan struct{}, 1), written: make(chan struct{}),
 	}
-	s.cond = sync.NewCond(&s.mu)
-	return s
 }
 
 // Status returns the current state.
@@ -134,7 +135,13 @@ func (s *Synchronizer) Status() Status {
 	return s.status
 }
 
-// Run syncs until ctx ends, then writes what is pending and returns.
+// Run syncs until ctx ends, and returns once every storage call it made has
+// returned, so that a synchronizer started after it never races its writes.
+// Changes not yet written when ctx ends are dropped rather than written with
+// a context of their own, which a stalled storage would hold for as long as
+// it allowed: every synchronizer starts with a list diffed against the
+// stored member resourceVersions, so the next one of the resource writes
+// them, and the cluster's or resource's removal deletes them anyway.
 func (s *Synchronizer) Run(ctx context.Context) {
 	logger := log.FromContext(ctx).WithValues("cluster", s.cluster, "resource", s.resource.GVR.String())
 	ctx = log.IntoContext(ctx, logger)
@@ -186,12 +193,6 @@ func (s *Synchronizer) Run(ctx context.Context) {
 		}
 	}
 	<-flushDone
-	// A last write of what the watch delivered, with a fresh context.
-	final, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	if err := s.flush(final); err != nil {
-		logger.Error(err, "writing pending changes at stop")
-	}
 }
 
 // flushLoop writes pending changes when a batch is full or FlushInterval
@@ -260,12 +261,17 @@ func (s *Synchronizer) flush(ctx context.Context) error {
 		}
 		s.status.LastSyncTime = now
 		count := s.status.Count
-		s.cond.Broadcast()
+		close(s.written)
+		s.written = make(chan struct{})
 		s.mu.Unlock()
 		syncedObjects.WithLabelValues(s.cluster, s.resource.GVR.Resource).Set(float64(count))
 	}
 }
 
+// enqueue queues a change for storage. While MaxPending changes wait, it
+// holds the watch rather than grow without bound, until storage catches up
+// or Run's context ends: then the change is dropped, as Run drops what is
+// pending.
 func (s *Synchronizer) enqueue(obj any, deleted bool, added int64) error {
 	u, err := s.object(obj)
 	if err != nil {
@@ -275,25 +281,40 @@ func (s *Synchronizer) enqueue(obj any, deleted bool, added int64) error {
 	typ := "update"
 	switch {
 	case deleted:
-		change, typ = storage.Delete(u.GetNamespace(), u.GetName()), "delete"
+		// At the deleted object's resourceVersion, so that a delete arriving
+		// late cannot remove a newer object of the same name.
+		change, typ = storage.DeleteAt(u.GetNamespace(), u.GetName(), u.GetResourceVersion()), "delete"
 	case added > 0:
 		typ = "add"
 	}
 	syncEvents.WithLabelValues(s.cluster, s.resource.GVR.Resource, typ).Inc()
 	s.mu.Lock()
 	for len(s.pending) >= s.opts.MaxPending {
-		s.cond.Wait() // storage is behind: hold the watch rather than grow without bound
+		written := s.written
+		s.mu.Unlock()
+		s.flushSoon()
+		select {
+		case <-s.ctx.Done():
+			return s.ctx.Err()
+		case <-written:
+		}
+		s.mu.Lock()
 	}
 	s.pending = append(s.pending, pendingChange{change: change, received: time.Now(), added: added})
 	full := len(s.pending) >= s.opts.BatchSize
 	s.mu.Unlock()
 	if full {
-		select {
-		case s.wake <- struct{}{}:
-		default:
-		}
+		s.flushSoon()
 	}
 	return nil
+}
+
+// flushSoon wakes flushLoop before its interval ends.
+func (s *Synchronizer) flushSoon() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
 }
 
 // apply writes a batch. Storage writes every object it can hold and names
@@ -318,11 +339,12 @@ func (s *Synchronizer) apply(ctx context.Context, changes []storage.Change) erro
 	return nil
 }
 
-// replace makes storage equal to a full list: upserts of what changed, by
-// member resourceVersion, and deletes of what the member no longer has.
-// Objects whose resourceVersion is unchanged are not rewritten, so a restart
-// costs one read of the stored versions.
-func (s *Synchronizer) replace(items []any) error {
+// replace makes storage equal to a full list at the member's
+// resourceVersion listRV: upserts of what changed, by member
+// resourceVersion, and deletes, as of listRV, of what the member no longer
+// has. Objects whose resourceVersion is unchanged are not rewritten, so a
+// restart costs one read of the stored versions.
+func (s *Synchronizer) replace(items []any, listRV string) error {
 	ctx := s.ctx
 	if err := s.flush(ctx); err != nil {
 		return err
@@ -346,7 +368,7 @@ func (s *Synchronizer) replace(items []any) error {
 		delete(stored, k)
 	}
 	for k := range stored {
-		changes = append(changes, storage.Delete(k.Namespace, k.Name))
+		changes = append(changes, storage.DeleteAt(k.Namespace, k.Name, listRV))
 	}
 	for start := 0; start < len(changes); start += s.opts.BatchSize {
 		if err := s.apply(ctx, changes[start:min(start+s.opts.BatchSize, len(changes))]); err != nil {
@@ -408,7 +430,7 @@ type reflectorSink Synchronizer
 func (r *reflectorSink) Add(obj any) error    { return (*Synchronizer)(r).enqueue(obj, false, 1) }
 func (r *reflectorSink) Update(obj any) error { return (*Synchronizer)(r).enqueue(obj, false, 0) }
 func (r *reflectorSink) Delete(obj any) error { return (*Synchronizer)(r).enqueue(obj, true, -1) }
-func (r *reflectorSink) Replace(items []any, _ string) error {
-	return (*Synchronizer)(r).replace(items)
+func (r *reflectorSink) Replace(items []any, listRV string) error {
+	return (*Synchronizer)(r).replace(items, listRV)
 }
 func (r *reflectorSink) Resync() error { return nil }
