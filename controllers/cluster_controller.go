@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -283,7 +284,11 @@ func (r *ClusterReconciler) sync(ctx context.Context, c *clusterv1alpha1.Cluster
 		}
 	}
 	if c.Spec.SyncAllCustomResources {
-		crds, err := customResourceSelections(ctx, dyn)
+		md, err := metadata.NewForConfig(cfg)
+		if err != nil {
+			return requeue, err
+		}
+		crds, err := customResourceSelections(ctx, md)
 		if err != nil {
 			problems = append(problems, "listing CRDs: "+err.Error())
 			partial = true
