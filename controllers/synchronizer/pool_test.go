@@ -153,8 +153,8 @@ func (m *member) createConfigMap(t *testing.T, name string) {
 }
 
 // waitConverged waits until storage holds the member's config maps at the
-// member's resourceVersions.
-func waitConverged(t *testing.T, store storage.Interface, m *member) {
+// member's resourceVersions, as the cluster's.
+func waitConverged(t *testing.T, store storage.Interface, cluster string, m *member) {
 	t.Helper()
 	testenv.Eventually(t, time.Minute, func() error {
 		list, err := m.dyn.Resource(configMaps.GVR).List(context.Background(), metav1.ListOptions{})
@@ -165,7 +165,7 @@ func waitConverged(t *testing.T, store storage.Interface, m *member) {
 		for _, o := range list.Items {
 			want[storage.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}] = o.GetResourceVersion()
 		}
-		got, err := store.MemberVersions(context.Background(), "east", configMaps.GVR)
+		got, err := store.MemberVersions(context.Background(), cluster, configMaps.GVR)
 		if err != nil {
 			return err
 		}
@@ -221,7 +221,7 @@ func TestStopWhileStorageStalls(t *testing.T) {
 		if err := p.Ensure(ctx, "east", "id", m.dyn, sel); err != nil {
 			t.Fatal(err)
 		}
-		waitConverged(t, store, m)
+		waitConverged(t, store, "east", m)
 		store.hold(false)
 		for i := range 10 {
 			m.createConfigMap(t, fmt.Sprintf("watched-%d", i))
@@ -276,7 +276,7 @@ func TestRestartStopsTheOldFirst(t *testing.T) {
 	if err := p.Ensure(ctx, "east", "id", m.dyn, sel); err != nil {
 		t.Fatal(err)
 	}
-	waitConverged(t, store, m)
+	waitConverged(t, store, "east", m)
 
 	// The old synchronizer's write of x's update is held in flight.
 	store.hold(true)
@@ -314,7 +314,7 @@ func TestRestartStopsTheOldFirst(t *testing.T) {
 	if log := store.entries(); len(log) <= inFlight || log[inFlight] != fmt.Sprintf("end %d", inFlight) {
 		t.Fatalf("storage calls began while the old synchronizer's write was in flight (call %d): %v", inFlight, log)
 	}
-	waitConverged(t, store, m)
+	waitConverged(t, store, "east", m)
 }
 
 // poll waits until cond holds, or d has passed.
@@ -363,14 +363,8 @@ func TestSweepOrphans(t *testing.T) {
 			t.Errorf("%s pods: want kept %v, got %v", cluster, kept, err)
 		}
 	}
-	for _, cluster := range []string{"east", "partial"} {
-		testenv.Eventually(t, time.Minute, func() error {
-			if v, err := store.MemberVersions(ctx, cluster, configMaps.GVR); err != nil || len(v) != 1 {
-				return fmt.Errorf("%s config maps: %v, %v", cluster, v, err)
-			}
-			return nil
-		})
-	}
+	waitConverged(t, store, "east", m)
+	waitConverged(t, store, "partial", m)
 	// A full selection of "partial" resolves it: its pods are orphans now.
 	if err := p.Ensure(ctx, "partial", "id", m.dyn, Selection{Resources: []Resource{configMaps}}); err != nil {
 		t.Fatal(err)
@@ -381,9 +375,7 @@ func TestSweepOrphans(t *testing.T) {
 	if _, err := store.Get(ctx, storage.Key{Cluster: "partial", GVR: pods, Namespace: "ns", Name: "p"}); err == nil {
 		t.Error("partial pods kept once the cluster is resolved")
 	}
-	if v, err := store.MemberVersions(ctx, "partial", configMaps.GVR); err != nil || len(v) != 1 {
-		t.Errorf("partial config maps after the sweep: %v, %v", v, err)
-	}
+	waitConverged(t, store, "partial", m)
 }
 
 // object is a member object at member resourceVersion 1.
