@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -98,7 +100,7 @@ func (s *stallingStore) heldCount() int {
 }
 
 func (s *stallingStore) Apply(ctx context.Context, cluster string, gvr schema.GroupVersionResource, changes []storage.Change) (int64, error) {
-	n := s.record("apply")
+	n := s.record(fmt.Sprintf("apply %d", len(changes)))
 	defer s.record(fmt.Sprintf("end %d", n))
 	s.mu.Lock()
 	stall, pastCancel := s.stall, s.pastCancel
@@ -382,4 +384,35 @@ func TestSweepOrphans(t *testing.T) {
 func object(kind, name string) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": kind,
 		"metadata": map[string]any{"name": name, "namespace": "ns", "resourceVersion": "1"}}}
+}
+
+// TestListStreamsPages: the initial list is written to storage a page at a
+// time as the pages arrive, never held whole: no write carries more than a
+// page, whatever the batch size.
+func TestListStreamsPages(t *testing.T) {
+	m := startMember(t)
+	for i := range 25 {
+		m.createConfigMap(t, fmt.Sprintf("cm-%d", i))
+	}
+	store := newStallingStore(t)
+	const pageSize = 10
+	p := NewPool(store, Options{PageSize: pageSize, BatchSize: 500}, func(string) {})
+	t.Cleanup(p.StopAll)
+	if err := p.Ensure(context.Background(), "east", "id", m.dyn, Selection{Resources: []Resource{configMaps}}); err != nil {
+		t.Fatal(err)
+	}
+	waitConverged(t, store, "east", m)
+	written := 0
+	for _, e := range store.entries() {
+		if n, ok := strings.CutPrefix(e, "apply "); ok {
+			size, _ := strconv.Atoi(n)
+			if size > pageSize {
+				t.Fatalf("one write of %d objects, more than a page (%d): %v", size, pageSize, store.entries())
+			}
+			written += size
+		}
+	}
+	if written < 25 {
+		t.Fatalf("%d objects written, want the 25 config maps at least", written)
+	}
 }

@@ -154,18 +154,17 @@ func (s *Synchronizer) Run(ctx context.Context) {
 	}()
 
 	ri := s.client.Resource(s.resource.GVR)
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return ri.List(ctx, o)
+	lw := listStreamedToStorage{&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, _ metav1.ListOptions) (runtime.Object, error) {
+			return s.list(ctx, ri)
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			return ri.Watch(ctx, o)
 		},
-	}
+	}}
 	r := cache.NewReflectorWithOptions(lw, &unstructured.Unstructured{}, (*reflectorSink)(s), cache.ReflectorOptions{
 		Name: s.cluster + "/" + s.resource.GVR.String(),
 	})
-	r.WatchListPageSize = s.opts.PageSize
 
 	// The backoff of client-go's reflector: from 0.8s to 30s, reset after two
 	// healthy minutes.
@@ -339,48 +338,82 @@ func (s *Synchronizer) apply(ctx context.Context, changes []storage.Change) erro
 	return nil
 }
 
-// replace makes storage equal to a full list at the member's
-// resourceVersion listRV: upserts of what changed, by member
-// resourceVersion, and deletes, as of listRV, of what the member no longer
-// has. Objects whose resourceVersion is unchanged are not rewritten, so a
-// restart costs one read of the stored versions.
-func (s *Synchronizer) replace(items []any, listRV string) error {
-	ctx := s.ctx
+// listStreamedToStorage is the reflector's lister and watcher. Its lists
+// are written to storage as they arrive (see list), so it declines the
+// watch-list stream, which the reflector would gather whole in memory.
+type listStreamedToStorage struct{ *cache.ListWatch }
+
+func (listStreamedToStorage) IsWatchListSemanticsUnSupported() bool { return true }
+
+// list makes storage equal to the member, a page at a time: upserts of what
+// changed, by member resourceVersion, and, after the last page, deletes of
+// what the member no longer has, as of the list's resourceVersion. It
+// returns an empty list at that resourceVersion, from which the reflector
+// watches. Memory is bounded by a page and an index of the stored member
+// resourceVersions, never the whole member; objects whose resourceVersion is
+// unchanged are not rewritten, so a restart costs one read of that index.
+func (s *Synchronizer) list(ctx context.Context, ri dynamic.ResourceInterface) (runtime.Object, error) {
 	if err := s.flush(ctx); err != nil {
-		return err
+		return nil, err
 	}
 	s.flushing.Lock()
 	defer s.flushing.Unlock()
 	stored, err := s.store.MemberVersions(ctx, s.cluster, s.resource.GVR)
 	if err != nil {
-		return fmt.Errorf("reading stored versions: %w", err)
+		return nil, fmt.Errorf("reading stored versions: %w", err)
 	}
-	var changes []storage.Change
-	for _, item := range items {
-		u, err := s.object(item)
+	var count int64
+	// A consistent read, paged by the member whatever resourceVersion the
+	// reflector would relist from.
+	opts := metav1.ListOptions{Limit: s.opts.PageSize}
+	for {
+		page, err := ri.List(ctx, opts)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		k := storage.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()}
-		if v, ok := stored[k]; !ok || v != u.GetResourceVersion() {
-			changes = append(changes, storage.Upsert(u))
+		var changes []storage.Change
+		for i := range page.Items {
+			u, _ := s.object(&page.Items[i])
+			k := storage.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()}
+			if v, ok := stored[k]; !ok || v != u.GetResourceVersion() {
+				changes = append(changes, storage.Upsert(u))
+			}
+			delete(stored, k)
 		}
-		delete(stored, k)
+		if err := s.applyBatches(ctx, changes); err != nil {
+			return nil, err
+		}
+		count += int64(len(page.Items))
+		syncEvents.WithLabelValues(s.cluster, s.resource.GVR.Resource, "list").Add(float64(len(page.Items)))
+		if opts.Continue = page.GetContinue(); opts.Continue != "" {
+			continue
+		}
+		listRV := page.GetResourceVersion()
+		changes = changes[:0]
+		for k := range stored {
+			changes = append(changes, storage.DeleteAt(k.Namespace, k.Name, listRV))
+		}
+		if err := s.applyBatches(ctx, changes); err != nil {
+			return nil, err
+		}
+		syncedObjects.WithLabelValues(s.cluster, s.resource.GVR.Resource).Set(float64(count))
+		s.mu.Lock()
+		s.status = Status{State: clusterv1alpha1.SyncStateSynced, Count: count, LastSyncTime: time.Now()}
+		s.mu.Unlock()
+		s.onChange()
+		return &unstructured.UnstructuredList{Object: map[string]any{
+			"apiVersion": "v1", "kind": "List", "metadata": map[string]any{"resourceVersion": listRV},
+		}}, nil
 	}
-	for k := range stored {
-		changes = append(changes, storage.DeleteAt(k.Namespace, k.Name, listRV))
-	}
+}
+
+// applyBatches writes changes BatchSize at a time.
+func (s *Synchronizer) applyBatches(ctx context.Context, changes []storage.Change) error {
 	for start := 0; start < len(changes); start += s.opts.BatchSize {
 		if err := s.apply(ctx, changes[start:min(start+s.opts.BatchSize, len(changes))]); err != nil {
 			return fmt.Errorf("writing list: %w", err)
 		}
 	}
-	syncEvents.WithLabelValues(s.cluster, s.resource.GVR.Resource, "list").Add(float64(len(items)))
-	syncedObjects.WithLabelValues(s.cluster, s.resource.GVR.Resource).Set(float64(len(items)))
-	s.mu.Lock()
-	s.status = Status{State: clusterv1alpha1.SyncStateSynced, Count: int64(len(items)), LastSyncTime: time.Now()}
-	s.mu.Unlock()
-	s.onChange()
 	return nil
 }
 
@@ -430,7 +463,12 @@ type reflectorSink Synchronizer
 func (r *reflectorSink) Add(obj any) error    { return (*Synchronizer)(r).enqueue(obj, false, 1) }
 func (r *reflectorSink) Update(obj any) error { return (*Synchronizer)(r).enqueue(obj, false, 0) }
 func (r *reflectorSink) Delete(obj any) error { return (*Synchronizer)(r).enqueue(obj, true, -1) }
-func (r *reflectorSink) Replace(items []any, listRV string) error {
-	return (*Synchronizer)(r).replace(items, listRV)
+
+// Replace follows a list, which list has already written to storage.
+func (r *reflectorSink) Replace(items []any, _ string) error {
+	if len(items) > 0 {
+		return fmt.Errorf("a list of %d objects not written by the synchronizer's lister", len(items))
+	}
+	return nil
 }
 func (r *reflectorSink) Resync() error { return nil }
