@@ -96,8 +96,8 @@ func SetupWithManager(mgr ctrl.Manager, store storage.Interface, opts Options) e
 		events: make(chan event.TypedGenericEvent[*clusterv1alpha1.Cluster], 1024),
 	}
 	r.Pool = synchronizer.NewPool(store, opts.Sync, r.syncStateChanged)
-	// On shutdown, every synchronizer writes what it has pending before the
-	// manager returns.
+	// On shutdown, no synchronizer outlives the manager: each has stopped,
+	// its storage call in flight returned, before the manager returns.
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		<-ctx.Done()
 		r.Pool.StopAll()

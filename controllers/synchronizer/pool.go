@@ -184,8 +184,8 @@ func (p *Pool) Stop(cluster string) {
 	p.wantSweep()
 }
 
-// StopAll stops every synchronizer, each after writing what it has
-// pending; objects stay in storage.
+// StopAll stops every synchronizer, each once its storage call in flight
+// has returned; objects stay in storage.
 func (p *Pool) StopAll() {
 	p.mu.Lock()
 	p.stopped = true
