@@ -16,8 +16,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -85,17 +87,29 @@ func SetupWithManager(mgr ctrl.Manager, store storage.Interface, opts Options) e
 	if err := opts.Validate(); err != nil {
 		return err
 	}
+	if opts.MaxConcurrentReconciles == 0 {
+		opts.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
+	}
 	r := &ClusterReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), SecretNamespace: opts.SecretNamespace,
 		Store: store, HealthInterval: opts.HealthInterval,
 		events: make(chan event.TypedGenericEvent[*clusterv1alpha1.Cluster], 1024),
 	}
 	r.Pool = synchronizer.NewPool(store, opts.Sync, r.syncStateChanged)
-	// On shutdown, every synchronizer writes what it has pending before the
-	// manager returns.
+	// On shutdown, no synchronizer outlives the manager: each has stopped,
+	// its storage call in flight returned, before the manager returns.
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		<-ctx.Done()
 		r.Pool.StopAll()
+		return nil
+	})); err != nil {
+		return err
+	}
+	// The leader, which alone runs synchronizers, removes what no Cluster
+	// selects any more: at start for what changed while no controller ran,
+	// then whenever a cluster's resources become known.
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		r.Pool.SweepOrphans(ctx, r.clusterNames)
 		return nil
 	})); err != nil {
 		return err
@@ -113,7 +127,22 @@ func SetupWithManager(mgr ctrl.Manager, store storage.Interface, opts Options) e
 		Watches(&clusterv1alpha1.ClusterSyncResources{}, handler.EnqueueRequestsFromMapFunc(r.clustersReferencing)).
 		WatchesRawSource(source.Channel(r.events, &handler.TypedEnqueueRequestForObject[*clusterv1alpha1.Cluster]{})).
 		Named("cluster").
+		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
 		Complete(r)
+}
+
+// clusterNames lists every Cluster of the host, from the cache, which the
+// list waits for to be synced.
+func (r *ClusterReconciler) clusterNames(ctx context.Context) ([]string, error) {
+	var list clusterv1alpha1.ClusterList
+	if err := r.List(ctx, &list); err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(list.Items))
+	for _, c := range list.Items {
+		names = append(names, c.Name)
+	}
+	return names, nil
 }
 
 // syncStateChanged asks for a reconcile so the status shows the change. A
@@ -241,18 +270,28 @@ func (r *ClusterReconciler) sync(ctx context.Context, c *clusterv1alpha1.Cluster
 	}
 	selections := slices.Clone(c.Spec.SyncResources)
 	var problems []string
+	// partial: what is selected could not be read in full. Resources missing
+	// from such a selection may still be wanted, so they keep syncing and
+	// none of their objects is removed.
+	partial := false
 	if ref := c.Spec.SyncResourcesRef; ref != "" {
 		var shared clusterv1alpha1.ClusterSyncResources
 		if err := r.Get(ctx, client.ObjectKey{Name: ref}, &shared); err != nil {
 			problems = append(problems, fmt.Sprintf("ClusterSyncResources %q: %v", ref, err))
+			partial = partial || !apierrors.IsNotFound(err)
 		} else {
 			selections = append(selections, shared.Spec.SyncResources...)
 		}
 	}
 	if c.Spec.SyncAllCustomResources {
-		crds, err := customResourceSelections(ctx, dyn)
+		md, err := metadata.NewForConfig(cfg)
+		if err != nil {
+			return requeue, err
+		}
+		crds, err := customResourceSelections(ctx, md)
 		if err != nil {
 			problems = append(problems, "listing CRDs: "+err.Error())
+			partial = true
 		}
 		// The CRDs themselves too: the API server takes their printer columns
 		// for Table output of the custom resources.
@@ -269,7 +308,8 @@ func (r *ClusterReconciler) sync(ctx context.Context, c *clusterv1alpha1.Cluster
 	for i := range resources {
 		resources[i].KeepSecretData = c.Spec.SecretData == clusterv1alpha1.SecretDataKeep
 	}
-	if err := r.Pool.Ensure(ctx, c.Name, configID, dyn, resources); err != nil {
+	sel := synchronizer.Selection{Resources: resources, Partial: partial || member.partial}
+	if err := r.Pool.Ensure(ctx, c.Name, configID, dyn, sel); err != nil {
 		return requeue, err
 	}
 	r.fillSyncStatus(c.Name, status)

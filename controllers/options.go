@@ -20,12 +20,20 @@ type Options struct {
 	CompactionInterval time.Duration
 	// SecretNamespace is the only namespace whose Secrets Clusters may name.
 	SecretNamespace string
+	// MaxConcurrentReconciles is how many Clusters are reconciled at once;
+	// 0 is DefaultMaxConcurrentReconciles.
+	MaxConcurrentReconciles int
 }
+
+// DefaultMaxConcurrentReconciles: a reconcile mostly waits on the member
+// (health check, discovery), so a few run side by side on any machine.
+const DefaultMaxConcurrentReconciles = 4
 
 // AddFlags binds the options to flags, with their defaults.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.HealthInterval, "cluster-health-interval", 30*time.Second, "How often each member is health-checked and its resources rediscovered.")
 	fs.DurationVar(&o.CompactionInterval, "compaction-interval", 5*time.Minute, "How often the change log is compacted to the revision of the previous time (watches and continue tokens stay valid at least this long); 0 disables.")
+	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", DefaultMaxConcurrentReconciles, "How many Clusters are reconciled (health-checked, rediscovered) at once.")
 	fs.StringVar(&o.SecretNamespace, "secret-namespace", podNamespace(), "The only namespace whose Secrets Clusters may name as member credentials (default: the pod's namespace).")
 	fs.BoolVar(&o.Sync.KeepManagedFields, "keep-managed-fields", false, "Store metadata.managedFields (dropped by default).")
 	fs.BoolVar(&o.Sync.KeepLastApplied, "keep-last-applied", false, "Store the kubectl last-applied-configuration annotation (dropped by default; always dropped from Secrets whose data is).")
@@ -39,6 +47,9 @@ func (o *Options) Validate() error {
 	var errs []error
 	if o.HealthInterval <= 0 {
 		errs = append(errs, errors.New("cluster-health-interval must be positive"))
+	}
+	if o.MaxConcurrentReconciles < 0 {
+		errs = append(errs, errors.New("max-concurrent-reconciles must not be negative"))
 	}
 	if o.CompactionInterval < 0 {
 		errs = append(errs, errors.New("compaction-interval must not be negative"))

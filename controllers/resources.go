@@ -6,10 +6,9 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
 
 	clusterv1alpha1 "github.com/panorama-io/panorama/apis/cluster/v1alpha1"
 	"github.com/panorama-io/panorama/controllers/synchronizer"
@@ -23,6 +22,8 @@ type memberResources struct {
 	preferred map[string]string                            // group -> preferred version
 	versions  map[string][]string                          // group -> versions, preferred first
 	resources map[schema.GroupVersion][]metav1.APIResource // listable and watchable, no subresources
+	// partial: some groups failed discovery, so their resources are unknown.
+	partial bool
 }
 
 func discover(dc discovery.DiscoveryInterface) (*memberResources, error) {
@@ -32,7 +33,8 @@ func discover(dc discovery.DiscoveryInterface) (*memberResources, error) {
 	}
 	// A group that failed discovery (a broken aggregated API, say) is left
 	// out; the rest still syncs.
-	m := &memberResources{preferred: map[string]string{}, versions: map[string][]string{}, resources: map[schema.GroupVersion][]metav1.APIResource{}}
+	m := &memberResources{preferred: map[string]string{}, versions: map[string][]string{}, resources: map[schema.GroupVersion][]metav1.APIResource{},
+		partial: err != nil}
 	for _, g := range groups {
 		m.preferred[g.Name] = g.PreferredVersion.Version
 		for _, v := range g.Versions {
@@ -54,17 +56,18 @@ func discover(dc discovery.DiscoveryInterface) (*memberResources, error) {
 	return m, nil
 }
 
-// customResourceSelections selects every resource a CRD of the member serves.
-func customResourceSelections(ctx context.Context, dyn dynamic.Interface) ([]clusterv1alpha1.GroupResources, error) {
-	list, err := dyn.Resource(storage.CRDResource).List(ctx, metav1.ListOptions{})
+// customResourceSelections selects every resource a CRD of the member
+// serves. It lists the CRDs' metadata only: a CRD is named
+// <plural>.<group> (kube-apiserver insists), and its schemas, often
+// hundreds of KiB, would cost every health check dearly.
+func customResourceSelections(ctx context.Context, md metadata.Interface) ([]clusterv1alpha1.GroupResources, error) {
+	list, err := md.Resource(storage.CRDResource).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
 	var out []clusterv1alpha1.GroupResources
 	for _, crd := range list.Items {
-		group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
-		plural, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "plural")
-		if group != "" && plural != "" {
+		if plural, group, ok := strings.Cut(crd.Name, "."); ok && plural != "" && group != "" {
 			out = append(out, clusterv1alpha1.GroupResources{Group: group, Resources: []string{plural}})
 		}
 	}

@@ -88,7 +88,8 @@ type Interface interface {
 	DeleteResource(ctx context.Context, cluster string, gvr schema.GroupVersionResource) (int64, error)
 	// DeleteOrphans removes every object of the cluster/resource pairs not
 	// in keep: what is left of resources deselected, or clusters deleted,
-	// while no synchronizer ran. Each removal is logged.
+	// while no synchronizer ran. A pair with a zero GVR keeps every resource
+	// of its cluster. Each removal is logged.
 	DeleteOrphans(ctx context.Context, keep []ClusterResource) (int64, error)
 	// Get returns one object; ErrNotFound when absent.
 	Get(ctx context.Context, key Key) (*Object, error)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -26,6 +27,13 @@ type Pool struct {
 	// stopped is set by StopAll: a reconcile still in flight during shutdown
 	// must not start synchronizers that would outlive the process's manager.
 	stopped bool
+
+	// sweeping is held by a sweep of orphans, and shared by every Ensure: a
+	// sweep judges what is orphaned by the synchronizers running, which must
+	// not change until its deletes are done.
+	sweeping sync.RWMutex
+	// sweepWanted asks SweepOrphans for another sweep.
+	sweepWanted chan struct{}
 }
 
 // ErrStopped is returned by Ensure after StopAll.
@@ -34,6 +42,19 @@ var ErrStopped = errors.New("the synchronizer pool is stopped")
 type clusterSyncs struct {
 	config string // identity of the connection: a change restarts everything
 	syncs  map[schema.GroupVersionResource]*running
+	// resolved: the last Selection was complete, so syncs is every resource
+	// of the cluster that storage should hold.
+	resolved bool
+}
+
+// Selection is what one cluster should sync.
+type Selection struct {
+	Resources []Resource
+	// Partial says that some selected resources could not be resolved (a
+	// group failed discovery, the CRDs or a shared selection could not be
+	// read): synchronizers of resources missing from Resources keep running,
+	// and nothing stored of the cluster counts as orphaned.
+	Partial bool
 }
 
 type running struct {
@@ -46,14 +67,19 @@ type running struct {
 // NewPool makes a pool of synchronizers, which run until stopped. onChange
 // is called with a cluster's name when one of its synchronizers changes state.
 func NewPool(store storage.Interface, opts Options, onChange func(cluster string)) *Pool {
-	return &Pool{store: store, opts: opts, onChange: onChange, clusters: map[string]*clusterSyncs{}}
+	return &Pool{store: store, opts: opts, onChange: onChange, clusters: map[string]*clusterSyncs{}, sweepWanted: make(chan struct{}, 1)}
 }
 
-// Ensure makes the cluster's synchronizers exactly resources: it starts the
-// missing ones, and stops the ones no longer wanted and removes their
-// objects from storage. configID identifies the connection; when it changes
-// every synchronizer restarts (their objects stay).
-func (p *Pool) Ensure(ctx context.Context, cluster, configID string, client dynamic.Interface, resources []Resource) error {
+// Ensure makes the cluster's synchronizers exactly the selected resources:
+// it starts the missing ones, and stops the ones no longer wanted (unless
+// the selection is partial) and removes their objects from storage.
+// configID identifies the connection; when it changes every synchronizer
+// restarts (their objects stay). A synchronizer is always stopped, its last
+// storage call returned, before the one replacing it starts: a late write of
+// the old one could otherwise bring back an object the new one deleted.
+func (p *Pool) Ensure(ctx context.Context, cluster, configID string, client dynamic.Interface, sel Selection) error {
+	p.sweeping.RLock()
+	defer p.sweeping.RUnlock()
 	p.mu.Lock()
 	if p.stopped {
 		p.mu.Unlock()
@@ -74,7 +100,7 @@ func (p *Pool) Ensure(ctx context.Context, cluster, configID string, client dyna
 		cs.config = configID
 	}
 	want := map[schema.GroupVersionResource]Resource{}
-	for _, res := range resources {
+	for _, res := range sel.Resources {
 		want[res.GVR] = res
 	}
 	// A resource whose objects are now stored differently (Secret data kept
@@ -82,11 +108,14 @@ func (p *Pool) Ensure(ctx context.Context, cluster, configID string, client dyna
 	// not rewrite the unchanged objects.
 	var removed []*running
 	for gvr, r := range cs.syncs {
-		if res, ok := want[gvr]; !ok || res != r.resource {
+		res, ok := want[gvr]
+		if (!ok && !sel.Partial) || (ok && res != r.resource) {
 			removed = append(removed, r)
 			delete(cs.syncs, gvr)
 		}
 	}
+	newlyResolved := !sel.Partial && !cs.resolved
+	cs.resolved = !sel.Partial
 	p.mu.Unlock()
 
 	for _, r := range restart {
@@ -108,10 +137,15 @@ func (p *Pool) Ensure(ctx context.Context, cluster, configID string, client dyna
 	if p.clusters[cluster] != cs {
 		return nil // stopped meanwhile
 	}
-	for _, res := range resources {
+	for _, res := range sel.Resources {
 		if _, ok := cs.syncs[res.GVR]; !ok {
 			cs.syncs[res.GVR] = p.start(cluster, res, client)
 		}
+	}
+	if newlyResolved {
+		// What is stored of the cluster beyond its selection, deselected while
+		// no synchronizer ran, can only now be told orphaned.
+		p.wantSweep()
 	}
 	return nil
 }
@@ -146,10 +180,12 @@ func (p *Pool) Stop(cluster string) {
 	for _, r := range cs.syncs {
 		stop(r)
 	}
+	// A cluster whose Cluster is gone without its finalizer leaves orphans.
+	p.wantSweep()
 }
 
-// StopAll stops every synchronizer, each after writing what it has
-// pending; objects stay in storage.
+// StopAll stops every synchronizer, each once its storage call in flight
+// has returned; objects stay in storage.
 func (p *Pool) StopAll() {
 	p.mu.Lock()
 	p.stopped = true
@@ -174,4 +210,81 @@ func (p *Pool) Statuses(cluster string) map[Resource]Status {
 		}
 	}
 	return out
+}
+
+func (p *Pool) wantSweep() {
+	select {
+	case p.sweepWanted <- struct{}{}:
+	default:
+	}
+}
+
+// sweepRetry is how soon a failed sweep of orphans is tried again.
+const sweepRetry = 10 * time.Second
+
+// SweepOrphans removes from storage what no cluster selects any more: every
+// resource of a cluster that does not exist (deleted while no controller
+// ran), and every resource of a resolved cluster beyond the ones it syncs
+// (deselected meanwhile). What is stored of a cluster whose resources are
+// not known in full (not running: paused, unreachable, refused; or its last
+// selection partial) is kept. clusters lists the clusters that exist. It
+// sweeps at once, then each time a cluster becomes resolved or stops, until
+// ctx ends.
+func (p *Pool) SweepOrphans(ctx context.Context, clusters func(context.Context) ([]string, error)) {
+	logger := log.FromContext(ctx).WithName("orphans")
+	p.wantSweep()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.sweepWanted:
+		}
+		if err := p.sweep(ctx, clusters); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			logger.Error(err, "sweeping orphaned objects")
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(sweepRetry):
+				p.wantSweep()
+			}
+		}
+	}
+}
+
+func (p *Pool) sweep(ctx context.Context, clusters func(context.Context) ([]string, error)) error {
+	p.sweeping.Lock()
+	defer p.sweeping.Unlock()
+	names, err := clusters(ctx)
+	if err != nil {
+		return fmt.Errorf("listing clusters: %w", err)
+	}
+	_, err = p.store.DeleteOrphans(ctx, p.keep(names))
+	return err
+}
+
+// keep is what a sweep keeps: the resources each resolved cluster syncs,
+// and everything of every other cluster that exists (a zero GVR keeps all of
+// a cluster's resources).
+func (p *Pool) keep(existing []string) []storage.ClusterResource {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var keep []storage.ClusterResource
+	for name, cs := range p.clusters {
+		if !cs.resolved {
+			keep = append(keep, storage.ClusterResource{Cluster: name})
+			continue
+		}
+		for gvr := range cs.syncs {
+			keep = append(keep, storage.ClusterResource{Cluster: name, GVR: gvr})
+		}
+	}
+	for _, name := range existing {
+		if cs := p.clusters[name]; cs == nil {
+			keep = append(keep, storage.ClusterResource{Cluster: name})
+		}
+	}
+	return keep
 }

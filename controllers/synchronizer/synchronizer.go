@@ -42,7 +42,7 @@ type Options struct {
 	BatchSize int
 	// FlushInterval is how long a change may wait for others to share its write.
 	FlushInterval time.Duration
-	// MaxPending blocks the watch while this many changes wait for storage.
+	// MaxPending holds the watch while this many changes wait for storage.
 	MaxPending int
 }
 
@@ -101,10 +101,13 @@ type Synchronizer struct {
 	onChange func()
 
 	// ctx is Run's: the reflector's store calls carry none of their own.
-	ctx      context.Context
-	mu       sync.Mutex
-	cond     *sync.Cond
-	pending  []pendingChange
+	ctx     context.Context
+	mu      sync.Mutex
+	pending []pendingChange
+	// written is closed, and replaced, whenever pending shrinks: an enqueue
+	// held by a full queue waits on it or on ctx, never on a condition
+	// variable that cancellation could not wake.
+	written  chan struct{}
 	status   Status
 	flushing sync.Mutex // one storage write at a time, in order
 	wake     chan struct{}
@@ -119,12 +122,10 @@ type pendingChange struct {
 // New makes a synchronizer; onChange is called when its Status changes.
 func New(cluster string, r Resource, client dynamic.Interface, store storage.Interface, opts Options, onChange func()) *Synchronizer {
 	opts.defaults()
-	s := &Synchronizer{
+	return &Synchronizer{
 		cluster: cluster, resource: r, client: client, store: store, opts: opts, onChange: onChange,
-		status: Status{State: clusterv1alpha1.SyncStatePending}, wake: make(chan struct{}, 1),
+		status: Status{State: clusterv1alpha1.SyncStatePending}, wake: make(chan struct{}, 1), written: make(chan struct{}),
 	}
-	s.cond = sync.NewCond(&s.mu)
-	return s
 }
 
 // Status returns the current state.
@@ -134,7 +135,13 @@ func (s *Synchronizer) Status() Status {
 	return s.status
 }
 
-// Run syncs until ctx ends, then writes what is pending and returns.
+// Run syncs until ctx ends, and returns once every storage call it made has
+// returned, so that a synchronizer started after it never races its writes.
+// Changes not yet written when ctx ends are dropped rather than written with
+// a context of their own, which a stalled storage would hold for as long as
+// it allowed: every synchronizer starts with a list diffed against the
+// stored member resourceVersions, so the next one of the resource writes
+// them, and the cluster's or resource's removal deletes them anyway.
 func (s *Synchronizer) Run(ctx context.Context) {
 	logger := log.FromContext(ctx).WithValues("cluster", s.cluster, "resource", s.resource.GVR.String())
 	ctx = log.IntoContext(ctx, logger)
@@ -147,18 +154,17 @@ func (s *Synchronizer) Run(ctx context.Context) {
 	}()
 
 	ri := s.client.Resource(s.resource.GVR)
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return ri.List(ctx, o)
+	lw := listStreamedToStorage{&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, _ metav1.ListOptions) (runtime.Object, error) {
+			return s.list(ctx, ri)
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			return ri.Watch(ctx, o)
 		},
-	}
+	}}
 	r := cache.NewReflectorWithOptions(lw, &unstructured.Unstructured{}, (*reflectorSink)(s), cache.ReflectorOptions{
 		Name: s.cluster + "/" + s.resource.GVR.String(),
 	})
-	r.WatchListPageSize = s.opts.PageSize
 
 	// The backoff of client-go's reflector: from 0.8s to 30s, reset after two
 	// healthy minutes.
@@ -186,12 +192,6 @@ func (s *Synchronizer) Run(ctx context.Context) {
 		}
 	}
 	<-flushDone
-	// A last write of what the watch delivered, with a fresh context.
-	final, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	if err := s.flush(final); err != nil {
-		logger.Error(err, "writing pending changes at stop")
-	}
 }
 
 // flushLoop writes pending changes when a batch is full or FlushInterval
@@ -260,12 +260,17 @@ func (s *Synchronizer) flush(ctx context.Context) error {
 		}
 		s.status.LastSyncTime = now
 		count := s.status.Count
-		s.cond.Broadcast()
+		close(s.written)
+		s.written = make(chan struct{})
 		s.mu.Unlock()
 		syncedObjects.WithLabelValues(s.cluster, s.resource.GVR.Resource).Set(float64(count))
 	}
 }
 
+// enqueue queues a change for storage. While MaxPending changes wait, it
+// holds the watch rather than grow without bound, until storage catches up
+// or Run's context ends: then the change is dropped, as Run drops what is
+// pending.
 func (s *Synchronizer) enqueue(obj any, deleted bool, added int64) error {
 	u, err := s.object(obj)
 	if err != nil {
@@ -275,25 +280,40 @@ func (s *Synchronizer) enqueue(obj any, deleted bool, added int64) error {
 	typ := "update"
 	switch {
 	case deleted:
-		change, typ = storage.Delete(u.GetNamespace(), u.GetName()), "delete"
+		// At the deleted object's resourceVersion, so that a delete arriving
+		// late cannot remove a newer object of the same name.
+		change, typ = storage.DeleteAt(u.GetNamespace(), u.GetName(), u.GetResourceVersion()), "delete"
 	case added > 0:
 		typ = "add"
 	}
 	syncEvents.WithLabelValues(s.cluster, s.resource.GVR.Resource, typ).Inc()
 	s.mu.Lock()
 	for len(s.pending) >= s.opts.MaxPending {
-		s.cond.Wait() // storage is behind: hold the watch rather than grow without bound
+		written := s.written
+		s.mu.Unlock()
+		s.flushSoon()
+		select {
+		case <-s.ctx.Done():
+			return s.ctx.Err()
+		case <-written:
+		}
+		s.mu.Lock()
 	}
 	s.pending = append(s.pending, pendingChange{change: change, received: time.Now(), added: added})
 	full := len(s.pending) >= s.opts.BatchSize
 	s.mu.Unlock()
 	if full {
-		select {
-		case s.wake <- struct{}{}:
-		default:
-		}
+		s.flushSoon()
 	}
 	return nil
+}
+
+// flushSoon wakes flushLoop before its interval ends.
+func (s *Synchronizer) flushSoon() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
 }
 
 // apply writes a batch. Storage writes every object it can hold and names
@@ -318,47 +338,82 @@ func (s *Synchronizer) apply(ctx context.Context, changes []storage.Change) erro
 	return nil
 }
 
-// replace makes storage equal to a full list: upserts of what changed, by
-// member resourceVersion, and deletes of what the member no longer has.
-// Objects whose resourceVersion is unchanged are not rewritten, so a restart
-// costs one read of the stored versions.
-func (s *Synchronizer) replace(items []any) error {
-	ctx := s.ctx
+// listStreamedToStorage is the reflector's lister and watcher. Its lists
+// are written to storage as they arrive (see list), so it declines the
+// watch-list stream, which the reflector would gather whole in memory.
+type listStreamedToStorage struct{ *cache.ListWatch }
+
+func (listStreamedToStorage) IsWatchListSemanticsUnSupported() bool { return true }
+
+// list makes storage equal to the member, a page at a time: upserts of what
+// changed, by member resourceVersion, and, after the last page, deletes of
+// what the member no longer has, as of the list's resourceVersion. It
+// returns an empty list at that resourceVersion, from which the reflector
+// watches. Memory is bounded by a page and an index of the stored member
+// resourceVersions, never the whole member; objects whose resourceVersion is
+// unchanged are not rewritten, so a restart costs one read of that index.
+func (s *Synchronizer) list(ctx context.Context, ri dynamic.ResourceInterface) (runtime.Object, error) {
 	if err := s.flush(ctx); err != nil {
-		return err
+		return nil, err
 	}
 	s.flushing.Lock()
 	defer s.flushing.Unlock()
 	stored, err := s.store.MemberVersions(ctx, s.cluster, s.resource.GVR)
 	if err != nil {
-		return fmt.Errorf("reading stored versions: %w", err)
+		return nil, fmt.Errorf("reading stored versions: %w", err)
 	}
-	var changes []storage.Change
-	for _, item := range items {
-		u, err := s.object(item)
+	var count int64
+	// A consistent read, paged by the member whatever resourceVersion the
+	// reflector would relist from.
+	opts := metav1.ListOptions{Limit: s.opts.PageSize}
+	for {
+		page, err := ri.List(ctx, opts)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		k := storage.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()}
-		if v, ok := stored[k]; !ok || v != u.GetResourceVersion() {
-			changes = append(changes, storage.Upsert(u))
+		var changes []storage.Change
+		for i := range page.Items {
+			u, _ := s.object(&page.Items[i])
+			k := storage.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()}
+			if v, ok := stored[k]; !ok || v != u.GetResourceVersion() {
+				changes = append(changes, storage.Upsert(u))
+			}
+			delete(stored, k)
 		}
-		delete(stored, k)
+		if err := s.applyBatches(ctx, changes); err != nil {
+			return nil, err
+		}
+		count += int64(len(page.Items))
+		syncEvents.WithLabelValues(s.cluster, s.resource.GVR.Resource, "list").Add(float64(len(page.Items)))
+		if opts.Continue = page.GetContinue(); opts.Continue != "" {
+			continue
+		}
+		listRV := page.GetResourceVersion()
+		changes = changes[:0]
+		for k := range stored {
+			changes = append(changes, storage.DeleteAt(k.Namespace, k.Name, listRV))
+		}
+		if err := s.applyBatches(ctx, changes); err != nil {
+			return nil, err
+		}
+		syncedObjects.WithLabelValues(s.cluster, s.resource.GVR.Resource).Set(float64(count))
+		s.mu.Lock()
+		s.status = Status{State: clusterv1alpha1.SyncStateSynced, Count: count, LastSyncTime: time.Now()}
+		s.mu.Unlock()
+		s.onChange()
+		return &unstructured.UnstructuredList{Object: map[string]any{
+			"apiVersion": "v1", "kind": "List", "metadata": map[string]any{"resourceVersion": listRV},
+		}}, nil
 	}
-	for k := range stored {
-		changes = append(changes, storage.Delete(k.Namespace, k.Name))
-	}
+}
+
+// applyBatches writes changes BatchSize at a time.
+func (s *Synchronizer) applyBatches(ctx context.Context, changes []storage.Change) error {
 	for start := 0; start < len(changes); start += s.opts.BatchSize {
 		if err := s.apply(ctx, changes[start:min(start+s.opts.BatchSize, len(changes))]); err != nil {
 			return fmt.Errorf("writing list: %w", err)
 		}
 	}
-	syncEvents.WithLabelValues(s.cluster, s.resource.GVR.Resource, "list").Add(float64(len(items)))
-	syncedObjects.WithLabelValues(s.cluster, s.resource.GVR.Resource).Set(float64(len(items)))
-	s.mu.Lock()
-	s.status = Status{State: clusterv1alpha1.SyncStateSynced, Count: int64(len(items)), LastSyncTime: time.Now()}
-	s.mu.Unlock()
-	s.onChange()
 	return nil
 }
 
@@ -408,7 +463,12 @@ type reflectorSink Synchronizer
 func (r *reflectorSink) Add(obj any) error    { return (*Synchronizer)(r).enqueue(obj, false, 1) }
 func (r *reflectorSink) Update(obj any) error { return (*Synchronizer)(r).enqueue(obj, false, 0) }
 func (r *reflectorSink) Delete(obj any) error { return (*Synchronizer)(r).enqueue(obj, true, -1) }
+
+// Replace follows a list, which list has already written to storage.
 func (r *reflectorSink) Replace(items []any, _ string) error {
-	return (*Synchronizer)(r).replace(items)
+	if len(items) > 0 {
+		return fmt.Errorf("a list of %d objects not written by the synchronizer's lister", len(items))
+	}
+	return nil
 }
 func (r *reflectorSink) Resync() error { return nil }

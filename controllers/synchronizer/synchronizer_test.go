@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/panorama-io/panorama/storage"
@@ -24,9 +23,8 @@ func TestApplySkipsWhatStorageRefuses(t *testing.T) {
 			gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 			s := New("east", Resource{GVR: gvr, Kind: "ConfigMap", Namespaced: true}, nil, store, Options{}, func() {})
 			obj := func(name string, labels map[string]string, data string) storage.Change {
-				u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
-					"metadata": map[string]any{"name": name, "namespace": "ns", "resourceVersion": "1"},
-					"data":     map[string]any{"k": data}}}
+				u := object("ConfigMap", name)
+				u.Object["data"] = map[string]any{"k": data}
 				u.SetLabels(labels)
 				return storage.Upsert(u)
 			}
@@ -57,7 +55,7 @@ func TestPoolStopped(t *testing.T) {
 	p := NewPool(store, Options{}, func(string) {})
 	p.StopAll()
 	gvr := schema.GroupVersionResource{Version: "v1", Resource: "pods"}
-	if err := p.Ensure(context.Background(), "east", "id", nil, []Resource{{GVR: gvr, Kind: "Pod"}}); err != ErrStopped {
+	if err := p.Ensure(context.Background(), "east", "id", nil, Selection{Resources: []Resource{{GVR: gvr, Kind: "Pod"}}}); err != ErrStopped {
 		t.Fatalf("Ensure after StopAll: %v", err)
 	}
 	if s := p.Statuses("east"); len(s) != 0 {

@@ -151,27 +151,29 @@ func TestDeleteOrphans(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
 		s := b.Open(t)
 		ctx := context.Background()
-		for _, cluster := range []string{"east", "gone"} {
+		// "unknown" is kept whole: a zero GVR stands for all its resources.
+		clusters := []string{"east", "gone", "unknown"}
+		for _, cluster := range clusters {
 			for _, gvr := range []schema.GroupVersionResource{podsGVR, secretsGVR} {
 				if _, err := s.Apply(ctx, cluster, gvr, []storage.Change{storage.Upsert(object("X", "ns", "o", "1"))}); err != nil {
 					t.Fatal(err)
 				}
 			}
 		}
-		if _, err := s.DeleteOrphans(ctx, []storage.ClusterResource{{Cluster: "east", GVR: podsGVR}}); err != nil {
+		if _, err := s.DeleteOrphans(ctx, []storage.ClusterResource{{Cluster: "east", GVR: podsGVR}, {Cluster: "unknown"}}); err != nil {
 			t.Fatal(err)
 		}
-		for _, cluster := range []string{"east", "gone"} {
+		for _, cluster := range clusters {
 			for _, gvr := range []schema.GroupVersionResource{podsGVR, secretsGVR} {
 				_, err := s.Get(ctx, storage.Key{Cluster: cluster, GVR: gvr, Namespace: "ns", Name: "o"})
-				if kept := cluster == "east" && gvr == podsGVR; kept != (err == nil) {
+				if kept := cluster == "unknown" || cluster == "east" && gvr == podsGVR; kept != (err == nil) {
 					t.Fatalf("%s %s: kept %v, err %v", cluster, gvr.Resource, kept, err)
 				}
 			}
 		}
 		evs, err := s.Events(ctx, 0, 100)
-		if err != nil || len(evs) != 7 {
-			t.Fatalf("want 4 adds and 3 logged deletes, got %d events, %v", len(evs), err)
+		if err != nil || len(evs) != 9 {
+			t.Fatalf("want 6 adds and 3 logged deletes, got %d events, %v", len(evs), err)
 		}
 	})
 }

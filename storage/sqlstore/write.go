@@ -79,7 +79,7 @@ func (s *Store) DeleteOrphans(ctx context.Context, keep []storage.ClusterResourc
 	rev, _, err := s.Revision(ctx)
 	for _, r := range stored {
 		cr := storage.ClusterResource{Cluster: r.Cluster, GVR: schema.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Resource}}
-		if err != nil || kept[cr] {
+		if err != nil || kept[cr] || kept[storage.ClusterResource{Cluster: cr.Cluster}] {
 			continue
 		}
 		rev, err = s.DeleteResource(ctx, cr.Cluster, cr.GVR)

@@ -1,0 +1,33 @@
+package controllers_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+
+	"github.com/panorama-io/panorama/controllers"
+)
+
+// TestMaxConcurrentReconcilesFlag: Clusters reconcile concurrently by
+// default, and a negative concurrency is refused.
+func TestMaxConcurrentReconcilesFlag(t *testing.T) {
+	var o controllers.Options
+	fs := pflag.NewFlagSet("controller-manager", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse([]string{"--secret-namespace=panorama-system"}); err != nil {
+		t.Fatal(err)
+	}
+	if o.MaxConcurrentReconciles != controllers.DefaultMaxConcurrentReconciles || o.MaxConcurrentReconciles < 2 {
+		t.Fatalf("default concurrency %d", o.MaxConcurrentReconciles)
+	}
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.Parse([]string{"--max-concurrent-reconciles=-1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "max-concurrent-reconciles") {
+		t.Fatalf("negative concurrency: %v", err)
+	}
+}
