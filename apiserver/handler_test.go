@@ -35,7 +35,7 @@ func testServer(t testing.TB) (storage.Interface, *rest.Config, *Registry) {
 	store := storagetest.Backends()[0].Open(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	c := watchcache.New(store, 100*time.Millisecond, 0)
+	c := watchcache.New(store, watchcache.Options{PollInterval: 100 * time.Millisecond})
 	go func() { _ = c.Run(ctx) }()
 	reg := NewRegistry()
 	for _, name := range []string{"east", "west"} {
