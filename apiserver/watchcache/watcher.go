@@ -25,8 +25,8 @@ type Watcher struct {
 	initialObjects []*storage.Object
 	initial        []Event
 	queue          chan Event
-	result  chan Event
-	stop    func()
+	result         chan Event
+	stop           func()
 
 	mu          sync.Mutex
 	terminated  bool
