@@ -27,6 +27,7 @@ type resource struct {
 	full     bool
 	oldest   int64
 	watchers map[*Watcher]struct{}
+	closed   bool
 }
 
 // change is a logged change with the state before it, so that a watch with
@@ -168,10 +169,12 @@ func (r *resource) since(rev int64) []change {
 	return out
 }
 
-// closeWatchers ends every watch, as when the cache resets or stops.
-func (r *resource) closeWatchers() {
+// close ends every watch, as when the cache resets or stops; no watch
+// starts on r after.
+func (r *resource) close() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.closed = true
 	for w := range r.watchers {
 		w.terminate()
 		delete(r.watchers, w)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -314,4 +315,53 @@ func TestWatchFutureRevision(t *testing.T) {
 	w, cur = watchNext(watchcache.WatchOptions{ResourceVersion: cur + 1, SendInitialEvents: true, Bookmarks: true, BookmarkInterval: time.Hour}, "d")
 	expect(t, next(t, w, 5), "ADDED a", "ADDED b", "ADDED c", "ADDED d", fmt.Sprintf("BOOKMARK %d end", cur))
 	w.Stop()
+}
+
+// compactingStore fails the next read of the log as too old, as when
+// compaction overtakes the tail.
+type compactingStore struct {
+	storage.Interface
+	overtaken atomic.Bool
+}
+
+func (s *compactingStore) Events(ctx context.Context, since int64, limit int) ([]storage.Event, error) {
+	if s.overtaken.CompareAndSwap(true, false) {
+		return nil, &storage.TooOldError{Requested: since, Compacted: since + 1}
+	}
+	return s.Interface.Events(ctx, since, limit)
+}
+
+// TestReset: when compaction overtakes the tail, watches end and the
+// resources are loaded again, current.
+func TestReset(t *testing.T) {
+	s := &compactingStore{Interface: storagetest.Backends()[0].Open(t)}
+	apply(t, s, pod("a", "1", "web"))
+	c := run(t, s, watchcache.Options{PollInterval: 50 * time.Millisecond})
+	ctx := context.Background()
+	w, err := c.Watch(ctx, &storage.ListQuery{GVR: pods}, watchcache.WatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect(t, next(t, w, 1), "ADDED a")
+	s.overtaken.Store(true)
+	rev := apply(t, s, pod("b", "1", "web"))
+	within(t, "the watch to end at the reset", func() bool {
+		for range w.ResultChan() {
+		}
+		return true
+	})
+	if err := c.WaitForRevision(ctx, rev); err != nil {
+		t.Fatal(err)
+	}
+	objs, _, err := c.List(ctx, &storage.ListQuery{GVR: pods})
+	if err != nil || len(objs) != 2 {
+		t.Fatalf("list after the reset: %v, %v", objs, err)
+	}
+	w, err = c.Watch(ctx, &storage.ListQuery{GVR: pods}, watchcache.WatchOptions{ResourceVersion: rev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	apply(t, s, storage.Delete("ns", "a"))
+	expect(t, next(t, w, 1), "DELETED a")
 }

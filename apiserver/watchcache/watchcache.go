@@ -188,31 +188,32 @@ func (c *Cache) step(ctx context.Context) (int, error) {
 	return len(events), nil
 }
 
+// reset drops every resource, whose watches end (their clients resume or
+// relist); the next request of each loads it again at revision cur.
 func (c *Cache) reset(ctx context.Context) {
 	cur, _, err := c.store.Revision(ctx)
 	if err != nil {
 		return
 	}
+	c.drop(cur)
+}
+
+// closeAll ends every watch as the cache stops.
+func (c *Cache) closeAll() { c.drop(c.Revision()) }
+
+func (c *Cache) drop(revision int64) {
 	c.tail.Lock()
 	defer c.tail.Unlock()
 	// Loads under way see their resource gone from the index when they
 	// publish, and start again.
 	c.mu.Lock()
 	clear(c.resources)
-	c.revision = cur
+	c.revision = revision
 	c.cond.Broadcast()
 	c.mu.Unlock()
 	for gvr, r := range c.tailing {
-		r.closeWatchers()
+		r.close()
 		delete(c.tailing, gvr)
-	}
-}
-
-func (c *Cache) closeAll() {
-	c.tail.Lock()
-	defer c.tail.Unlock()
-	for _, r := range c.tailing {
-		r.closeWatchers()
 	}
 }
 
@@ -502,10 +503,6 @@ func (c *Cache) watch(ctx context.Context, q *storage.ListQuery, opts WatchOptio
 			return nil, err
 		}
 	}
-	r, err := c.resource(ctx, q.GVR)
-	if err != nil {
-		return nil, err
-	}
 	w := newWatcher(q, opts, c.opts.WatchBuffer)
 	// Under r's lock only what must be atomic with the registration:
 	// taking the state or the changes to replay. Filtering and sorting
@@ -513,7 +510,18 @@ func (c *Cache) watch(ctx context.Context, q *storage.ListQuery, opts WatchOptio
 	var state []*storage.Object
 	var replay []change
 	fromState := opts.SendInitialEvents || opts.ResourceVersion == 0
-	r.mu.Lock()
+	var r *resource
+	for {
+		var err error
+		if r, err = c.resource(ctx, q.GVR); err != nil {
+			return nil, err
+		}
+		r.mu.Lock()
+		if !r.closed {
+			break
+		}
+		r.mu.Unlock() // dropped by a reset since: load it again
+	}
 	if !fromState && opts.ResourceVersion < r.oldest {
 		r.mu.Unlock()
 		return nil, &storage.TooOldError{Requested: opts.ResourceVersion, Compacted: r.oldest}
