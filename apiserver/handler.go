@@ -247,6 +247,9 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, res Resource, clu
 	var page *storage.ListResult
 	switch {
 	case req.fromCache:
+		// limit is ignored here, as kube-apiserver 1.37 ignores it for
+		// resourceVersion=0 lists its watch cache serves (cacher's
+		// computeListLimit): the whole selection, without continue.
 		objs, rev, err := h.cache.List(r.Context(), &req.query)
 		if err != nil {
 			writeError(w, err, gr)

@@ -83,3 +83,22 @@ func TestWatchTooLargeResourceVersion(t *testing.T) {
 		t.Fatalf("watch at 1000 with the store at 1: %+v", event)
 	}
 }
+
+// TestCachedListIgnoresLimit: a resourceVersion=0 list is the whole
+// selection from the watch cache, limit or not, as kube-apiserver 1.37's.
+func TestCachedListIgnoresLimit(t *testing.T) {
+	store, cfg, _ := testServer(t)
+	putPod(t, store, "east", "a")
+	putPod(t, store, "west", "b")
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		code, _, body := getJSON(t, cfg.Host+"/api/v1/pods?resourceVersion=0&limit=1", "")
+		items, _ := body["items"].([]any)
+		meta, _ := body["metadata"].(map[string]any)
+		if code == http.StatusOK && len(items) == 2 && meta["continue"] == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("resourceVersion=0&limit=1: %d %v", code, body)
+		}
+	}
+}
