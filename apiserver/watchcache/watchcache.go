@@ -296,14 +296,14 @@ func (c *Cache) load(ctx context.Context, r *resource, at int64) {
 	if err == nil {
 		err = c.publish(ctx, r, at)
 	}
-	if storage.IsTooOld(err) {
-		err = errReloading // compaction overtook the load: start again
-	}
-	if err != nil {
+	switch {
+	case err == nil:
+	case storage.IsTooOld(err) || errors.Is(err, errReloading):
+		r.err = errReloading // a reset or compaction overtook the load: start again
+	default:
 		r.err = fmt.Errorf("loading %s into the watch cache: %w", r.gvr, err)
-		if errors.Is(err, errReloading) {
-			r.err = errReloading
-		}
+	}
+	if r.err != nil {
 		c.mu.Lock()
 		if c.resources[r.gvr] == r {
 			delete(c.resources, r.gvr) // the next request loads again
