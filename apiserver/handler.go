@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -246,6 +247,9 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, res Resource, clu
 	var page *storage.ListResult
 	switch {
 	case req.fromCache:
+		// limit is ignored here, as kube-apiserver 1.37 ignores it for
+		// resourceVersion=0 lists its watch cache serves (cacher's
+		// computeListLimit): the whole selection, without continue.
 		objs, rev, err := h.cache.List(r.Context(), &req.query)
 		if err != nil {
 			writeError(w, err, gr)
@@ -366,15 +370,20 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request, res Resource, cl
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
-	if req.sendInitialEvents && req.watchRevision > 0 {
-		// The state sent must be at least as new as the revision asked for.
-		waitCtx, cancelWait := context.WithTimeout(ctx, 3*time.Second)
-		err := h.cache.WaitForRevision(waitCtx, req.watchRevision)
-		cancelWait()
-		if err != nil {
-			writeError(w, &storage.TooLargeError{Requested: req.watchRevision, Current: h.cache.Revision()}, gr)
-			return
-		}
+	var userName string
+	if u, ok := apirequest.UserFrom(ctx); ok {
+		userName = u.GetName()
+	}
+	watcher, err := h.cache.Watch(ctx, &req.query, watchcache.WatchOptions{
+		ResourceVersion: req.watchRevision, SendInitialEvents: req.sendInitialEvents,
+		Bookmarks: req.allowBookmarks, BookmarkInterval: bookmarkInterval, User: userName,
+	})
+	var tooMany *watchcache.TooManyWatchesError
+	if errors.As(err, &tooMany) {
+		// Refused before the stream starts, as kube-apiserver's in-flight
+		// limits refuse a request: 429 with Retry-After.
+		writeError(w, err, gr)
+		return
 	}
 	asTable := wantsTable(r)
 	f := formatOf(r, res, req.onlyMetadata)
@@ -398,12 +407,10 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request, res Resource, cl
 		return true
 	}
 
-	watcher, err := h.cache.Watch(ctx, &req.query, watchcache.WatchOptions{
-		ResourceVersion: req.watchRevision, SendInitialEvents: req.sendInitialEvents,
-		Bookmarks: req.allowBookmarks, BookmarkInterval: bookmarkInterval,
-	})
 	if err != nil {
-		// As kube-apiserver's watch cache: the error is an event of the stream.
+		// As kube-apiserver's watch cache: the error is an event of the
+		// stream, a 504 "Too large resource version" for a resourceVersion
+		// the cache did not reach in time.
 		w.WriteHeader(http.StatusOK)
 		st := toStatus(err, gr).Status()
 		st.Kind, st.APIVersion = "Status", "v1"

@@ -32,10 +32,15 @@ var podsGVR = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 // testServer serves the resources path over a real store, without the
 // generic server's filters: what the handler itself answers.
 func testServer(t testing.TB) (storage.Interface, *rest.Config, *Registry) {
+	return testServerWith(t, watchcache.Options{PollInterval: 100 * time.Millisecond})
+}
+
+// testServerWith is testServer with a watch cache tuned by opts.
+func testServerWith(t testing.TB, opts watchcache.Options) (storage.Interface, *rest.Config, *Registry) {
 	store := storagetest.Backends()[0].Open(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	c := watchcache.New(store, 100*time.Millisecond, 0)
+	c := watchcache.New(store, opts)
 	go func() { _ = c.Run(ctx) }()
 	reg := NewRegistry()
 	for _, name := range []string{"east", "west"} {

@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/spf13/pflag"
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
@@ -52,9 +51,8 @@ func init() {
 // by the caller (its flags are sqlstore.Options'), since the all-in-one
 // binary shares one store with the controller manager.
 type Options struct {
-	Recommended  *genericoptions.RecommendedOptions
-	PollInterval time.Duration
-	RingSize     int
+	Recommended *genericoptions.RecommendedOptions
+	WatchCache  watchcache.Options
 }
 
 // NewOptions returns the defaults.
@@ -62,15 +60,26 @@ func NewOptions() *Options {
 	ro := genericoptions.NewRecommendedOptions("/registry/panorama", codecs.LegacyCodec(searchv1alpha1.SchemeGroupVersion))
 	ro.Etcd = nil
 	ro.Admission = nil
-	return &Options{Recommended: ro, PollInterval: watchcache.DefaultPollInterval, RingSize: watchcache.DefaultRingSize}
+	return &Options{Recommended: ro, WatchCache: watchcache.Options{
+		PollInterval: watchcache.DefaultPollInterval, RingSize: watchcache.DefaultRingSize,
+		WatchBuffer: watchcache.DefaultWatchBuffer, MaxWatches: watchcache.DefaultMaxWatches,
+		MaxWatchesPerUser: watchcache.DefaultMaxWatchesPerUser, FreshnessTimeout: watchcache.DefaultFreshnessTimeout,
+	}}
 }
 
 // AddFlags binds every flag.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Recommended.AddFlags(fs)
-	fs.DurationVar(&o.PollInterval, "watch-cache-poll-interval", o.PollInterval,
+	wc := &o.WatchCache
+	fs.DurationVar(&wc.PollInterval, "watch-cache-poll-interval", wc.PollInterval,
 		"How often the change log is read for writes by other processes sharing the database.")
-	fs.IntVar(&o.RingSize, "watch-cache-size", o.RingSize, "Recent changes kept per resource for watches that resume.")
+	fs.IntVar(&wc.RingSize, "watch-cache-size", wc.RingSize, "Recent changes kept per resource for watches that resume.")
+	fs.IntVar(&wc.WatchBuffer, "watch-buffer-size", wc.WatchBuffer,
+		"Events queued per watch for a slow client; a watch whose queue overflows is closed, and its client resumes from its last resourceVersion.")
+	fs.IntVar(&wc.MaxWatches, "max-watches", wc.MaxWatches,
+		"Most watches open at once; beyond, a watch is refused with 429 Too Many Requests. 0 means unlimited.")
+	fs.IntVar(&wc.MaxWatchesPerUser, "max-watches-per-user", wc.MaxWatchesPerUser,
+		"Most watches one user has open at once; beyond, a watch is refused with 429 Too Many Requests. 0 means unlimited.")
 }
 
 // Complete fills defaults that depend on other flags: outside a cluster the
@@ -89,11 +98,20 @@ func (o *Options) Complete() {
 // Validate reports every flag in error.
 func (o *Options) Validate() error {
 	errs := o.Recommended.Validate()
-	if o.PollInterval <= 0 {
-		errs = append(errs, fmt.Errorf("--watch-cache-poll-interval must be positive, not %s", o.PollInterval))
+	wc := &o.WatchCache
+	if wc.PollInterval <= 0 {
+		errs = append(errs, fmt.Errorf("--watch-cache-poll-interval must be positive, not %s", wc.PollInterval))
 	}
-	if o.RingSize <= 0 {
-		errs = append(errs, fmt.Errorf("--watch-cache-size must be positive, not %d", o.RingSize))
+	for _, f := range []struct {
+		flag     string
+		n, least int
+	}{
+		{"--watch-cache-size", wc.RingSize, 1}, {"--watch-buffer-size", wc.WatchBuffer, 1},
+		{"--max-watches", wc.MaxWatches, 0}, {"--max-watches-per-user", wc.MaxWatchesPerUser, 0},
+	} {
+		if f.n < f.least {
+			errs = append(errs, fmt.Errorf("%s must be at least %d, not %d", f.flag, f.least, f.n))
+		}
 	}
 	return utilerrors.NewAggregate(errs)
 }
@@ -145,7 +163,7 @@ func (o *Options) New(store storage.Interface) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		generic: generic, store: store, cache: watchcache.New(store, o.PollInterval, o.RingSize),
+		generic: generic, store: store, cache: watchcache.New(store, o.WatchCache),
 		registry: NewRegistry(), host: host, authz: delegated,
 	}
 	s.install()

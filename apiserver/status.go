@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,8 +13,14 @@ import (
 	apiserverstorage "k8s.io/apiserver/pkg/storage"
 	"k8s.io/klog/v2"
 
+	"github.com/panorama-io/panorama/apiserver/watchcache"
 	"github.com/panorama-io/panorama/storage"
 )
+
+// watchRetryAfterSeconds is when a client refused a watch for the limits
+// may try again: watches are long-lived, so sooner would mostly be refused
+// again.
+const watchRetryAfterSeconds = 10
 
 // toStatus maps errors to the Status kube-apiserver would answer with;
 // anything unexpected is an internal error, logged, with no details leaked.
@@ -23,6 +30,7 @@ func toStatus(err error, gr schema.GroupResource) apierrors.APIStatus {
 		invalid  *storage.InvalidError
 		tooOld   *storage.TooOldError
 		tooLarge *storage.TooLargeError
+		tooMany  *watchcache.TooManyWatchesError
 		bad      badRequest
 	)
 	switch {
@@ -39,6 +47,8 @@ func toStatus(err error, gr schema.GroupResource) apierrors.APIStatus {
 		var st apierrors.APIStatus
 		errors.As(apiserverstorage.NewTooLargeResourceVersionError(uint64(tooLarge.Requested), uint64(tooLarge.Current), 1), &st)
 		return st
+	case errors.As(err, &tooMany):
+		return apierrors.NewTooManyRequests(tooMany.Error(), watchRetryAfterSeconds)
 	case errors.Is(err, storage.ErrNotFound):
 		return apierrors.NewNotFound(gr, "")
 	}
@@ -59,6 +69,11 @@ func writeStatus(w http.ResponseWriter, st *metav1.Status) {
 	code := int(st.Code)
 	if code == 0 {
 		code = http.StatusInternalServerError
+	}
+	// As kube-apiserver's responsewriters: a retry delay is also a header,
+	// which clients honor without reading the body.
+	if d := st.Details; d != nil && d.RetryAfterSeconds > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(d.RetryAfterSeconds)))
 	}
 	writeJSON(w, code, st)
 }

@@ -1,22 +1,33 @@
 package watchcache
 
 import (
+	"sync"
+
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/panorama-io/panorama/storage"
 )
 
-// resource is the state and recent history of one resource.
+// resource is the state and recent history of one resource. It is filled
+// without locks before it is published (loaded closes); after, mu guards
+// it.
 type resource struct {
-	gvr     schema.GroupVersionResource
-	objects map[storage.Key]*storage.Object
+	gvr    schema.GroupVersionResource
+	loaded chan struct{}
+	err    error // why the load failed; set before loaded closes
+
+	mu sync.RWMutex
+	// revision is the revision the objects are at.
+	revision int64
+	objects  map[storage.Key]*storage.Object
 	// ring holds the last changes; every change after oldest is in it.
 	ring     []change
 	next     int
 	full     bool
 	oldest   int64
 	watchers map[*Watcher]struct{}
+	closed   bool
 }
 
 // change is a logged change with the state before it, so that a watch with
@@ -28,10 +39,10 @@ type change struct {
 	prev *storage.Object
 }
 
-func newResource(gvr schema.GroupVersionResource, rev int64, size int) *resource {
+func newResource(gvr schema.GroupVersionResource, size int) *resource {
 	return &resource{
-		gvr: gvr, objects: map[storage.Key]*storage.Object{}, ring: make([]change, size),
-		oldest: rev, watchers: map[*Watcher]struct{}{},
+		gvr: gvr, loaded: make(chan struct{}), objects: map[storage.Key]*storage.Object{},
+		ring: make([]change, size), watchers: map[*Watcher]struct{}{},
 	}
 }
 
@@ -44,25 +55,43 @@ func decode(data []byte, key storage.Key, rev int64) (*storage.Object, error) {
 	return &o, nil
 }
 
-// apply applies a new change and sends it to the watchers.
+// applyLocking decodes a new change, then applies it under r's lock.
+func (r *resource) applyLocking(e *storage.Event) error {
+	o, err := decode(e.Object, e.Key, e.Revision)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.applyDecoded(e.Type, o)
+	return nil
+}
+
+// apply applies a new change to a resource not published yet.
 func (r *resource) apply(e *storage.Event) error {
 	o, err := decode(e.Object, e.Key, e.Revision)
 	if err != nil {
 		return err
 	}
-	ch := change{typ: e.Type, rev: e.Revision, obj: o, prev: r.objects[o.Key]}
-	if e.Type == watch.Deleted {
+	r.applyDecoded(e.Type, o)
+	return nil
+}
+
+// applyDecoded applies a change and queues it for the watchers.
+func (r *resource) applyDecoded(typ watch.EventType, o *storage.Object) {
+	ch := change{typ: typ, rev: o.Revision, obj: o, prev: r.objects[o.Key]}
+	if typ == watch.Deleted {
 		delete(r.objects, o.Key)
 	} else {
 		r.objects[o.Key] = o
 	}
+	r.revision = o.Revision
 	r.record(ch)
 	for w := range r.watchers {
 		if ev, ok := w.filter(&ch); ok {
 			w.push(ev)
 		}
 	}
-	return nil
 }
 
 // remember fills the ring with the changes that led to the current state,
@@ -105,9 +134,25 @@ func (r *resource) record(ch change) {
 	}
 }
 
-// since returns the changes after rev that w selects, oldest first.
-func (r *resource) since(rev int64, w *Watcher) []Event {
-	var out []Event
+// all returns the current objects, in no order.
+func (r *resource) all() []*storage.Object {
+	out := make([]*storage.Object, 0, len(r.objects))
+	for _, o := range r.objects {
+		out = append(out, o)
+	}
+	return out
+}
+
+// snapshot returns the current objects and their revision.
+func (r *resource) snapshot() ([]*storage.Object, int64) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.all(), r.revision
+}
+
+// since returns the changes after rev, oldest first.
+func (r *resource) since(rev int64) []change {
+	var out []change
 	n := r.next
 	if r.full {
 		n = len(r.ring)
@@ -117,18 +162,19 @@ func (r *resource) since(rev int64, w *Watcher) []Event {
 		if r.full {
 			idx = (r.next + i) % len(r.ring)
 		}
-		ch := &r.ring[idx]
-		if ch.rev <= rev {
-			continue
-		}
-		if ev, ok := w.filter(ch); ok {
-			out = append(out, ev)
+		if ch := r.ring[idx]; ch.rev > rev {
+			out = append(out, ch)
 		}
 	}
 	return out
 }
 
-func (r *resource) closeWatchers() {
+// close ends every watch, as when the cache resets or stops; no watch
+// starts on r after.
+func (r *resource) close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
 	for w := range r.watchers {
 		w.terminate()
 		delete(r.watchers, w)

@@ -5,10 +5,21 @@
 // The tail follows "events after the last revision applied": in-process
 // writes wake it at once (storage.Interface.Changed), writes by other
 // processes sharing the database are seen at the next poll.
+//
+// Locking: no lock is held during database reads that a list or watch waits
+// on, nor while a list is filtered and sorted or a watch's initial events
+// are sent. Cache.mu guards only the revision and the index of resources,
+// each resource has its own lock, and Cache.tail serializes the writers of
+// the cached state (the tail, a resource being published, a reset). A
+// resource is loaded from a snapshot without any lock, caught up from the
+// log, and only then published to the tail; one big resource loading or
+// being listed stalls neither the watches nor the lists of the others.
 package watchcache
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -24,32 +35,81 @@ import (
 const (
 	DefaultPollInterval = time.Second
 	DefaultRingSize     = 10000
-	tailBatch           = 1000
-	initPage            = 5000
+	// DefaultWatchBuffer is small, as kube-apiserver's watch channels are:
+	// an idle watch costs little, and a client that falls this far behind
+	// is closed and resumes from its last resourceVersion.
+	DefaultWatchBuffer       = 100
+	DefaultMaxWatches        = 10000
+	DefaultMaxWatchesPerUser = 1000
+	// DefaultFreshnessTimeout is kube-apiserver's watch cache blockTimeout:
+	// how long a watch at a resourceVersion the cache has not reached waits
+	// for it before the 504 "Too large resource version".
+	DefaultFreshnessTimeout = 3 * time.Second
+	tailBatch               = 1000
+	initPage                = 5000
 )
+
+// Options tune a Cache. Zero values take the defaults, except the watch
+// limits, where 0 means unlimited.
+type Options struct {
+	PollInterval time.Duration
+	// RingSize is how many recent changes each resource keeps for watches
+	// that resume.
+	RingSize int
+	// WatchBuffer is how many events a watch queues for a slow client; a
+	// watch whose queue overflows is closed.
+	WatchBuffer int
+	// MaxWatches and MaxWatchesPerUser bound the open watches; beyond them
+	// a watch is refused with a TooManyWatchesError.
+	MaxWatches        int
+	MaxWatchesPerUser int
+	// FreshnessTimeout is how long a watch waits for the cache to reach its
+	// resourceVersion.
+	FreshnessTimeout time.Duration
+}
 
 // Cache is the watch cache of every resource that was asked for.
 type Cache struct {
-	store    storage.Interface
-	poll     time.Duration
-	ringSize int
+	store storage.Interface
+	opts  Options
 
+	// tail serializes the writers of the cached state: applying the log,
+	// publishing a loaded resource, resets. Lists and watches never take it.
+	tail sync.Mutex
+	// tailing are the published resources, which the tail keeps current.
+	// Guarded by tail.
+	tailing map[schema.GroupVersionResource]*resource
+
+	// mu guards what follows; it is held only briefly, never during I/O.
+	// revision and started change under both tail and mu.
 	mu        sync.Mutex
 	cond      *sync.Cond // broadcast when revision moves
 	revision  int64      // the last revision applied
 	started   bool
+	ctx       context.Context // Run's, for loads shared by several requests
 	resources map[schema.GroupVersionResource]*resource
+	watches   int
+	perUser   map[string]int
 }
 
 // New makes a cache over store; Run feeds it.
-func New(store storage.Interface, poll time.Duration, ringSize int) *Cache {
-	if poll <= 0 {
-		poll = DefaultPollInterval
+func New(store storage.Interface, opts Options) *Cache {
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = DefaultPollInterval
 	}
-	if ringSize <= 0 {
-		ringSize = DefaultRingSize
+	if opts.RingSize <= 0 {
+		opts.RingSize = DefaultRingSize
 	}
-	c := &Cache{store: store, poll: poll, ringSize: ringSize, resources: map[schema.GroupVersionResource]*resource{}}
+	if opts.WatchBuffer <= 0 {
+		opts.WatchBuffer = DefaultWatchBuffer
+	}
+	if opts.FreshnessTimeout <= 0 {
+		opts.FreshnessTimeout = DefaultFreshnessTimeout
+	}
+	c := &Cache{
+		store: store, opts: opts, tailing: map[schema.GroupVersionResource]*resource{},
+		resources: map[schema.GroupVersionResource]*resource{}, perUser: map[string]int{},
+	}
 	c.cond = sync.NewCond(&c.mu)
 	return c
 }
@@ -61,11 +121,13 @@ func (c *Cache) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	c.tail.Lock()
 	c.mu.Lock()
-	c.revision, c.started = cur, true
+	c.revision, c.started, c.ctx = cur, true, ctx
 	c.cond.Broadcast()
 	c.mu.Unlock()
-	ticker := time.NewTicker(c.poll)
+	c.tail.Unlock()
+	ticker := time.NewTicker(c.opts.PollInterval)
 	defer ticker.Stop()
 	for {
 		changed := c.store.Changed()
@@ -97,53 +159,61 @@ func (c *Cache) Run(ctx context.Context) error {
 	}
 }
 
-// step applies the next batch of the log.
+// step applies the next batch of the log to the published resources.
 func (c *Cache) step(ctx context.Context) (int, error) {
-	c.mu.Lock()
-	since := c.revision
-	c.mu.Unlock()
-	events, err := c.store.Events(ctx, since, tailBatch)
+	c.tail.Lock()
+	defer c.tail.Unlock()
+	events, err := c.store.Events(ctx, c.revision, tailBatch)
 	if err != nil || len(events) == 0 {
 		return 0, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	for i := range events {
 		e := &events[i]
-		if e.Revision <= c.revision {
-			continue // a reset raced this read
-		}
-		if r := c.resources[e.Key.GVR]; r != nil {
-			if err := r.apply(e); err != nil {
+		if r := c.tailing[e.Key.GVR]; r != nil {
+			if err := r.applyLocking(e); err != nil {
 				log.FromContext(ctx).Error(err, "decoding a logged object", "revision", e.Revision)
 			}
 		}
-		c.revision = e.Revision
 	}
+	last := events[len(events)-1].Revision
+	for _, r := range c.tailing {
+		r.mu.Lock()
+		r.revision = last // every change of r up to last is applied
+		r.mu.Unlock()
+	}
+	c.mu.Lock()
+	c.revision = last
 	c.cond.Broadcast()
+	c.mu.Unlock()
 	return len(events), nil
 }
 
+// reset drops every resource, whose watches end (their clients resume or
+// relist); the next request of each loads it again at revision cur.
 func (c *Cache) reset(ctx context.Context) {
 	cur, _, err := c.store.Revision(ctx)
 	if err != nil {
 		return
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for gvr, r := range c.resources {
-		r.closeWatchers()
-		delete(c.resources, gvr)
-	}
-	c.revision = cur
-	c.cond.Broadcast()
+	c.drop(cur)
 }
 
-func (c *Cache) closeAll() {
+// closeAll ends every watch as the cache stops.
+func (c *Cache) closeAll() { c.drop(c.Revision()) }
+
+func (c *Cache) drop(revision int64) {
+	c.tail.Lock()
+	defer c.tail.Unlock()
+	// Loads under way see their resource gone from the index when they
+	// publish, and start again.
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, r := range c.resources {
-		r.closeWatchers()
+	clear(c.resources)
+	c.revision = revision
+	c.cond.Broadcast()
+	c.mu.Unlock()
+	for gvr, r := range c.tailing {
+		r.close()
+		delete(c.tailing, gvr)
 	}
 }
 
@@ -173,75 +243,186 @@ func (c *Cache) WaitForRevision(ctx context.Context, rev int64) error {
 	return nil
 }
 
-// resourceLocked returns the cache of gvr, filling it from storage at the
-// current revision the first time. c.mu is held, so no change is applied
-// between the list and the registration.
-func (c *Cache) resourceLocked(ctx context.Context, gvr schema.GroupVersionResource) (*resource, error) {
-	if r := c.resources[gvr]; r != nil {
-		return r, nil
+// waitFresh waits, for at most the freshness timeout, until the cache has
+// applied rev; then it is a TooLargeError, as kube-apiserver's watch cache
+// answers a resourceVersion it has not seen.
+func (c *Cache) waitFresh(ctx context.Context, rev int64) error {
+	waitCtx, cancel := context.WithTimeout(ctx, c.opts.FreshnessTimeout)
+	defer cancel()
+	err := c.WaitForRevision(waitCtx, rev)
+	if err != nil && ctx.Err() == nil {
+		return &storage.TooLargeError{Requested: rev, Current: c.Revision()}
 	}
-	for !c.started {
-		c.cond.Wait()
+	return err
+}
+
+// errReloading says a resource's load was overtaken by a reset.
+var errReloading = errors.New("the watch cache was reset while loading")
+
+// resource returns the cache of gvr, loading it the first time. Requests
+// for it wait for the load; requests for other resources do not.
+func (c *Cache) resource(ctx context.Context, gvr schema.GroupVersionResource) (*resource, error) {
+	if err := c.WaitForRevision(ctx, 0); err != nil {
+		return nil, err
 	}
-	r := newResource(gvr, c.revision, c.ringSize)
-	if c.revision > 0 {
-		q := storage.ListQuery{GVR: gvr, Revision: c.revision, Limit: initPage}
-		for {
-			page, err := c.store.List(ctx, &q)
-			if err != nil {
-				return nil, err
-			}
-			for i := range page.Objects {
-				o, err := storage.DecodeStored(page.Objects[i].Data)
-				if err != nil {
-					return nil, err
-				}
-				o.Cluster, o.GVR = page.Objects[i].Cluster, gvr
-				r.objects[o.Key] = &o
-			}
-			if page.Continue == "" {
-				break
-			}
-			q.Continue = page.Continue
+	for {
+		c.mu.Lock()
+		r := c.resources[gvr]
+		if r == nil {
+			r = newResource(gvr, c.opts.RingSize)
+			c.resources[gvr] = r
+			go c.load(c.ctx, r, c.revision)
+		}
+		c.mu.Unlock()
+		select {
+		case <-r.loaded:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if !errors.Is(r.err, errReloading) {
+			return r, r.err
 		}
 	}
-	if c.revision > 0 {
-		history, compacted, err := c.store.History(ctx, gvr, c.revision, c.ringSize)
+}
+
+// load fills r with the state at revision at, catches it up with the log
+// and publishes it to the tail. Only the last catch-up, a few changes at
+// most, holds the tail.
+func (c *Cache) load(ctx context.Context, r *resource, at int64) {
+	err := c.fill(ctx, r, at)
+	if err == nil {
+		at, err = c.catchUp(ctx, r, at, c.Revision())
+	}
+	if err == nil {
+		err = c.publish(ctx, r, at)
+	}
+	switch {
+	case err == nil:
+	case storage.IsTooOld(err) || errors.Is(err, errReloading):
+		r.err = errReloading // a reset or compaction overtook the load: start again
+	default:
+		r.err = fmt.Errorf("loading %s into the watch cache: %w", r.gvr, err)
+	}
+	if r.err != nil {
+		c.mu.Lock()
+		if c.resources[r.gvr] == r {
+			delete(c.resources, r.gvr) // the next request loads again
+		}
+		c.mu.Unlock()
+	}
+	close(r.loaded)
+}
+
+// fill reads the state of r's resource at revision at, and its recent log.
+// r is not published yet: no lock is needed.
+func (c *Cache) fill(ctx context.Context, r *resource, at int64) error {
+	r.revision, r.oldest = at, at
+	if at == 0 {
+		return nil // nothing was ever written
+	}
+	q := storage.ListQuery{GVR: r.gvr, Revision: at, Limit: initPage}
+	for {
+		page, err := c.store.List(ctx, &q)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		if err := r.remember(history, compacted); err != nil {
-			return nil, err
+		for i := range page.Objects {
+			o, err := storage.DecodeStored(page.Objects[i].Data)
+			if err != nil {
+				return err
+			}
+			o.Cluster, o.GVR = page.Objects[i].Cluster, r.gvr
+			r.objects[o.Key] = &o
+		}
+		if page.Continue == "" {
+			break
+		}
+		q.Continue = page.Continue
+	}
+	history, compacted, err := c.store.History(ctx, r.gvr, at, c.opts.RingSize)
+	if err != nil {
+		return err
+	}
+	return r.remember(history, compacted)
+}
+
+// catchUp applies to the unpublished r the changes of its resource after
+// from up to and including to.
+func (c *Cache) catchUp(ctx context.Context, r *resource, from, to int64) (int64, error) {
+read:
+	for from < to {
+		events, err := c.store.Events(ctx, from, tailBatch)
+		if err != nil {
+			return from, err
+		}
+		if len(events) == 0 {
+			break
+		}
+		for i := range events {
+			e := &events[i]
+			if e.Revision > to {
+				break read
+			}
+			if e.Key.GVR == r.gvr {
+				if err := r.apply(e); err != nil {
+					return from, err
+				}
+			}
+			from = e.Revision
 		}
 	}
-	c.resources[gvr] = r
-	return r, nil
+	r.revision = to
+	return to, nil
+}
+
+// publish catches r up to the tail's revision and hands it to the tail.
+// Holding the tail, nothing is applied between the two.
+func (c *Cache) publish(ctx context.Context, r *resource, at int64) error {
+	c.tail.Lock()
+	defer c.tail.Unlock()
+	if _, err := c.catchUp(ctx, r, at, c.revision); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	current := c.resources[r.gvr] == r
+	c.mu.Unlock()
+	if !current {
+		return errReloading
+	}
+	c.tailing[r.gvr] = r
+	return nil
 }
 
 // List returns the objects of q.GVR that q selects, in q's order, and the
-// revision they are at. Owner filters are not supported here.
+// revision they are at. Owner filters are not supported here. The whole
+// selection is returned, as kube-apiserver 1.37's watch cache does for
+// resourceVersion=0 (its computeListLimit ignores limit when
+// resourceVersion is "0"; limit and continue are honored only for the
+// consistent and exact reads it serves from snapshots).
 func (c *Cache) List(ctx context.Context, q *storage.ListQuery) ([]storage.Object, int64, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	r, err := c.resourceLocked(ctx, q.GVR)
+	r, err := c.resource(ctx, q.GVR)
 	if err != nil {
 		return nil, 0, err
 	}
+	all, rev := r.snapshot()
+	// Filtering, copying and sorting happen outside any lock: the cached
+	// objects are never modified, only replaced.
 	var out []storage.Object
-	for _, o := range r.objects {
+	for _, o := range all {
 		if q.Matches(o, nil) {
 			out = append(out, *o)
 		}
 	}
 	order := q.Order()
 	slices.SortFunc(out, func(a, b storage.Object) int { return storage.Compare(order, &a, &b) })
-	return out, c.revision, nil
+	return out, rev, nil
 }
 
 // WatchOptions say where a watch starts.
 type WatchOptions struct {
 	// ResourceVersion: events after it are sent. 0 means "now, after the
-	// current state as ADDED events".
+	// current state as ADDED events". A revision the cache has not reached
+	// is waited for, up to Options.FreshnessTimeout.
 	ResourceVersion int64
 	// SendInitialEvents sends the current state as ADDED events first, then a
 	// bookmark marking their end (the watch-list protocol).
@@ -249,6 +430,8 @@ type WatchOptions struct {
 	// Bookmarks are sent about every BookmarkInterval.
 	Bookmarks        bool
 	BookmarkInterval time.Duration
+	// User is who asked, for the per-user limit.
+	User string
 }
 
 // Event is one watch event.
@@ -261,55 +444,136 @@ type Event struct {
 	InitialEventsEnd bool
 }
 
-// Watch starts a watch of what q selects.
-func (c *Cache) Watch(ctx context.Context, q *storage.ListQuery, opts WatchOptions) (*Watcher, error) {
+// TooManyWatchesError refuses a watch beyond the limits; the API answers
+// 429 Too Many Requests.
+type TooManyWatchesError struct {
+	// User is set when the user's own limit was reached.
+	User  string
+	Limit int
+}
+
+func (e *TooManyWatchesError) Error() string {
+	if e.User != "" {
+		return fmt.Sprintf("user %q has %d watches open, the most allowed", e.User, e.Limit)
+	}
+	return fmt.Sprintf("the server has %d watches open, the most allowed", e.Limit)
+}
+
+// admit counts a new watch of user against the limits; release uncounts it.
+func (c *Cache) admit(user string) (release func(), err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	r, err := c.resourceLocked(ctx, q.GVR)
+	if limit := c.opts.MaxWatches; limit > 0 && c.watches >= limit {
+		return nil, &TooManyWatchesError{Limit: limit}
+	}
+	if limit := c.opts.MaxWatchesPerUser; limit > 0 && c.perUser[user] >= limit {
+		return nil, &TooManyWatchesError{User: user, Limit: limit}
+	}
+	c.watches++
+	c.perUser[user]++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			c.watches--
+			if c.perUser[user]--; c.perUser[user] == 0 {
+				delete(c.perUser, user)
+			}
+		})
+	}, nil
+}
+
+// Watch starts a watch of what q selects.
+func (c *Cache) Watch(ctx context.Context, q *storage.ListQuery, opts WatchOptions) (*Watcher, error) {
+	release, err := c.admit(opts.User)
 	if err != nil {
 		return nil, err
 	}
-	w := newWatcher(q, opts, c.ringSize)
-	switch {
-	case opts.SendInitialEvents || opts.ResourceVersion == 0:
-		order := q.Order()
-		for _, o := range r.objects {
-			if q.Matches(o, nil) {
-				w.initial = append(w.initial, Event{Type: watch.Added, Revision: o.Revision, Object: o})
-			}
-		}
-		slices.SortFunc(w.initial, func(a, b Event) int { return storage.Compare(order, a.Object, b.Object) })
-		if opts.SendInitialEvents && opts.Bookmarks {
-			w.initial = append(w.initial, Event{Type: watch.Bookmark, Revision: c.revision, InitialEventsEnd: true})
-		}
-		w.lastSent = c.revision
-	case opts.ResourceVersion < r.oldest:
-		return nil, &storage.TooOldError{Requested: opts.ResourceVersion, Compacted: r.oldest}
-	default:
-		w.initial = r.since(opts.ResourceVersion, w)
-		w.lastSent = max(opts.ResourceVersion, c.revision)
+	w, err := c.watch(ctx, q, opts, release)
+	if err != nil {
+		release()
 	}
+	return w, err
+}
+
+func (c *Cache) watch(ctx context.Context, q *storage.ListQuery, opts WatchOptions, release func()) (*Watcher, error) {
+	if opts.ResourceVersion > 0 {
+		if err := c.waitFresh(ctx, opts.ResourceVersion); err != nil {
+			return nil, err
+		}
+	}
+	w := newWatcher(q, opts, c.opts.WatchBuffer)
+	// Under r's lock only what must be atomic with the registration:
+	// taking the state or the changes to replay. Filtering and sorting
+	// them happen after, while new changes queue up behind.
+	var state []*storage.Object
+	var replay []change
+	fromState := opts.SendInitialEvents || opts.ResourceVersion == 0
+	var r *resource
+	for {
+		var err error
+		if r, err = c.resource(ctx, q.GVR); err != nil {
+			return nil, err
+		}
+		r.mu.Lock()
+		if !r.closed {
+			break
+		}
+		r.mu.Unlock() // dropped by a reset since: load it again
+	}
+	if !fromState && opts.ResourceVersion < r.oldest {
+		r.mu.Unlock()
+		return nil, &storage.TooOldError{Requested: opts.ResourceVersion, Compacted: r.oldest}
+	}
+	if fromState {
+		state = r.all()
+	} else {
+		replay = r.since(opts.ResourceVersion)
+	}
+	rev := r.revision
+	w.lastSent = max(opts.ResourceVersion, rev)
 	r.watchers[w] = struct{}{}
+	r.mu.Unlock()
 	w.stop = func() {
-		c.mu.Lock()
+		r.mu.Lock()
 		delete(r.watchers, w)
-		c.mu.Unlock()
+		r.mu.Unlock()
+		release()
+	}
+
+	for _, o := range state {
+		if q.Matches(o, nil) {
+			w.initialObjects = append(w.initialObjects, o)
+		}
+	}
+	order := q.Order()
+	slices.SortFunc(w.initialObjects, func(a, b *storage.Object) int { return storage.Compare(order, a, b) })
+	for i := range replay {
+		if ev, ok := w.filter(&replay[i]); ok {
+			w.initial = append(w.initial, ev)
+		}
+	}
+	if opts.SendInitialEvents && opts.Bookmarks {
+		w.initial = append(w.initial, Event{Type: watch.Bookmark, Revision: rev, InitialEventsEnd: true})
 	}
 	go w.run(ctx)
 	return w, nil
 }
 
-// sendBookmarks queues a bookmark at the current revision for each watcher
-// that is due one. It runs after a batch is applied, so every change up to
-// that revision is already queued ahead of it.
+// sendBookmarks queues a bookmark at each resource's revision for each of
+// its watchers that is due one. Every change up to that revision is
+// already queued ahead of it.
 func (c *Cache) sendBookmarks() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, r := range c.resources {
+	c.tail.Lock()
+	defer c.tail.Unlock()
+	for _, r := range c.tailing {
+		r.mu.Lock()
 		for w := range r.watchers {
 			if w.bookmarkDue() {
-				w.push(Event{Type: watch.Bookmark, Revision: c.revision})
+				w.push(Event{Type: watch.Bookmark, Revision: r.revision})
 			}
 		}
+		r.mu.Unlock()
 	}
 }

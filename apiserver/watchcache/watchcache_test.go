@@ -84,7 +84,7 @@ func TestWatchCache(t *testing.T) {
 	apply(t, s, pod("a", "1", "web"), pod("b", "1", "db"))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	c := watchcache.New(s, 50*time.Millisecond, 4)
+	c := watchcache.New(s, watchcache.Options{PollInterval: 50 * time.Millisecond, RingSize: 4})
 	go func() { _ = c.Run(ctx) }()
 	if err := c.WaitForRevision(ctx, 2); err != nil {
 		t.Fatal(err)
@@ -175,7 +175,7 @@ func TestWatchCacheRemembers(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	for _, ring := range []int{10, 3} {
-		c := watchcache.New(s, 50*time.Millisecond, ring)
+		c := watchcache.New(s, watchcache.Options{PollInterval: 50 * time.Millisecond, RingSize: ring})
 		go func() { _ = c.Run(ctx) }()
 		if err := c.WaitForRevision(ctx, 6); err != nil {
 			t.Fatal(err)

@@ -13,15 +13,20 @@ import (
 // Watcher is one watch. Its events arrive on ResultChan, which closes when
 // the watch ends: by Stop, by the context, or because the client fell so far
 // behind that its queue overflowed (it then re-watches from its last
-// resourceVersion, as with kube-apiserver).
+// resourceVersion, as with kube-apiserver). The queue is small, so that idle
+// watches cost little and a slow one never holds back the tail or the
+// other watches.
 type Watcher struct {
 	q    *storage.ListQuery
 	opts WatchOptions
 
-	initial []Event
-	queue   chan Event
-	result  chan Event
-	stop    func()
+	// initialObjects are sent first as ADDED, then initial (the changes to
+	// replay, or the bookmark ending the initial events), then the queue.
+	initialObjects []*storage.Object
+	initial        []Event
+	queue          chan Event
+	result         chan Event
+	stop           func()
 
 	mu          sync.Mutex
 	terminated  bool
@@ -63,6 +68,12 @@ func (w *Watcher) run(ctx context.Context) {
 		}
 		return false
 	}
+	for _, o := range w.initialObjects {
+		if !send(Event{Type: watch.Added, Revision: o.Revision, Object: o}) {
+			return
+		}
+	}
+	w.initialObjects = nil
 	for _, e := range w.initial {
 		if !send(e) {
 			return
@@ -83,8 +94,8 @@ func (w *Watcher) run(ctx context.Context) {
 	}
 }
 
-// push queues e; called with the cache locked, so it never blocks: a full
-// queue ends the watch.
+// push queues e; called with the resource locked, so it never blocks: a
+// full queue ends the watch.
 func (w *Watcher) push(e Event) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
