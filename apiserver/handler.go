@@ -117,10 +117,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	gvr := schema.GroupVersionResource{Group: info.APIGroup, Version: info.APIVersion, Resource: info.Resource}
 	res, ok := h.registry.Lookup(cluster, gvr)
-	if !ok || (!res.Namespaced && info.Namespace != "") {
+	namespace := info.Namespace
+	if ok && !res.Namespaced && isNamespaceObject(info) {
+		namespace = ""
+	}
+	if !ok || (!res.Namespaced && namespace != "") {
 		// Forbidden first, so that 404 tells only who may read there
 		// that a cluster or a type does not exist.
-		if cluster != "" && !h.allowed(r.Context(), info.Verb, memberResource(gvr.GroupResource()), cluster, info.Namespace) {
+		if cluster != "" && !h.allowed(r.Context(), info.Verb, memberResource(gvr.GroupResource()), cluster, namespace) {
 			writeError(w, forbidden(r.Context(), info.Verb, gvr.GroupResource(), "in cluster "+cluster), gvr.GroupResource())
 			return
 		}
@@ -129,14 +133,22 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch info.Verb {
 	case "get":
-		h.get(w, r, res, cluster, info.Namespace, info.Name)
+		h.get(w, r, res, cluster, namespace, info.Name)
 	case "list":
-		h.list(w, r, res, cluster, info.Namespace)
+		h.list(w, r, res, cluster, namespace)
 	case "watch":
-		h.watch(w, r, res, cluster, info.Namespace)
+		h.watch(w, r, res, cluster, namespace)
 	default:
 		writeError(w, apierrors.NewMethodNotSupported(gvr.GroupResource(), info.Verb), gvr.GroupResource())
 	}
+}
+
+// isNamespaceObject reports whether info is of a Namespace itself
+// (.../namespaces/{name}): RequestInfo takes that name as the request's
+// namespace too, as kube's RBAC wants it (a RoleBinding may grant reading
+// its own Namespace), but the object lives in no namespace.
+func isNamespaceObject(info *apirequest.RequestInfo) bool {
+	return info.Resource == "namespaces" && info.Name == info.Namespace
 }
 
 func warn(w http.ResponseWriter, msg string) {
@@ -245,7 +257,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, res Resource, clu
 	var err error
 	var page *storage.ListResult
 	switch {
-	case req.fromCache:
+	case req.version.fromCache(&req.query):
 		objs, rev, err := h.cache.List(r.Context(), &req.query)
 		if err != nil {
 			writeError(w, err, gr)
@@ -253,14 +265,9 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, res Resource, clu
 		}
 		page = &storage.ListResult{Objects: objs, Revision: rev}
 	default:
-		if req.notOlderThan > 0 {
-			if cur, _, err := h.store.Revision(r.Context()); err != nil {
-				writeError(w, err, gr)
-				return
-			} else if cur < req.notOlderThan {
-				writeError(w, &storage.TooLargeError{Requested: req.notOlderThan, Current: cur}, gr)
-				return
-			}
+		if err := req.version.checkStore(r.Context(), h.store); err != nil {
+			writeError(w, err, gr)
+			return
 		}
 		if page, err = h.store.List(r.Context(), &req.query); err != nil {
 			if storage.IsTooOld(err) && req.query.Continue != "" {
@@ -366,13 +373,13 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request, res Resource, cl
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
-	if req.sendInitialEvents && req.watchRevision > 0 {
+	if req.version.sendInitialEvents && req.version.rev > 0 {
 		// The state sent must be at least as new as the revision asked for.
 		waitCtx, cancelWait := context.WithTimeout(ctx, 3*time.Second)
-		err := h.cache.WaitForRevision(waitCtx, req.watchRevision)
+		err := h.cache.WaitForRevision(waitCtx, req.version.rev)
 		cancelWait()
 		if err != nil {
-			writeError(w, &storage.TooLargeError{Requested: req.watchRevision, Current: h.cache.Revision()}, gr)
+			writeError(w, &storage.TooLargeError{Requested: req.version.rev, Current: h.cache.Revision()}, gr)
 			return
 		}
 	}
@@ -399,7 +406,7 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request, res Resource, cl
 	}
 
 	watcher, err := h.cache.Watch(ctx, &req.query, watchcache.WatchOptions{
-		ResourceVersion: req.watchRevision, SendInitialEvents: req.sendInitialEvents,
+		ResourceVersion: req.version.rev, SendInitialEvents: req.version.sendInitialEvents,
 		Bookmarks: req.allowBookmarks, BookmarkInterval: bookmarkInterval,
 	})
 	if err != nil {

@@ -7,9 +7,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -20,6 +22,7 @@ import (
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
 	clusterv1alpha1 "github.com/panorama-io/panorama/apis/cluster/v1alpha1"
 	"github.com/panorama-io/panorama/apiserver/watchcache"
@@ -32,6 +35,18 @@ var podsGVR = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 // testServer serves the resources path over a real store, without the
 // generic server's filters: what the handler itself answers.
 func testServer(t testing.TB) (storage.Interface, *rest.Config, *Registry) {
+	h := testHandler(t)
+	mux := http.NewServeMux()
+	mux.Handle(ResourcesPrefix+"/", h)
+	mux.HandleFunc(CollectionsPath+"/", h.ServeCollections)
+	srv := httptest.NewServer(asUser(mux))
+	t.Cleanup(srv.Close)
+	return h.store, &rest.Config{Host: srv.URL + ResourcesPrefix}, h.registry
+}
+
+// testHandler is a handler over a real store (SQLite) and watch cache, with
+// clusters east and west serving pods.
+func testHandler(t testing.TB) *Handler {
 	store := storagetest.Backends()[0].Open(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -41,13 +56,7 @@ func testServer(t testing.TB) (storage.Interface, *rest.Config, *Registry) {
 	for _, name := range []string{"east", "west"} {
 		reg.Set(clusterServing(name, podsGVR, "Pod"))
 	}
-	mux := http.NewServeMux()
-	h := &Handler{registry: reg, store: store, cache: c, crds: crdColumns{store: store}, authz: testGrants}
-	mux.Handle(ResourcesPrefix+"/", h)
-	mux.HandleFunc(CollectionsPath+"/", h.ServeCollections)
-	srv := httptest.NewServer(asUser(mux))
-	t.Cleanup(srv.Close)
-	return store, &rest.Config{Host: srv.URL + ResourcesPrefix}, reg
+	return &Handler{registry: reg, store: store, cache: c, crds: crdColumns{store: store}, authz: testGrants}
 }
 
 // clusterServing is a ready Cluster that syncs one namespaced resource.
@@ -258,5 +267,110 @@ func TestCollections(t *testing.T) {
 	}
 	if code, _, _ := getJSON(t, base+"/workloads?orderby=color", ""); code != 400 {
 		t.Fatalf("bad parameter: %d", code)
+	}
+}
+
+// TestGetClusterScoped gets cluster-scoped objects by name, as
+// `kubectl get ns default` and `kubectl get node n1` do: a Namespace's
+// path names it twice (.../namespaces/default), once where a namespaced
+// object's path names its namespace.
+func TestGetClusterScoped(t *testing.T) {
+	store, cfg, registry := testServer(t)
+	namespaces := schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	nodes := schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
+	for _, cluster := range []string{"east", "west"} {
+		cl := clusterServing(cluster, podsGVR, "Pod")
+		for _, r := range []struct {
+			gvr  schema.GroupVersionResource
+			kind string
+		}{{namespaces, "Namespace"}, {nodes, "Node"}} {
+			cl.Status.SyncResources = append(cl.Status.SyncResources, clusterv1alpha1.ResourceSyncStatus{
+				Version: "v1", Resource: r.gvr.Resource, Kind: r.kind})
+			u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": r.kind,
+				"metadata": map[string]any{"name": map[string]string{"Namespace": "default", "Node": "n1"}[r.kind], "resourceVersion": "1"},
+				"status":   map[string]any{"phase": "Active"}}}
+			if _, err := store.Apply(context.Background(), cluster, r.gvr, []storage.Change{storage.Upsert(u)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		registry.Set(cl)
+	}
+	for path, want := range map[string]string{
+		"/api/v1/namespaces/default":                "Namespace default",
+		"/clusters/west/api/v1/namespaces/default":  "Namespace default west",
+		"/api/v1/nodes/n1":                          "Node n1",
+		"/clusters/east/api/v1/nodes/n1":            "Node n1 east",
+		"/api/v1/namespaces/nope":                   "404",
+		"/clusters/east/api/v1/namespaces/nope":     "404",
+		"/api/v1/namespaces/default/nodes/n1":       "404", // no node lives in a namespace
+		"/clusters/east/api/v1/namespaces/x/nodes/": "404",
+	} {
+		code, _, body := getJSON(t, cfg.Host+path, "")
+		got := fmt.Sprint(code)
+		if code == http.StatusOK {
+			u := unstructured.Unstructured{Object: body}
+			got = u.GetKind() + " " + u.GetName()
+			if strings.Contains(path, "/clusters/") {
+				got += " " + u.GetAnnotations()[storage.ClusterAnnotation]
+			}
+		}
+		if got != want {
+			t.Errorf("GET %s: %s, want %s (%v)", path, got, want, body)
+		}
+	}
+	// kubectl get ns default: a Table of the Namespace in each cluster.
+	code, _, body := getJSON(t, cfg.Host+"/api/v1/namespaces/default", tableContentType)
+	rows, _ := body["rows"].([]any)
+	if code != http.StatusOK || len(rows) != 2 {
+		t.Fatalf("table of namespace default: %d %v", code, body)
+	}
+	for _, row := range rows {
+		if cells := row.(map[string]any)["cells"].([]any); cells[1] != "default" || cells[2] != "Active" {
+			t.Errorf("table row of namespace default: %v", cells)
+		}
+	}
+}
+
+// TestRequestContextEnds: a request whose client went away or whose time is
+// up is answered 504 Timeout, as kube-apiserver does, and is not logged as
+// an internal error.
+func TestRequestContextEnds(t *testing.T) {
+	h := testHandler(t)
+	putPod(t, h.store, "east", "a")
+	var (
+		mu     sync.Mutex
+		logged []string
+	)
+	klog.SetLogger(funcr.New(func(prefix, args string) {
+		if strings.Contains(args, "internal error") {
+			mu.Lock()
+			logged = append(logged, args)
+			mu.Unlock()
+		}
+	}, funcr.Options{}))
+	defer klog.ClearLogger()
+
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	expired, cancelExpired := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancelExpired()
+	for _, ctx := range []context.Context{canceled, expired} {
+		for _, path := range []string{"/api/v1/pods", "/clusters/east/api/v1/namespaces/ns/pods/a", "/api/v1/namespaces/ns/pods/a",
+			"/api/v1/pods?resourceVersion=1", "/api/v1/pods?limit=1&resourceVersion=1&resourceVersionMatch=Exact"} {
+			rec := httptest.NewRecorder()
+			req := httptest.NewRequest(http.MethodGet, ResourcesPrefix+path, nil).WithContext(ctx)
+			asUser(h).ServeHTTP(rec, req)
+			var st metav1.Status
+			_ = json.Unmarshal(rec.Body.Bytes(), &st)
+			if rec.Code != http.StatusGatewayTimeout || st.Reason != metav1.StatusReasonTimeout {
+				t.Errorf("GET %s with %v: %d %s, want 504 Timeout", path, ctx.Err(), rec.Code, rec.Body)
+			}
+		}
+	}
+	klog.Flush()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(logged) > 0 {
+		t.Errorf("logged: %q", logged)
 	}
 }

@@ -32,14 +32,10 @@ const matchNothing = ""
 type request struct {
 	query             storage.ListQuery
 	opts              metainternalversion.ListOptions
-	onlyMetadata      bool
-	exactRevision     bool  // resourceVersionMatch=Exact
-	notOlderThan      int64 // resourceVersion of a NotOlderThan read
-	fromCache         bool  // resourceVersion=0: any state, from memory
-	watchRevision     int64
-	sendInitialEvents bool
-	allowBookmarks    bool
-	timeout           time.Duration
+	onlyMetadata   bool
+	version        readVersion
+	allowBookmarks bool
+	timeout        time.Duration
 }
 
 type badRequest string
@@ -113,33 +109,19 @@ func parseRequest(values url.Values, gvr schema.GroupVersionResource, cluster, n
 
 	r.query.Limit = r.opts.Limit
 	r.query.Continue = r.opts.Continue
-	rv := r.opts.ResourceVersion
-	var rev int64
-	if rv != "" {
-		var err error
-		if rev, err = strconv.ParseInt(rv, 10, 64); err != nil || rev < 0 {
-			return nil, badf("invalid resourceVersion %q: must be a non-negative integer", rv)
-		}
+	var err error
+	if r.version, err = parseReadVersion(&r.opts); err != nil {
+		return nil, err
 	}
+	r.query.Revision = r.version.storeRevision()
 	if watch {
-		r.watchRevision = rev
 		r.allowBookmarks = r.opts.AllowWatchBookmarks
-		r.sendInitialEvents = r.opts.SendInitialEvents != nil && *r.opts.SendInitialEvents
 		if r.opts.TimeoutSeconds != nil {
 			r.timeout = time.Duration(*r.opts.TimeoutSeconds) * time.Second
 		}
 		if r.query.HasOwnerFilter() {
 			return nil, badRequest("owner filters are not supported for watch")
 		}
-		return r, nil
-	}
-	switch {
-	case r.opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact:
-		r.exactRevision, r.query.Revision = true, rev
-	case rv == "0" && !r.query.HasOwnerFilter() && r.query.Continue == "":
-		r.fromCache = true
-	case rev > 0:
-		r.notOlderThan = rev
 	}
 	return r, nil
 }
