@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -62,6 +61,9 @@ func splitPath(path string) (cluster, rest string, ok bool) {
 	if after, isCluster := strings.CutPrefix(rest, "/clusters/"); isCluster {
 		cluster, rest, _ = strings.Cut(after, "/")
 		rest = "/" + rest
+		if cluster == "" {
+			return "", "", false // .../clusters//api/v1/pods names no cluster, it does not mean all
+		}
 	}
 	return cluster, rest, true
 }
@@ -283,23 +285,8 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, res Resource, clu
 		return
 	}
 	f := formatOf(r, res, req.onlyMetadata)
-	meta, _ := json.Marshal(listMeta)
-	var b bytes.Buffer
-	fmt.Fprintf(&b, `{"kind":%q,"apiVersion":%q,"metadata":%s,"items":[`, f.listKind, f.apiVersion, meta)
-	for i, o := range page.Objects {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		data, err := f.item(o.Data)
-		if err != nil {
-			writeError(w, err, gr)
-			return
-		}
-		b.Write(data)
-	}
-	b.WriteString("]}")
-	w.Header().Set("Content-Type", f.listType)
-	_, _ = w.Write(b.Bytes())
+	streamList(w, f.listType, &listEnvelope{Kind: f.listKind, APIVersion: f.apiVersion, Metadata: listMeta, Items: []json.RawMessage{}},
+		len(page.Objects), func(i int) ([]byte, error) { return f.item(page.Objects[i].Data) })
 }
 
 // format is how objects are written: as they are, as metadata only
@@ -347,18 +334,17 @@ func (f format) item(data []byte) ([]byte, error) {
 }
 
 func (h *Handler) writeTable(w http.ResponseWriter, r *http.Request, gvr schema.GroupVersionResource, objs []storage.Object, listMeta metav1.ListMeta) {
-	gr := gvr.GroupResource()
-	datas := make([][]byte, len(objs))
-	for i := range objs {
-		datas[i] = objs[i].Data
-	}
-	t, err := table(h.columnsFor(r.Context(), gvr), datas, r.URL.Query().Get("includeObject"), true)
-	if err != nil {
-		writeError(w, err, gr)
-		return
-	}
+	cols := h.columnsFor(r.Context(), gvr)
+	includeObject := r.URL.Query().Get("includeObject")
+	t := tableHead(cols, true)
 	t.ListMeta = listMeta
-	writeJSONAs(w, http.StatusOK, tableContentType, t)
+	streamList(w, tableContentType, t, len(objs), func(i int) ([]byte, error) {
+		row, err := tableRow(cols, objs[i].Data, includeObject)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(row)
+	})
 }
 
 func (h *Handler) watch(w http.ResponseWriter, r *http.Request, res Resource, cluster, namespace string) {

@@ -67,7 +67,7 @@ func clusterServing(name string, gvr schema.GroupVersionResource, kind string) *
 	return cl
 }
 
-func putPod(t *testing.T, s storage.Interface, cluster, name string) {
+func putPod(t testing.TB, s storage.Interface, cluster, name string) {
 	t.Helper()
 	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Pod",
 		"metadata": map[string]any{"name": name, "namespace": "ns", "resourceVersion": "1", "uid": cluster + name}}}

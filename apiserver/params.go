@@ -30,8 +30,8 @@ const matchNothing = ""
 
 // request is a parsed list, watch or get.
 type request struct {
-	query             storage.ListQuery
-	opts              metainternalversion.ListOptions
+	query          storage.ListQuery
+	opts           metainternalversion.ListOptions
 	onlyMetadata   bool
 	version        readVersion
 	allowBookmarks bool
@@ -122,6 +122,11 @@ func parseRequest(values url.Values, gvr schema.GroupVersionResource, cluster, n
 		if r.query.HasOwnerFilter() {
 			return nil, badRequest("owner filters are not supported for watch")
 		}
+	}
+	// The watch cache serves queries that never reach the store, which
+	// would have refused them: refuse them here, for every source.
+	if err := r.query.Validate(); err != nil {
+		return nil, err
 	}
 	return r, nil
 }
