@@ -191,6 +191,15 @@ func TestListSemantics(t *testing.T) {
 	if items := body["items"].([]any); code != 200 || len(items) != 2 || body["metadata"].(map[string]any)["resourceVersion"] != "2" {
 		t.Fatalf("exact list at 2: %d %v", code, body)
 	}
+	// So is a paged list at a resourceVersion (kube's legacy Exact); without
+	// a limit, it is NotOlderThan.
+	code, _, body = getJSON(t, cfg.Host+"/api/v1/pods?limit=10&resourceVersion=2", "")
+	if items := body["items"].([]any); code != 200 || len(items) != 2 || body["metadata"].(map[string]any)["resourceVersion"] != "2" {
+		t.Fatalf("paged list at 2: %d %v", code, body)
+	}
+	if code, _, body = getJSON(t, cfg.Host+"/api/v1/pods?resourceVersion=2", ""); code != 200 || len(body["items"].([]any)) != 3 {
+		t.Fatalf("list not older than 2: %d %v", code, body)
+	}
 	// resourceVersion=0 is served from the watch cache, which catches up.
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		_, _, body = getJSON(t, cfg.Host+"/api/v1/pods?resourceVersion=0", "")

@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"fmt"
-	"net/http"
 	"net/url"
 	"testing"
 )
@@ -94,21 +93,5 @@ func TestParseReadVersion(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("%q (watch %v): %s, want %s", tc.query, tc.watch, got, tc.want)
 		}
-	}
-}
-
-// TestLegacyPagedListIsExact: a list with a limit and a resourceVersion
-// reads the state at that revision, as kube-apiserver answers it.
-func TestLegacyPagedListIsExact(t *testing.T) {
-	store, cfg, _ := testServer(t)
-	putPod(t, store, "east", "a")
-	putPod(t, store, "west", "b")
-	putPod(t, store, "east", "c")
-	code, _, body := getJSON(t, cfg.Host+"/api/v1/pods?limit=10&resourceVersion=2", "")
-	if code != http.StatusOK || len(body["items"].([]any)) != 2 || body["metadata"].(map[string]any)["resourceVersion"] != "2" {
-		t.Fatalf("paged list at 2: %d %v", code, body)
-	}
-	if code, _, body := getJSON(t, cfg.Host+"/api/v1/pods?resourceVersion=2", ""); code != http.StatusOK || len(body["items"].([]any)) != 3 {
-		t.Fatalf("NotOlderThan 2: %d %v", code, body)
 	}
 }
