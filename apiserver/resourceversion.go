@@ -21,11 +21,12 @@ import (
 //	unset         no limit            MostRecent   Any                 NotOlderThan N
 //	unset         limit, no continue  MostRecent   Any                 Exact N
 //	unset         continue            token's      token's             400
-//	NotOlderThan  any                 400          Any                 NotOlderThan N
-//	Exact         any                 400          400                 Exact N
+//	NotOlderThan  no continue         400          Any                 NotOlderThan N
+//	Exact         no continue         400          400                 Exact N
 //
-// (the 400s of the match rows are apimachinery's ListOptions validation,
-// which parseRequest runs first). Served as:
+// A match with continue is 400 too. The 400s of the match rows are
+// apimachinery's ListOptions validation, which parseRequest runs first.
+// Served as:
 //
 //   - MostRecent: the store's latest state, a consistent read.
 //   - Any: the watch cache's state, which follows the store's log; from
