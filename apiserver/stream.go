@@ -28,7 +28,7 @@ var emptyItems, comma = []byte("[]}"), []byte(",")
 // list encoder does: the envelope, whose JSON must end with its empty item
 // array (a listEnvelope, a Table), then each of the n items as item(i)
 // encodes it, then the end. Only one item is encoded at a time, so the
-// answer is never whole in memory whatever the list's size.
+// answer is never copied whole into one buffer whatever the list's size.
 //
 // An item that fails to encode once the answer has begun can no longer be
 // a Status: the connection is aborted, so that the client sees a failed
