@@ -58,6 +58,16 @@ test: ## Every test, against real control planes and real databases.
 	export KUBEBUILDER_ASSETS="$$(hack/test-assets.sh)"; \
 	go vet ./... && go test $(GOTEST_FLAGS) ./...
 
+FUZZTIME ?= 30s
+
+.PHONY: fuzz
+fuzz: ## Runs every fuzz target of apiserver and storage for FUZZTIME each (make test runs their seeds).
+	for pkg in $$(go list ./apiserver/... ./storage/...); do \
+		for target in $$(go test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+			go test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) $$pkg; \
+		done; \
+	done
+
 .PHONY: bench
 bench: ## Benchmarks, each printed as ratios to a baseline measured in the same run.
 	export KUBEBUILDER_ASSETS="$$(hack/test-assets.sh)"; \

@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -63,6 +62,9 @@ func splitPath(path string) (cluster, rest string, ok bool) {
 	if after, isCluster := strings.CutPrefix(rest, "/clusters/"); isCluster {
 		cluster, rest, _ = strings.Cut(after, "/")
 		rest = "/" + rest
+		if cluster == "" {
+			return "", "", false // .../clusters//api/v1/pods names no cluster, it does not mean all
+		}
 	}
 	return cluster, rest, true
 }
@@ -118,10 +120,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	gvr := schema.GroupVersionResource{Group: info.APIGroup, Version: info.APIVersion, Resource: info.Resource}
 	res, ok := h.registry.Lookup(cluster, gvr)
-	if !ok || (!res.Namespaced && info.Namespace != "") {
+	namespace := info.Namespace
+	if ok && !res.Namespaced && isNamespaceObject(info) {
+		namespace = ""
+	}
+	if !ok || (!res.Namespaced && namespace != "") {
 		// Forbidden first, so that 404 tells only who may read there
 		// that a cluster or a type does not exist.
-		if cluster != "" && !h.allowed(r.Context(), info.Verb, memberResource(gvr.GroupResource()), cluster, info.Namespace) {
+		if cluster != "" && !h.allowed(r.Context(), info.Verb, memberResource(gvr.GroupResource()), cluster, namespace) {
 			writeError(w, forbidden(r.Context(), info.Verb, gvr.GroupResource(), "in cluster "+cluster), gvr.GroupResource())
 			return
 		}
@@ -130,14 +136,22 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch info.Verb {
 	case "get":
-		h.get(w, r, res, cluster, info.Namespace, info.Name)
+		h.get(w, r, res, cluster, namespace, info.Name)
 	case "list":
-		h.list(w, r, res, cluster, info.Namespace)
+		h.list(w, r, res, cluster, namespace)
 	case "watch":
-		h.watch(w, r, res, cluster, info.Namespace)
+		h.watch(w, r, res, cluster, namespace)
 	default:
 		writeError(w, apierrors.NewMethodNotSupported(gvr.GroupResource(), info.Verb), gvr.GroupResource())
 	}
+}
+
+// isNamespaceObject reports whether info is of a Namespace itself
+// (.../namespaces/{name}): RequestInfo takes that name as the request's
+// namespace too, as kube's RBAC wants it (a RoleBinding may grant reading
+// its own Namespace), but the object lives in no namespace.
+func isNamespaceObject(info *apirequest.RequestInfo) bool {
+	return info.Resource == "namespaces" && info.Name == info.Namespace
 }
 
 func warn(w http.ResponseWriter, msg string) {
@@ -246,7 +260,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, res Resource, clu
 	var err error
 	var page *storage.ListResult
 	switch {
-	case req.fromCache:
+	case req.version.fromCache(&req.query):
 		// limit is ignored here, as kube-apiserver 1.37 ignores it for
 		// resourceVersion=0 lists its watch cache serves (cacher's
 		// computeListLimit): the whole selection, without continue.
@@ -257,14 +271,9 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, res Resource, clu
 		}
 		page = &storage.ListResult{Objects: objs, Revision: rev}
 	default:
-		if req.notOlderThan > 0 {
-			if cur, _, err := h.store.Revision(r.Context()); err != nil {
-				writeError(w, err, gr)
-				return
-			} else if cur < req.notOlderThan {
-				writeError(w, &storage.TooLargeError{Requested: req.notOlderThan, Current: cur}, gr)
-				return
-			}
+		if err := req.version.checkStore(r.Context(), h.store); err != nil {
+			writeError(w, err, gr)
+			return
 		}
 		if page, err = h.store.List(r.Context(), &req.query); err != nil {
 			if storage.IsTooOld(err) && req.query.Continue != "" {
@@ -280,23 +289,8 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, res Resource, clu
 		return
 	}
 	f := formatOf(r, res, req.onlyMetadata)
-	meta, _ := json.Marshal(listMeta)
-	var b bytes.Buffer
-	fmt.Fprintf(&b, `{"kind":%q,"apiVersion":%q,"metadata":%s,"items":[`, f.listKind, f.apiVersion, meta)
-	for i, o := range page.Objects {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		data, err := f.item(o.Data)
-		if err != nil {
-			writeError(w, err, gr)
-			return
-		}
-		b.Write(data)
-	}
-	b.WriteString("]}")
-	w.Header().Set("Content-Type", f.listType)
-	_, _ = w.Write(b.Bytes())
+	streamList(w, f.listType, &listEnvelope{Kind: f.listKind, APIVersion: f.apiVersion, Metadata: listMeta, Items: []json.RawMessage{}},
+		len(page.Objects), func(i int) ([]byte, error) { return f.item(page.Objects[i].Data) })
 }
 
 // format is how objects are written: as they are, as metadata only
@@ -344,18 +338,17 @@ func (f format) item(data []byte) ([]byte, error) {
 }
 
 func (h *Handler) writeTable(w http.ResponseWriter, r *http.Request, gvr schema.GroupVersionResource, objs []storage.Object, listMeta metav1.ListMeta) {
-	gr := gvr.GroupResource()
-	datas := make([][]byte, len(objs))
-	for i := range objs {
-		datas[i] = objs[i].Data
-	}
-	t, err := table(h.columnsFor(r.Context(), gvr), datas, r.URL.Query().Get("includeObject"), true)
-	if err != nil {
-		writeError(w, err, gr)
-		return
-	}
+	cols := h.columnsFor(r.Context(), gvr)
+	includeObject := r.URL.Query().Get("includeObject")
+	t := tableHead(cols, true)
 	t.ListMeta = listMeta
-	writeJSONAs(w, http.StatusOK, tableContentType, t)
+	streamList(w, tableContentType, t, len(objs), func(i int) ([]byte, error) {
+		row, err := tableRow(cols, objs[i].Data, includeObject)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(row)
+	})
 }
 
 func (h *Handler) watch(w http.ResponseWriter, r *http.Request, res Resource, cluster, namespace string) {
@@ -375,7 +368,7 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request, res Resource, cl
 		userName = u.GetName()
 	}
 	watcher, err := h.cache.Watch(ctx, &req.query, watchcache.WatchOptions{
-		ResourceVersion: req.watchRevision, SendInitialEvents: req.sendInitialEvents,
+		ResourceVersion: req.version.rev, SendInitialEvents: req.version.sendInitialEvents,
 		Bookmarks: req.allowBookmarks, BookmarkInterval: bookmarkInterval, User: userName,
 	})
 	var tooMany *watchcache.TooManyWatchesError

@@ -7,9 +7,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -20,6 +22,7 @@ import (
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
 	clusterv1alpha1 "github.com/panorama-io/panorama/apis/cluster/v1alpha1"
 	"github.com/panorama-io/panorama/apiserver/watchcache"
@@ -37,6 +40,23 @@ func testServer(t testing.TB) (storage.Interface, *rest.Config, *Registry) {
 
 // testServerWith is testServer with a watch cache tuned by opts.
 func testServerWith(t testing.TB, opts watchcache.Options) (storage.Interface, *rest.Config, *Registry) {
+	h := testHandlerWith(t, opts)
+	mux := http.NewServeMux()
+	mux.Handle(ResourcesPrefix+"/", h)
+	mux.HandleFunc(CollectionsPath+"/", h.ServeCollections)
+	srv := httptest.NewServer(asUser(mux))
+	t.Cleanup(srv.Close)
+	return h.store, &rest.Config{Host: srv.URL + ResourcesPrefix}, h.registry
+}
+
+// testHandler is a handler over a real store (SQLite) and watch cache, with
+// clusters east and west serving pods.
+func testHandler(t testing.TB) *Handler {
+	return testHandlerWith(t, watchcache.Options{PollInterval: 100 * time.Millisecond})
+}
+
+// testHandlerWith is testHandler with a watch cache tuned by opts.
+func testHandlerWith(t testing.TB, opts watchcache.Options) *Handler {
 	store := storagetest.Backends()[0].Open(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -46,13 +66,7 @@ func testServerWith(t testing.TB, opts watchcache.Options) (storage.Interface, *
 	for _, name := range []string{"east", "west"} {
 		reg.Set(clusterServing(name, podsGVR, "Pod"))
 	}
-	mux := http.NewServeMux()
-	h := &Handler{registry: reg, store: store, cache: c, crds: crdColumns{store: store}, authz: testGrants}
-	mux.Handle(ResourcesPrefix+"/", h)
-	mux.HandleFunc(CollectionsPath+"/", h.ServeCollections)
-	srv := httptest.NewServer(asUser(mux))
-	t.Cleanup(srv.Close)
-	return store, &rest.Config{Host: srv.URL + ResourcesPrefix}, reg
+	return &Handler{registry: reg, store: store, cache: c, crds: crdColumns{store: store}, authz: testGrants}
 }
 
 // clusterServing is a ready Cluster that syncs one namespaced resource.
@@ -63,7 +77,7 @@ func clusterServing(name string, gvr schema.GroupVersionResource, kind string) *
 	return cl
 }
 
-func putPod(t *testing.T, s storage.Interface, cluster, name string) {
+func putPod(t testing.TB, s storage.Interface, cluster, name string) {
 	t.Helper()
 	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Pod",
 		"metadata": map[string]any{"name": name, "namespace": "ns", "resourceVersion": "1", "uid": cluster + name}}}
@@ -187,6 +201,15 @@ func TestListSemantics(t *testing.T) {
 	if items := body["items"].([]any); code != 200 || len(items) != 2 || body["metadata"].(map[string]any)["resourceVersion"] != "2" {
 		t.Fatalf("exact list at 2: %d %v", code, body)
 	}
+	// So is a paged list at a resourceVersion (kube's legacy Exact); without
+	// a limit, it is NotOlderThan.
+	code, _, body = getJSON(t, cfg.Host+"/api/v1/pods?limit=10&resourceVersion=2", "")
+	if items := body["items"].([]any); code != 200 || len(items) != 2 || body["metadata"].(map[string]any)["resourceVersion"] != "2" {
+		t.Fatalf("paged list at 2: %d %v", code, body)
+	}
+	if code, _, body = getJSON(t, cfg.Host+"/api/v1/pods?resourceVersion=2", ""); code != 200 || len(body["items"].([]any)) != 3 {
+		t.Fatalf("list not older than 2: %d %v", code, body)
+	}
 	// resourceVersion=0 is served from the watch cache, which catches up.
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		_, _, body = getJSON(t, cfg.Host+"/api/v1/pods?resourceVersion=0", "")
@@ -263,5 +286,110 @@ func TestCollections(t *testing.T) {
 	}
 	if code, _, _ := getJSON(t, base+"/workloads?orderby=color", ""); code != 400 {
 		t.Fatalf("bad parameter: %d", code)
+	}
+}
+
+// TestGetClusterScoped gets cluster-scoped objects by name, as
+// `kubectl get ns default` and `kubectl get node n1` do: a Namespace's
+// path names it twice (.../namespaces/default), once where a namespaced
+// object's path names its namespace.
+func TestGetClusterScoped(t *testing.T) {
+	store, cfg, registry := testServer(t)
+	namespaces := schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	nodes := schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
+	for _, cluster := range []string{"east", "west"} {
+		cl := clusterServing(cluster, podsGVR, "Pod")
+		for _, r := range []struct {
+			gvr  schema.GroupVersionResource
+			kind string
+		}{{namespaces, "Namespace"}, {nodes, "Node"}} {
+			cl.Status.SyncResources = append(cl.Status.SyncResources, clusterv1alpha1.ResourceSyncStatus{
+				Version: "v1", Resource: r.gvr.Resource, Kind: r.kind})
+			u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": r.kind,
+				"metadata": map[string]any{"name": map[string]string{"Namespace": "default", "Node": "n1"}[r.kind], "resourceVersion": "1"},
+				"status":   map[string]any{"phase": "Active"}}}
+			if _, err := store.Apply(context.Background(), cluster, r.gvr, []storage.Change{storage.Upsert(u)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		registry.Set(cl)
+	}
+	for path, want := range map[string]string{
+		"/api/v1/namespaces/default":                "Namespace default",
+		"/clusters/west/api/v1/namespaces/default":  "Namespace default west",
+		"/api/v1/nodes/n1":                          "Node n1",
+		"/clusters/east/api/v1/nodes/n1":            "Node n1 east",
+		"/api/v1/namespaces/nope":                   "404",
+		"/clusters/east/api/v1/namespaces/nope":     "404",
+		"/api/v1/namespaces/default/nodes/n1":       "404", // no node lives in a namespace
+		"/clusters/east/api/v1/namespaces/x/nodes/": "404",
+	} {
+		code, _, body := getJSON(t, cfg.Host+path, "")
+		got := fmt.Sprint(code)
+		if code == http.StatusOK {
+			u := unstructured.Unstructured{Object: body}
+			got = u.GetKind() + " " + u.GetName()
+			if strings.Contains(path, "/clusters/") {
+				got += " " + u.GetAnnotations()[storage.ClusterAnnotation]
+			}
+		}
+		if got != want {
+			t.Errorf("GET %s: %s, want %s (%v)", path, got, want, body)
+		}
+	}
+	// kubectl get ns default: a Table of the Namespace in each cluster.
+	code, _, body := getJSON(t, cfg.Host+"/api/v1/namespaces/default", tableContentType)
+	rows, _ := body["rows"].([]any)
+	if code != http.StatusOK || len(rows) != 2 {
+		t.Fatalf("table of namespace default: %d %v", code, body)
+	}
+	for _, row := range rows {
+		if cells := row.(map[string]any)["cells"].([]any); cells[1] != "default" || cells[2] != "Active" {
+			t.Errorf("table row of namespace default: %v", cells)
+		}
+	}
+}
+
+// TestRequestContextEnds: a request whose client went away or whose time is
+// up is answered 504 Timeout, as kube-apiserver does, and is not logged as
+// an internal error.
+func TestRequestContextEnds(t *testing.T) {
+	h := testHandler(t)
+	putPod(t, h.store, "east", "a")
+	var (
+		mu     sync.Mutex
+		logged []string
+	)
+	klog.SetLogger(funcr.New(func(prefix, args string) {
+		if strings.Contains(args, "internal error") {
+			mu.Lock()
+			logged = append(logged, args)
+			mu.Unlock()
+		}
+	}, funcr.Options{}))
+	defer klog.ClearLogger()
+
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	expired, cancelExpired := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancelExpired()
+	for _, ctx := range []context.Context{canceled, expired} {
+		for _, path := range []string{"/api/v1/pods", "/clusters/east/api/v1/namespaces/ns/pods/a", "/api/v1/namespaces/ns/pods/a",
+			"/api/v1/pods?resourceVersion=1", "/api/v1/pods?limit=1&resourceVersion=1&resourceVersionMatch=Exact"} {
+			rec := httptest.NewRecorder()
+			req := httptest.NewRequest(http.MethodGet, ResourcesPrefix+path, nil).WithContext(ctx)
+			asUser(h).ServeHTTP(rec, req)
+			var st metav1.Status
+			_ = json.Unmarshal(rec.Body.Bytes(), &st)
+			if rec.Code != http.StatusGatewayTimeout || st.Reason != metav1.StatusReasonTimeout {
+				t.Errorf("GET %s with %v: %d %s, want 504 Timeout", path, ctx.Err(), rec.Code, rec.Body)
+			}
+		}
+	}
+	klog.Flush()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(logged) > 0 {
+		t.Errorf("logged: %q", logged)
 	}
 }

@@ -30,16 +30,12 @@ const matchNothing = ""
 
 // request is a parsed list, watch or get.
 type request struct {
-	query             storage.ListQuery
-	opts              metainternalversion.ListOptions
-	onlyMetadata      bool
-	exactRevision     bool  // resourceVersionMatch=Exact
-	notOlderThan      int64 // resourceVersion of a NotOlderThan read
-	fromCache         bool  // resourceVersion=0: any state, from memory
-	watchRevision     int64
-	sendInitialEvents bool
-	allowBookmarks    bool
-	timeout           time.Duration
+	query          storage.ListQuery
+	opts           metainternalversion.ListOptions
+	onlyMetadata   bool
+	version        readVersion
+	allowBookmarks bool
+	timeout        time.Duration
 }
 
 type badRequest string
@@ -113,33 +109,24 @@ func parseRequest(values url.Values, gvr schema.GroupVersionResource, cluster, n
 
 	r.query.Limit = r.opts.Limit
 	r.query.Continue = r.opts.Continue
-	rv := r.opts.ResourceVersion
-	var rev int64
-	if rv != "" {
-		var err error
-		if rev, err = strconv.ParseInt(rv, 10, 64); err != nil || rev < 0 {
-			return nil, badf("invalid resourceVersion %q: must be a non-negative integer", rv)
-		}
+	var err error
+	if r.version, err = parseReadVersion(&r.opts); err != nil {
+		return nil, err
 	}
+	r.query.Revision = r.version.storeRevision()
 	if watch {
-		r.watchRevision = rev
 		r.allowBookmarks = r.opts.AllowWatchBookmarks
-		r.sendInitialEvents = r.opts.SendInitialEvents != nil && *r.opts.SendInitialEvents
 		if r.opts.TimeoutSeconds != nil {
 			r.timeout = time.Duration(*r.opts.TimeoutSeconds) * time.Second
 		}
 		if r.query.HasOwnerFilter() {
 			return nil, badRequest("owner filters are not supported for watch")
 		}
-		return r, nil
 	}
-	switch {
-	case r.opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact:
-		r.exactRevision, r.query.Revision = true, rev
-	case rv == "0" && !r.query.HasOwnerFilter() && r.query.Continue == "":
-		r.fromCache = true
-	case rev > 0:
-		r.notOlderThan = rev
+	// The watch cache serves queries that never reach the store, which
+	// would have refused them: refuse them here, for every source.
+	if err := r.query.Validate(); err != nil {
+		return nil, err
 	}
 	return r, nil
 }

@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -51,6 +52,11 @@ func toStatus(err error, gr schema.GroupResource) apierrors.APIStatus {
 		return apierrors.NewTooManyRequests(tooMany.Error(), watchRetryAfterSeconds)
 	case errors.Is(err, storage.ErrNotFound):
 		return apierrors.NewNotFound(gr, "")
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		// The request's context ended: its client went away or its time
+		// is up. Neither is the server's fault, so it is neither logged nor
+		// a 500; kube-apiserver answers both with this 504.
+		return apierrors.NewTimeoutError(fmt.Sprintf("request did not complete within requested timeout - %v", err), 0)
 	}
 	klog.ErrorS(err, "internal error serving a request")
 	return apierrors.NewInternalError(errors.New("the server could not serve the request; see its log"))

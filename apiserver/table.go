@@ -159,39 +159,54 @@ func (h *Handler) columnsFor(ctx context.Context, gvr schema.GroupVersionResourc
 // table renders objects as a meta.k8s.io/v1 Table. includeObject is None,
 // Metadata (default) or Object, as for kube-apiserver.
 func table(cols []column, objs [][]byte, includeObject string, withColumns bool) (*metav1.Table, error) {
+	t := tableHead(cols, withColumns)
+	for _, data := range objs {
+		row, err := tableRow(cols, data, includeObject)
+		if err != nil {
+			return nil, err
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	return t, nil
+}
+
+// tableHead is a Table without rows.
+func tableHead(cols []column, withColumns bool) *metav1.Table {
 	t := &metav1.Table{TypeMeta: metav1.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/v1"}, Rows: []metav1.TableRow{}}
 	if withColumns {
 		for _, c := range cols {
 			t.ColumnDefinitions = append(t.ColumnDefinitions, c.def)
 		}
 	}
-	for _, data := range objs {
-		u := &unstructured.Unstructured{}
-		if err := u.UnmarshalJSON(data); err != nil {
-			return nil, err
-		}
-		row := metav1.TableRow{Cells: make([]any, len(cols))}
-		for i, c := range cols {
-			row.Cells[i] = c.cell(u)
-		}
-		switch includeObject {
-		case "None":
-		case "Object":
-			row.Object = runtime.RawExtension{Raw: data}
-		default:
-			meta := map[string]any{
-				"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
-				"metadata": u.Object["metadata"],
-			}
-			raw, err := (&unstructured.Unstructured{Object: meta}).MarshalJSON()
-			if err != nil {
-				return nil, err
-			}
-			row.Object = runtime.RawExtension{Raw: raw}
-		}
-		t.Rows = append(t.Rows, row)
+	return t
+}
+
+// tableRow is the row of one object.
+func tableRow(cols []column, data []byte, includeObject string) (metav1.TableRow, error) {
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(data); err != nil {
+		return metav1.TableRow{}, err
 	}
-	return t, nil
+	row := metav1.TableRow{Cells: make([]any, len(cols))}
+	for i, c := range cols {
+		row.Cells[i] = c.cell(u)
+	}
+	switch includeObject {
+	case "None":
+	case "Object":
+		row.Object = runtime.RawExtension{Raw: data}
+	default:
+		meta := map[string]any{
+			"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+			"metadata": u.Object["metadata"],
+		}
+		raw, err := (&unstructured.Unstructured{Object: meta}).MarshalJSON()
+		if err != nil {
+			return metav1.TableRow{}, err
+		}
+		row.Object = runtime.RawExtension{Raw: raw}
+	}
+	return row, nil
 }
 
 func age(t metav1.Time) string {
