@@ -36,38 +36,81 @@ var authzOps = map[string][]string{
 const secretValue = "s3cr3t-value"
 
 // authzMemberObjects are the matrix's objects beyond pods, per member.
-var authzMemberObjects = [2]string{`apiVersion: v1
-kind: Secret
-metadata: {name: token, namespace: web}
-stringData: {token: ` + secretValue + `}
----
+var authzMemberObjects = [2]string{
+	"apiVersion: v1\nkind: Secret\nmetadata: {name: token, namespace: web}\nstringData: {token: " + secretValue + "}\n" +
+		workload("Deployment", "frontend", "web") + workload("StatefulSet", "ledger", "web"),
+	workload("Deployment", "backend", "default"),
+}
+
+// workload is a Deployment or StatefulSet of one container (no pods run:
+// the members have no controllers).
+func workload(kind, name, namespace string) string {
+	serviceName := ""
+	if kind == "StatefulSet" {
+		serviceName = "\n  serviceName: " + name
+	}
+	return fmt.Sprintf(`---
 apiVersion: apps/v1
-kind: Deployment
-metadata: {name: frontend, namespace: web}
-spec:
-  selector: {matchLabels: {app: frontend}}
+kind: %s
+metadata: {name: %s, namespace: %s}
+spec:%s
+  selector: {matchLabels: {app: %s}}
   template:
-    metadata: {labels: {app: frontend}}
+    metadata: {labels: {app: %s}}
     spec: {containers: [{name: c, image: nginx}]}
----
-apiVersion: apps/v1
-kind: StatefulSet
-metadata: {name: ledger, namespace: web}
-spec:
-  serviceName: ledger
-  selector: {matchLabels: {app: ledger}}
-  template:
-    metadata: {labels: {app: ledger}}
-    spec: {containers: [{name: c, image: nginx}]}
-`, `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: backend, namespace: default}
-spec:
-  selector: {matchLabels: {app: backend}}
-  template:
-    metadata: {labels: {app: backend}}
-    spec: {containers: [{name: c, image: nginx}]}
-`}
+`, kind, name, namespace, serviceName, name, name)
+}
+
+// rbacManifest makes the matrix's users: alice reads everything; bob
+// cluster east only; carol pods in namespace web of every cluster; dave
+// pods and deployments everywhere and secrets in namespace web (the
+// README's examples); mallory nothing.
+//
+// Two checks authorize a request. The host's kube-apiserver, before it
+// proxies, sees only the path's shape (.../resources/clusters/east/api/v1/pods
+// is "get resources/east" named "clusters"): panorama-paths grants those and
+// no data. Panorama then checks each member read: verb, resource as kubectl
+// spells it (pods, widgets.example.com), the member namespace, and the
+// cluster as the name.
+var rbacManifest = "apiVersion: v1\nkind: Namespace\nmetadata: {name: web}\n" +
+	grant("panorama-paths", "", []string{
+		`{apiGroups: [search.panorama.io], resources: ["*"], resourceNames: [api, apis, clusters], verbs: [get, list, watch]}`,
+		`{apiGroups: [search.panorama.io], resources: [collectionresources], verbs: [get, list]}`,
+	}, "bob", "carol", "dave") +
+	grant("alice-search", "", []string{readRule(`"*"`)}, "alice") +
+	grant("bob-search-east", "", []string{`{apiGroups: [search.panorama.io], resources: ["*"], resourceNames: [east], verbs: [get, list, watch]}`}, "bob") +
+	grant("carol-pods", "web", []string{readRule("pods")}, "carol") +
+	// kubectl's discovery of one cluster needs get clusters.
+	grant("carol-see-clusters", "", []string{seeClusters}, "carol") +
+	grant("dave-pods-deployments", "", []string{readRule("pods, deployments.apps"), seeClusters}, "dave") +
+	grant("dave-secrets", "web", []string{readRule("secrets")}, "dave")
+
+const seeClusters = `{apiGroups: [search.panorama.io], resources: [clusters], verbs: [get]}`
+
+// readRule grants reading member resources (a YAML list's items).
+func readRule(resources string) string {
+	return "{apiGroups: [search.panorama.io], resources: [" + resources + "], verbs: [get, list, watch]}"
+}
+
+// grant is a Role of namespace (a ClusterRole when namespace is "") with
+// rules, bound to users.
+func grant(name, namespace string, rules []string, users ...string) string {
+	kind, meta := "ClusterRole", "name: "+name
+	if namespace != "" {
+		kind, meta = "Role", meta+", namespace: "+namespace
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "---\napiVersion: rbac.authorization.k8s.io/v1\nkind: %s\nmetadata: {%s}\nrules:\n", kind, meta)
+	for _, r := range rules {
+		fmt.Fprintf(&b, "- %s\n", r)
+	}
+	fmt.Fprintf(&b, "---\napiVersion: rbac.authorization.k8s.io/v1\nkind: %sBinding\nmetadata: {%s}\n"+
+		"roleRef: {apiGroup: rbac.authorization.k8s.io, kind: %s, name: %s}\nsubjects:\n", kind, meta, kind, name)
+	for _, u := range users {
+		fmt.Fprintf(&b, "- {apiGroup: rbac.authorization.k8s.io, kind: User, name: %s}\n", u)
+	}
+	return b.String()
+}
 
 // authzCell is what a user gets from a read: a word of kubectl's error, or
 // a success whose output has (and has not) some words and whose warnings
