@@ -59,6 +59,8 @@ func TestAPIServer(t *testing.T) {
 	apply(t, east, dir, widgetCRD)
 	east.Kubectl(t, "wait", "--for", "condition=established", "crd/widgets.example.com")
 	apply(t, east, dir, "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: big, namespace: web}\nspec: {size: 42}\n")
+	apply(t, east, dir, authzMemberObjects[0])
+	apply(t, west, dir, authzMemberObjects[1])
 	apply(t, host, dir, clustersManifest(t, east, west))
 	// Both components run as the chart's ServiceAccounts with the chart's
 	// RBAC, never as admin: whatever they need and are not shipped with
@@ -66,9 +68,12 @@ func TestAPIServer(t *testing.T) {
 	controllerKC, apiserverKC := testenv.ShippedIdentities(t, host, dir)
 	cm := startProcess(t, "controller-manager", "--kubeconfig", controllerKC, "--storage=mysql", "--storage-dsn", db.DSN,
 		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--cluster-health-interval=2s")
+	// The API server serves with the certificate the chart issues, and the
+	// host verifies it against the chart's caBundle.
+	serving := testenv.ChartServingCert(t, dir)
 	port := freePort(t)
 	api := startProcess(t, "apiserver", "--secure-port", strconv.Itoa(port), "--bind-address=127.0.0.1",
-		"--cert-dir", filepath.Join(dir, "certs"), "--kubeconfig", apiserverKC,
+		"--tls-cert-file", serving.CertFile, "--tls-private-key-file", serving.KeyFile, "--kubeconfig", apiserverKC,
 		"--storage=mysql", "--storage-dsn", db.DSN, "--watch-cache-poll-interval=200ms")
 	t.Cleanup(func() {
 		for _, p := range []*process{cm, api} {
@@ -78,18 +83,13 @@ func TestAPIServer(t *testing.T) {
 		}
 	})
 	waitReady(t, port)
-	apply(t, host, dir, testenv.APIServiceManifest(port))
-	eventuallyT(t, func() error {
-		out, _, err := host.TryKubectl("get", "apiservice", "v1alpha1.search.panorama.io", "-o", "jsonpath={.status.conditions[?(@.type=='Available')].status}")
-		if err != nil || out != "True" {
-			return fmt.Errorf("APIService not available: %q %v", out, err)
-		}
-		return nil
-	})
+	host.RegisterAPIService(t, serving.APIService, port)
+	waitAvailable(t, host, "True", "")
 
 	alice := userKubeconfig(t, host, dir, "alice")
 	bob := userKubeconfig(t, host, dir, "bob")
 	carol := userKubeconfig(t, host, dir, "carol")
+	dave := userKubeconfig(t, host, dir, "dave")
 	mallory := userKubeconfig(t, host, dir, "mallory")
 	root := userKubeconfig(t, host, dir, "root", "system:masters")
 	apply(t, host, dir, rbacManifest)
@@ -285,7 +285,7 @@ func TestAPIServer(t *testing.T) {
 		if _, stderr, err := testenv.Kubectl(bob, "get", "--raw", "/clusters/west/api/v1/pods"); err == nil || !strings.Contains(stderr, "Forbidden") {
 			t.Fatalf("bob reads west: %v %s", err, stderr)
 		}
-		testAuthzMatrix(t, map[string]string{"alice": alice, "bob": bob, "carol": carol, "mallory": mallory})
+		testAuthzMatrix(t, map[string]string{"alice": alice, "bob": bob, "carol": carol, "dave": dave, "mallory": mallory})
 		// carol may read pods in namespace web of every cluster, nothing else.
 		if r := rows(kubectl(t, carol, "get", "pods", "-n", "web")); len(r) == 0 {
 			t.Fatal("carol sees no pods in web")
@@ -416,7 +416,9 @@ spec:
   syncAllCustomResources: true
   syncResources:
   - group: ""
-    resources: [pods, namespaces]
+    resources: [pods, namespaces, secrets]
+  - group: apps
+    resources: [deployments, statefulsets]
 `, name, name)
 	}
 	return b.String()
@@ -440,110 +442,6 @@ spec:
         x-kubernetes-preserve-unknown-fields: true
     additionalPrinterColumns:
     - {name: Size, type: integer, jsonPath: .spec.size}
-`
-
-// alice reads everything; bob reads cluster east only; carol pods in
-// namespace web of every cluster; mallory nothing.
-//
-// Two checks authorize a request. The host's kube-apiserver, before it
-// proxies, sees only the path's shape (.../resources/clusters/east/api/v1/pods
-// is "get resources/east" named "clusters"): panorama-paths grants those and
-// no data. Panorama then checks each member read: verb, resource as kubectl
-// spells it (pods, widgets.example.com), the member namespace, and the
-// cluster as the name.
-const rbacManifest = `apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: panorama-paths
-rules:
-- apiGroups: [search.panorama.io]
-  resources: ["*"]
-  resourceNames: [api, apis, clusters]
-  verbs: [get, list, watch]
-- apiGroups: [search.panorama.io]
-  resources: [collectionresources]
-  verbs: [get, list]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata:
-  name: panorama-paths
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: panorama-paths}
-subjects:
-- {apiGroup: rbac.authorization.k8s.io, kind: User, name: bob}
-- {apiGroup: rbac.authorization.k8s.io, kind: User, name: carol}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: panorama-search
-rules:
-- apiGroups: [search.panorama.io]
-  resources: ["*"]
-  verbs: [get, list, watch]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata:
-  name: alice-search
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: panorama-search}
-subjects:
-- {apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: panorama-search-east
-rules:
-- apiGroups: [search.panorama.io]
-  resources: ["*"]
-  resourceNames: [east]
-  verbs: [get, list, watch]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata:
-  name: bob-search-east
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: panorama-search-east}
-subjects:
-- {apiGroup: rbac.authorization.k8s.io, kind: User, name: bob}
----
-apiVersion: v1
-kind: Namespace
-metadata:
-  name: web
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata:
-  name: panorama-pods
-  namespace: web
-rules:
-- {apiGroups: [search.panorama.io], resources: [pods], verbs: [get, list, watch]}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata:
-  name: carol-pods
-  namespace: web
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: panorama-pods}
-subjects:
-- {apiGroup: rbac.authorization.k8s.io, kind: User, name: carol}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: panorama-see-clusters
-rules:
-- {apiGroups: [search.panorama.io], resources: [clusters], verbs: [get]}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata:
-  name: carol-see-clusters
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: panorama-see-clusters}
-subjects:
-- {apiGroup: rbac.authorization.k8s.io, kind: User, name: carol}
 `
 
 // userKubeconfig writes a kubeconfig for a new user of the host with a

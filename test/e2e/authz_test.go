@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -8,8 +9,10 @@ import (
 )
 
 // authzOps are the reads of the matrix, as kubectl arguments against a
-// user's kubeconfig (server: the resources prefix across clusters). Member
-// east has pods in namespace web; west has pods in default only.
+// user's kubeconfig (server: the resources prefix across clusters; context
+// "host" the host itself). Member east has pods, Secret token, Deployment
+// frontend and StatefulSet ledger in namespace web; west has pods and
+// Deployment backend in default (authzMemberObjects).
 var authzOps = map[string][]string{
 	"all-clusters list":        {"get", "pods", "-n", "web"},
 	"all-clusters list -A":     {"get", "pods", "-A"},
@@ -23,44 +26,202 @@ var authzOps = map[string][]string{
 	"all-clusters get":         {"get", "pod", "web-1", "-n", "web"},
 	"discovery":                {"get", "--raw", "/clusters/east/api/v1"},
 	"other cluster discovery":  {"get", "--raw", "/clusters/west/api/v1"},
+	"secrets list":             {"get", "secrets", "-n", "web"},
+	"secrets list -A":          {"get", "secrets", "-A"},
+	"secret get":               {"--context", "east", "get", "secret", "token", "-n", "web", "-o", "yaml"},
+	"collection":               {"--context", "host", "get", "--raw", "/apis/search.panorama.io/v1alpha1/collectionresources/workloads"},
 }
 
-// testAuthzMatrix runs every read as every user of rbacManifest: "" is a
-// success, else a word of the error.
+// The member's Secret holds secretValue; Panorama stores it without data.
+const secretValue = "s3cr3t-value"
+
+// authzMemberObjects are the matrix's objects beyond pods, per member.
+var authzMemberObjects = [2]string{
+	"apiVersion: v1\nkind: Secret\nmetadata: {name: token, namespace: web}\nstringData: {token: " + secretValue + "}\n" +
+		workload("Deployment", "frontend", "web") + workload("StatefulSet", "ledger", "web"),
+	workload("Deployment", "backend", "default"),
+}
+
+// workload is a Deployment or StatefulSet of one container (no pods run:
+// the members have no controllers).
+func workload(kind, name, namespace string) string {
+	serviceName := ""
+	if kind == "StatefulSet" {
+		serviceName = "\n  serviceName: " + name
+	}
+	return fmt.Sprintf(`---
+apiVersion: apps/v1
+kind: %s
+metadata: {name: %s, namespace: %s}
+spec:%s
+  selector: {matchLabels: {app: %s}}
+  template:
+    metadata: {labels: {app: %s}}
+    spec: {containers: [{name: c, image: nginx}]}
+`, kind, name, namespace, serviceName, name, name)
+}
+
+// rbacManifest makes the matrix's users: alice reads everything; bob
+// cluster east only; carol pods in namespace web of every cluster; dave
+// pods and deployments everywhere and secrets in namespace web (the
+// README's examples); mallory nothing.
+//
+// Two checks authorize a request. The host's kube-apiserver, before it
+// proxies, sees only the path's shape (.../resources/clusters/east/api/v1/pods
+// is "get resources/east" named "clusters"): panorama-paths grants those and
+// no data. Panorama then checks each member read: verb, resource as kubectl
+// spells it (pods, widgets.example.com), the member namespace, and the
+// cluster as the name.
+var rbacManifest = "apiVersion: v1\nkind: Namespace\nmetadata: {name: web}\n" +
+	grant("panorama-paths", "", []string{
+		`{apiGroups: [search.panorama.io], resources: ["*"], resourceNames: [api, apis, clusters], verbs: [get, list, watch]}`,
+		`{apiGroups: [search.panorama.io], resources: [collectionresources], verbs: [get, list]}`,
+	}, "bob", "carol", "dave") +
+	grant("alice-search", "", []string{readRule(`"*"`)}, "alice") +
+	grant("bob-search-east", "", []string{`{apiGroups: [search.panorama.io], resources: ["*"], resourceNames: [east], verbs: [get, list, watch]}`}, "bob") +
+	grant("carol-pods", "web", []string{readRule("pods")}, "carol") +
+	// kubectl's discovery of one cluster needs get clusters.
+	grant("carol-see-clusters", "", []string{seeClusters}, "carol") +
+	grant("dave-pods-deployments", "", []string{readRule("pods, deployments.apps"), seeClusters}, "dave") +
+	grant("dave-secrets", "web", []string{readRule("secrets")}, "dave")
+
+const seeClusters = `{apiGroups: [search.panorama.io], resources: [clusters], verbs: [get]}`
+
+// readRule grants reading member resources (a YAML list's items).
+func readRule(resources string) string {
+	return "{apiGroups: [search.panorama.io], resources: [" + resources + "], verbs: [get, list, watch]}"
+}
+
+// grant is a Role of namespace (a ClusterRole when namespace is "") with
+// rules, bound to users.
+func grant(name, namespace string, rules []string, users ...string) string {
+	kind, meta := "ClusterRole", "name: "+name
+	if namespace != "" {
+		kind, meta = "Role", meta+", namespace: "+namespace
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "---\napiVersion: rbac.authorization.k8s.io/v1\nkind: %s\nmetadata: {%s}\nrules:\n", kind, meta)
+	for _, r := range rules {
+		fmt.Fprintf(&b, "- %s\n", r)
+	}
+	fmt.Fprintf(&b, "---\napiVersion: rbac.authorization.k8s.io/v1\nkind: %sBinding\nmetadata: {%s}\n"+
+		"roleRef: {apiGroup: rbac.authorization.k8s.io, kind: %s, name: %s}\nsubjects:\n", kind, meta, kind, name)
+	for _, u := range users {
+		fmt.Fprintf(&b, "- {apiGroup: rbac.authorization.k8s.io, kind: User, name: %s}\n", u)
+	}
+	return b.String()
+}
+
+// authzCell is what a user gets from a read: a word of kubectl's error, or
+// a success whose output has (and has not) some words and whose warnings
+// name what was left out (none when warning is empty).
+type authzCell struct {
+	err         string
+	has, hasNot []string
+	warning     string
+}
+
+// testAuthzMatrix runs every read as every user of rbacManifest and checks
+// the answer, its content and what it says was left out.
 func testAuthzMatrix(t *testing.T, users map[string]string) {
-	const ok, forbidden, notFound = "", "Forbidden", "NotFound"
-	want := map[string]map[string]string{
+	waitForAuthzObjects(t, users["alice"])
+	var (
+		ok        = authzCell{}
+		forbidden = authzCell{err: "Forbidden"}
+		notFound  = authzCell{err: "NotFound"}
+		// Secrets are served without their data, whoever reads them.
+		secretsListed = authzCell{has: []string{"token"}}
+		secretNoData  = authzCell{has: []string{"name: token"}, hasNot: []string{"czNjcjN0", secretValue, "\ndata:"}}
+		westLeftOut   = func(c authzCell, of string) authzCell {
+			c.warning = "1 clusters left out of " + of
+			return c
+		}
+	)
+	want := map[string]map[string]authzCell{
 		"alice": {
 			"all-clusters list": ok, "all-clusters list -A": ok, "one cluster list": ok, "other cluster list": ok,
 			"other namespace list": ok, "other resource type list": ok, "watch": ok, "other cluster watch": ok,
 			"get": ok, "all-clusters get": ok, "discovery": ok, "other cluster discovery": ok,
+			"secrets list": secretsListed, "secrets list -A": secretsListed, "secret get": secretNoData,
+			"collection": {has: []string{"frontend", "ledger", "backend"}},
 		},
 		"bob": { // cluster east only
-			"all-clusters list": ok, "all-clusters list -A": ok, "one cluster list": ok, "other cluster list": forbidden,
-			"other namespace list": ok, "other resource type list": ok, "watch": ok, "other cluster watch": forbidden,
-			"get": ok, "all-clusters get": ok, "discovery": ok, "other cluster discovery": notFound,
+			"all-clusters list": westLeftOut(ok, "pods"), "all-clusters list -A": westLeftOut(ok, "pods"), "one cluster list": ok,
+			"other cluster list": forbidden, "other namespace list": ok, "other resource type list": ok, "watch": ok,
+			"other cluster watch": forbidden, "get": ok, "all-clusters get": westLeftOut(ok, "pods"), "discovery": ok,
+			"other cluster discovery": notFound, "secret get": secretNoData,
+			"secrets list": westLeftOut(secretsListed, "secrets"), "secrets list -A": westLeftOut(secretsListed, "secrets"),
+			"collection": {has: []string{"frontend", "ledger"}, hasNot: []string{"backend"}, warning: "1 clusters left out of deployments.apps"},
 		},
-		"carol": { // pods in namespace web, every cluster
+		"carol": { // pods in namespace web, every cluster; no secrets
 			"all-clusters list": ok, "all-clusters list -A": forbidden, "one cluster list": ok, "other cluster list": forbidden,
 			"other namespace list": forbidden, "other resource type list": forbidden, "watch": ok, "other cluster watch": ok,
 			"get": ok, "all-clusters get": ok, "discovery": ok, "other cluster discovery": ok,
+			"secrets list": forbidden, "secrets list -A": forbidden, "secret get": forbidden, "collection": forbidden,
+		},
+		"dave": { // pods and deployments everywhere, secrets in namespace web
+			"all-clusters list": ok, "all-clusters list -A": ok, "one cluster list": ok, "other cluster list": ok,
+			"other namespace list": ok, "other resource type list": forbidden, "watch": ok, "other cluster watch": ok,
+			"get": ok, "all-clusters get": ok, "discovery": ok, "other cluster discovery": ok,
+			"secrets list": secretsListed, "secrets list -A": forbidden, "secret get": secretNoData,
+			"collection": {has: []string{"frontend", "backend"}, hasNot: []string{"ledger"}, warning: "statefulsets.apps left out"},
 		},
 		"mallory": { // nothing: the host refuses before Panorama
 			"all-clusters list": forbidden, "all-clusters list -A": forbidden, "one cluster list": forbidden,
 			"other cluster list": forbidden, "other namespace list": forbidden, "other resource type list": forbidden,
 			"watch": forbidden, "other cluster watch": forbidden, "get": forbidden, "all-clusters get": forbidden,
 			"discovery": forbidden, "other cluster discovery": forbidden,
+			"secrets list": forbidden, "secrets list -A": forbidden, "secret get": forbidden, "collection": forbidden,
 		},
 	}
 	for user, ops := range want {
-		for op, expect := range ops {
-			out, stderr, err := testenv.Kubectl(users[user], authzOps[op]...)
-			switch {
-			case expect == ok && err != nil:
-				t.Errorf("%s %s: want success, got %v %s", user, op, err, stderr)
-			case expect != ok && (err == nil || !strings.Contains(stderr, expect)):
-				t.Errorf("%s %s: want %s, got %v %q %q", user, op, expect, err, out, stderr)
+		if len(ops) != len(authzOps) {
+			t.Fatalf("%s has %d cells, the matrix %d reads", user, len(ops), len(authzOps))
+		}
+		for op, cell := range ops {
+			if err := checkAuthzCell(cell, users[user], authzOps[op]); err != nil {
+				t.Errorf("%s %s: %v", user, op, err)
 			}
 		}
 	}
+}
+
+func checkAuthzCell(cell authzCell, kubeconfig string, args []string) error {
+	out, stderr, err := testenv.Kubectl(kubeconfig, args...)
+	switch {
+	case cell.err != "":
+		if err == nil || !strings.Contains(stderr, cell.err) {
+			return fmt.Errorf("want %s, got %v %q %q", cell.err, err, out, stderr)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("want success, got %v %s", err, stderr)
+	case cell.warning == "" && strings.Contains(stderr, "left out"):
+		return fmt.Errorf("nothing should be left out: %s", stderr)
+	case !strings.Contains(stderr, cell.warning):
+		return fmt.Errorf("want a warning %q, got %q", cell.warning, stderr)
+	}
+	for _, w := range cell.has {
+		if !strings.Contains(out, w) {
+			return fmt.Errorf("%q not in the output:\n%s", w, out)
+		}
+	}
+	for _, w := range cell.hasNot {
+		if strings.Contains(out, w) {
+			return fmt.Errorf("%q in the output:\n%s", w, out)
+		}
+	}
+	return nil
+}
+
+// waitForAuthzObjects waits until the matrix's objects are synced, as a
+// user allowed everything sees them.
+func waitForAuthzObjects(t *testing.T, kubeconfig string) {
+	t.Helper()
+	eventuallyT(t, func() error {
+		if err := checkAuthzCell(authzCell{has: []string{"frontend", "ledger", "backend"}}, kubeconfig, authzOps["collection"]); err != nil {
+			return err
+		}
+		return checkAuthzCell(authzCell{has: []string{"token"}}, kubeconfig, authzOps["secrets list"])
+	})
 }

@@ -5,12 +5,20 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/pem"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/panorama-io/panorama/test/testenv"
 )
@@ -118,15 +126,132 @@ func TestInstall(t *testing.T) {
 			t.Fatalf("own Secret without a CA: %v\n%s", err, out)
 		}
 	})
+	t.Run("helm, cert-manager", func(t *testing.T) {
+		host := testenv.Start(t, testenv.WithoutCRDs())
+		installCertManagerAPI(t, host)
+		if out, err := helm(host.Kubeconfig, "install", "p", filepath.Join(root, "charts", "panorama"), "-n", "search", "--create-namespace",
+			"--set", "storage.driver=postgres", "--set", "storage.dsnSecret.name=db"); err != nil {
+			t.Fatalf("helm install: %v\n%s", err, out)
+		}
+		installed := append(host.Get(t, "apiservice", "v1alpha1.search.panorama.io"), host.Get(t, "certificates,issuers,deployments,secrets", "-n", "search")...)
+		checkCertManagerTLS(t, installed, "p-apiserver")
+	})
 	t.Run("kustomize", func(t *testing.T) {
 		host := testenv.Start(t, testenv.WithoutCRDs())
+		installCertManagerAPI(t, host)
+		// Whatever kubectl builds from config/ verifies the API server:
+		// no APIService skips verification, and the default install has
+		// cert-manager issue the certificate and inject its CA.
+		kustomizations, err := filepath.Glob(filepath.Join(root, "config", "*", "kustomization.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		builds := map[string][]*unstructured.Unstructured{}
+		for _, k := range kustomizations {
+			b, err := os.ReadFile(k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(b), "\nkind: Component") {
+				continue // built as part of an overlay
+			}
+			dir := filepath.Dir(k)
+			objs := testenv.Objects(t, host.Kubectl(t, "kustomize", dir))
+			for _, o := range objs {
+				if insecure, _, _ := unstructured.NestedBool(o.Object, "spec", "insecureSkipTLSVerify"); o.GetKind() == "APIService" && insecure {
+					t.Errorf("%s: the APIService skips TLS verification", dir)
+				}
+			}
+			builds[filepath.Base(dir)] = objs
+		}
+		checkCertManagerTLS(t, builds["default"], "panorama")
 		host.Kubectl(t, "apply", "-k", filepath.Join(root, "config", "default"))
-		out := host.Kubectl(t, "get", "deploy,svc", "-n", "panorama-system", "-o", "name")
-		if !strings.Contains(out, "deployment.apps/panorama") || !strings.Contains(out, "service/panorama-apiserver") {
-			t.Fatalf("kustomize install:\n%s", out)
+		out := host.Kubectl(t, "get", "deploy,svc,certificates", "-n", "panorama-system", "-o", "name")
+		for _, want := range []string{"deployment.apps/panorama", "service/panorama-apiserver", "certificate.cert-manager.io/panorama-apiserver"} {
+			if !strings.Contains(out, want) {
+				t.Fatalf("kustomize install lacks %s:\n%s", want, out)
+			}
 		}
 		host.Kubectl(t, "apply", "--dry-run=server", "-k", filepath.Join(root, "config", "samples"))
 	})
+}
+
+// installCertManagerAPI installs cert-manager's Issuer and Certificate
+// CRDs (not cert-manager itself) and waits until the host serves them.
+func installCertManagerAPI(t *testing.T, host *testenv.Env) {
+	t.Helper()
+	host.Kubectl(t, "apply", "-f", filepath.Join("testdata", "cert-manager-crds.yaml"))
+	host.Kubectl(t, "wait", "--for", "condition=established", "crd/issuers.cert-manager.io", "crd/certificates.cert-manager.io")
+	eventuallyT(t, func() error {
+		if out, _, err := host.TryKubectl("api-versions"); err != nil || !strings.Contains(out, "cert-manager.io/v1\n") {
+			return fmt.Errorf("cert-manager.io/v1 not discovered: %v", err)
+		}
+		return nil
+	})
+}
+
+// checkCertManagerTLS checks that in an install's objects cert-manager
+// makes the host verify the API server: the APIService neither skips
+// verification nor carries a CA of its own, but has cainjector inject the
+// CA of a Certificate for the APIService's Service name, issued by an
+// Issuer of the install, whose Secret (written by cert-manager, not by
+// the install) the API server's Deployment serves with.
+func checkCertManagerTLS(t *testing.T, objs []*unstructured.Unstructured, deployment string) {
+	t.Helper()
+	apiService := testenv.Find(objs, "APIService", "v1alpha1.search.panorama.io")
+	if apiService == nil {
+		t.Fatal("no APIService")
+	}
+	spec, _, _ := unstructured.NestedMap(apiService.Object, "spec")
+	if spec["insecureSkipTLSVerify"] == true || spec["caBundle"] != nil {
+		t.Fatalf("APIService: insecureSkipTLSVerify %v, caBundle %v", spec["insecureSkipTLSVerify"], spec["caBundle"])
+	}
+	svcName, _, _ := unstructured.NestedString(spec, "service", "name")
+	svcNamespace, _, _ := unstructured.NestedString(spec, "service", "namespace")
+	from := apiService.GetAnnotations()["cert-manager.io/inject-ca-from"]
+	if from != svcNamespace+"/"+svcName {
+		t.Fatalf("APIService cert-manager.io/inject-ca-from %q, want the Certificate %s/%s", from, svcNamespace, svcName)
+	}
+	cert := testenv.Find(objs, "Certificate", svcName)
+	if cert == nil || cert.GetNamespace() != svcNamespace {
+		t.Fatalf("no Certificate %s", from)
+	}
+	dnsNames, _, _ := unstructured.NestedStringSlice(cert.Object, "spec", "dnsNames")
+	if !slices.Contains(dnsNames, svcName+"."+svcNamespace+".svc") {
+		t.Fatalf("Certificate %s is for %v, not %s.%s.svc", from, dnsNames, svcName, svcNamespace)
+	}
+	issuer, _, _ := unstructured.NestedString(cert.Object, "spec", "issuerRef", "name")
+	if testenv.Find(objs, "Issuer", issuer) == nil {
+		t.Fatalf("Certificate %s: no Issuer %q", from, issuer)
+	}
+	secret, _, _ := unstructured.NestedString(cert.Object, "spec", "secretName")
+	if testenv.Find(objs, "Secret", secret) != nil {
+		t.Fatalf("the install writes Secret %s itself; cert-manager should", secret)
+	}
+	d := testenv.Find(objs, "Deployment", deployment)
+	if d == nil {
+		t.Fatalf("no Deployment %s", deployment)
+	}
+	var dep appsv1.Deployment
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(d.Object, &dep); err != nil {
+		t.Fatal(err)
+	}
+	pod := dep.Spec.Template.Spec
+	i := slices.IndexFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Secret != nil && v.Secret.SecretName == secret })
+	if i < 0 {
+		t.Fatalf("Deployment %s does not mount Secret %s", deployment, secret)
+	}
+	c := pod.Containers[0]
+	m := slices.IndexFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == pod.Volumes[i].Name })
+	if m < 0 {
+		t.Fatalf("Deployment %s does not mount volume %s", deployment, pod.Volumes[i].Name)
+	}
+	dir := c.VolumeMounts[m].MountPath
+	for _, arg := range []string{"--tls-cert-file=" + dir + "/tls.crt", "--tls-private-key-file=" + dir + "/tls.key"} {
+		if !slices.Contains(c.Args, arg) {
+			t.Fatalf("Deployment %s does not serve with %s: args %v", deployment, arg, c.Args)
+		}
+	}
 }
 
 // verifyServingCert checks that the base64 PEM certificate crt is valid for
@@ -155,4 +280,83 @@ func verifyServingCert(t *testing.T, caBundle, crt, dnsName string) {
 	if _, err := cert.Verify(x509.VerifyOptions{Roots: pool, DNSName: dnsName}); err != nil {
 		t.Fatalf("serving certificate: %v", err)
 	}
+}
+
+// TestAggregatorVerifiesChartTLS runs the API server with the certificate
+// the chart issues (without cert-manager) and registers it with the chart's
+// APIService, caBundle set and insecureSkipTLSVerify not: the host's
+// aggregator verifies the server, as in a cluster, and proxies to it. With
+// another install's CA as caBundle, or a Service name the certificate is not
+// for, the host refuses to proxy (503).
+func TestAggregatorVerifiesChartTLS(t *testing.T) {
+	host := testenv.Start(t, testenv.WithAggregation(t))
+	dir := t.TempDir()
+	_, apiserverKC := testenv.ShippedIdentities(t, host, dir)
+	serving := testenv.ChartServingCert(t, dir)
+	if insecure, _, _ := unstructured.NestedBool(serving.APIService.Object, "spec", "insecureSkipTLSVerify"); insecure {
+		t.Fatal("the chart's APIService skips TLS verification")
+	}
+	caBundle, _, _ := unstructured.NestedString(serving.APIService.Object, "spec", "caBundle")
+	if caBundle == "" {
+		t.Fatal("the chart's APIService has no caBundle")
+	}
+	port := freePort(t)
+	startProcess(t, "apiserver", "--secure-port", strconv.Itoa(port), "--bind-address=127.0.0.1",
+		"--tls-cert-file", serving.CertFile, "--tls-private-key-file", serving.KeyFile, "--kubeconfig", apiserverKC,
+		"--storage=sqlite", "--storage-dsn", filepath.Join(dir, "panorama.db"))
+	waitReady(t, port)
+
+	register := func(apiService *unstructured.Unstructured) {
+		t.Helper()
+		host.RegisterAPIService(t, apiService, port)
+	}
+	// Served by Panorama (not by the host): the list of collections.
+	collections := func() (string, string, error) {
+		return host.TryKubectl("get", "--raw", "/apis/search.panorama.io/v1alpha1/collectionresources")
+	}
+
+	t.Run("the chart's CA", func(t *testing.T) {
+		register(serving.APIService)
+		waitAvailable(t, host, "True", "")
+		out, stderr, err := collections()
+		if err != nil || !strings.Contains(out, `"workloads"`) {
+			t.Fatalf("through the verified aggregator: %v %s %s", err, out, stderr)
+		}
+	})
+	t.Run("another CA", func(t *testing.T) {
+		other := serving.APIService.DeepCopy()
+		otherCA, _, _ := unstructured.NestedString(testenv.ChartServingCert(t, t.TempDir()).APIService.Object, "spec", "caBundle")
+		if otherCA == caBundle {
+			t.Fatal("two renders of the chart issued the same CA")
+		}
+		_ = unstructured.SetNestedField(other.Object, otherCA, "spec", "caBundle")
+		register(other)
+		waitAvailable(t, host, "False", "x509")
+		if _, stderr, err := collections(); err == nil || !strings.Contains(stderr, "ServiceUnavailable") {
+			t.Fatalf("with another CA: %v %s", err, stderr)
+		}
+	})
+	t.Run("a Service name the certificate is not for", func(t *testing.T) {
+		other := serving.APIService.DeepCopy()
+		_ = unstructured.SetNestedField(other.Object, "panorama-elsewhere", "spec", "service", "name")
+		register(other)
+		waitAvailable(t, host, "False", "panorama-elsewhere.panorama-system.svc")
+		if _, stderr, err := collections(); err == nil || !strings.Contains(stderr, "ServiceUnavailable") {
+			t.Fatalf("for another name: %v %s", err, stderr)
+		}
+	})
+}
+
+// waitAvailable waits until the APIService's Available condition has status
+// and its message contains message.
+func waitAvailable(t *testing.T, host *testenv.Env, status, message string) {
+	t.Helper()
+	eventuallyT(t, func() error {
+		out, _, err := host.TryKubectl("get", "apiservice", "v1alpha1.search.panorama.io", "-o",
+			`jsonpath={.status.conditions[?(@.type=="Available")].status} {.status.conditions[?(@.type=="Available")].message}`)
+		if err != nil || !strings.HasPrefix(out, status+" ") || !strings.Contains(out, message) {
+			return fmt.Errorf("APIService Available: %q %v, want %s %q", out, err, status, message)
+		}
+		return nil
+	})
 }

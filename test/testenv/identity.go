@@ -2,7 +2,6 @@ package testenv
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -24,13 +23,7 @@ const (
 // under test run with no more than they are shipped with.
 func ShippedIdentities(t testing.TB, host *Env, dir string) (controller, apiserver string) {
 	t.Helper()
-	out, err := exec.Command(filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "helm"), "template", "panorama",
-		filepath.Join(RepoRoot(t), "charts", "panorama"), "--namespace", ShippedNamespace,
-		"--set", "storage.driver=mysql", "--set", "storage.dsn=unused", "--show-only", "templates/rbac.yaml").CombinedOutput()
-	if err != nil {
-		t.Fatalf("helm template: %v\n%s", err, out)
-	}
-	manifest := "apiVersion: v1\nkind: Namespace\nmetadata: {name: " + ShippedNamespace + "}\n---\n" + string(out)
+	manifest := "apiVersion: v1\nkind: Namespace\nmetadata: {name: " + ShippedNamespace + "}\n---\n" + RenderChart(t, "--show-only", "templates/rbac.yaml")
 	f := filepath.Join(dir, "shipped-rbac.yaml")
 	if err := os.WriteFile(f, []byte(manifest), 0o600); err != nil {
 		t.Fatal(err)

@@ -46,17 +46,17 @@ spec:
 }
 
 // WriteViewKubeconfig writes a kubeconfig with the credentials of cfg and one
-// context per view of Panorama through the host: "all" (the current one)
-// and one per cluster name.
+// context per view of Panorama through the host: "all" (the current one),
+// one per cluster name, and "host" for the host itself (collections).
 func WriteViewKubeconfig(path string, cfg *rest.Config, user, prefix string, clusters ...string) error {
 	kc := clientcmdapi.NewConfig()
 	kc.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
-	views := map[string]string{"all": ""}
+	views := map[string]string{"all": prefix, "host": ""}
 	for _, c := range clusters {
-		views[c] = "/clusters/" + c
+		views[c] = prefix + "/clusters/" + c
 	}
-	for name, suffix := range views {
-		kc.Clusters[name] = &clientcmdapi.Cluster{Server: cfg.Host + prefix + suffix, CertificateAuthorityData: cfg.CAData}
+	for name, urlPath := range views {
+		kc.Clusters[name] = &clientcmdapi.Cluster{Server: cfg.Host + urlPath, CertificateAuthorityData: cfg.CAData}
 		kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: user}
 	}
 	kc.CurrentContext = "all"
