@@ -86,3 +86,10 @@ func (w syncWriter) Write(b []byte) (int, error) {
 	defer w.p.mu.Unlock()
 	return w.p.out.Write(b)
 }
+
+// pid is the running process's id.
+func (p *process) pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cmd.Process.Pid
+}
