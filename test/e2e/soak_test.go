@@ -61,7 +61,7 @@ var podsGVR = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 // component's RSS went over soakMaxRSS.
 func TestSoak(t *testing.T) {
 	dir := t.TempDir()
-	aggregation, err := testenv.AggregationFlags(filepath.Join(dir, "aggregation"))
+	aggregation, err := testenv.AggregationFlags(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
