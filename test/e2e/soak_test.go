@@ -69,7 +69,9 @@ func TestSoak(t *testing.T) {
 	members := map[string]*testenv.Env{"east": testenv.Start(t, testenv.WithoutCRDs()), "west": testenv.Start(t, testenv.WithoutCRDs())}
 	kubes := map[string]kubernetes.Interface{}
 	for name, m := range members {
-		kube := kubernetes.NewForConfigOrDie(m.Config)
+		cfg := rest.CopyConfig(m.Config)
+		cfg.QPS = -1 // the churn sets its own pace
+		kube := kubernetes.NewForConfigOrDie(cfg)
 		kubes[name] = kube
 		createNS(t, kube, "soak")
 		for i := range soakPods {
