@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
+	"github.com/panorama-io/panorama/storage"
 )
 
 // CollectionsPath serves collectionresources: several kinds in one answer.
@@ -32,19 +33,19 @@ var collections = map[string][]schema.GroupResource{
 
 // collection resolves a collection to the synced resources it gathers, at
 // their preferred versions.
-func (h *Handler) collection(name string) []Resource {
-	var out []Resource
+func (h *Handler) collection(name string) []storage.Resource {
+	var out []storage.Resource
 	served := h.registry.Resources("")
 	for _, gr := range collections[name] {
 		// Resources are sorted preferred version first within a group.
-		if i := slices.IndexFunc(served, func(r Resource) bool { return r.GVR.GroupResource() == gr }); i >= 0 {
+		if i := slices.IndexFunc(served, func(r storage.Resource) bool { return r.GVR.GroupResource() == gr }); i >= 0 {
 			out = append(out, served[i])
 		}
 	}
 	return out
 }
 
-func collectionTypes(resources []Resource) []searchv1alpha1.CollectionResourceType {
+func collectionTypes(resources []storage.Resource) []searchv1alpha1.CollectionResourceType {
 	out := make([]searchv1alpha1.CollectionResourceType, len(resources))
 	for i, r := range resources {
 		out[i] = searchv1alpha1.CollectionResourceType{Group: r.GVR.Group, Version: r.GVR.Version, Resource: r.GVR.Resource, Kind: r.Kind}

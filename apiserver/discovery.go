@@ -7,6 +7,8 @@ import (
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/panorama-io/panorama/storage"
 )
 
 // aggregatedDiscoveryType is the media type of aggregated discovery, which
@@ -88,7 +90,7 @@ func isDiscovery(path string) bool {
 	return false
 }
 
-func apiResource(res Resource) metav1.APIResource {
+func apiResource(res storage.Resource) metav1.APIResource {
 	return metav1.APIResource{
 		Name: res.GVR.Resource, SingularName: strings.ToLower(res.Kind), Namespaced: res.Namespaced,
 		Kind: res.Kind, Verbs: servedVerbs, ShortNames: shortNames[res.GVR.GroupResource()],
@@ -107,7 +109,7 @@ var shortNames = map[schema.GroupResource][]string{
 
 // groupVersions lists the group versions of resources, core or not, in the
 // registry's order (preferred version first within a group).
-func groupVersions(resources []Resource, core bool) []schema.GroupVersion {
+func groupVersions(resources []storage.Resource, core bool) []schema.GroupVersion {
 	var out []schema.GroupVersion
 	seen := map[schema.GroupVersion]bool{}
 	for _, res := range resources {
@@ -121,7 +123,7 @@ func groupVersions(resources []Resource, core bool) []schema.GroupVersion {
 	return out
 }
 
-func apiGroups(resources []Resource) []metav1.APIGroup {
+func apiGroups(resources []storage.Resource) []metav1.APIGroup {
 	var out []metav1.APIGroup
 	for _, gv := range groupVersions(resources, false) {
 		v := metav1.GroupVersionForDiscovery{GroupVersion: gv.String(), Version: gv.Version}
@@ -134,7 +136,7 @@ func apiGroups(resources []Resource) []metav1.APIGroup {
 	return out
 }
 
-func (h *Handler) writeAggregated(w http.ResponseWriter, resources []Resource, core bool) {
+func (h *Handler) writeAggregated(w http.ResponseWriter, resources []storage.Resource, core bool) {
 	list := &apidiscoveryv2.APIGroupDiscoveryList{
 		TypeMeta: metav1.TypeMeta{Kind: "APIGroupDiscoveryList", APIVersion: "apidiscovery.k8s.io/v2"},
 		Items:    []apidiscoveryv2.APIGroupDiscovery{},

@@ -172,7 +172,7 @@ func wantsTable(r *http.Request) bool {
 	return strings.Contains(r.Header.Get("Accept"), "as=Table")
 }
 
-func (h *Handler) get(w http.ResponseWriter, r *http.Request, res Resource, cluster, namespace, name string) {
+func (h *Handler) get(w http.ResponseWriter, r *http.Request, res storage.Resource, cluster, namespace, name string) {
 	gr := res.GVR.GroupResource()
 	q := storage.ListQuery{GVR: res.GVR, Names: []string{name}}
 	if cluster != "" {
@@ -234,7 +234,7 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, res Resource, clus
 // parse parses a list or watch, restricts it to what the user may read,
 // answering the error itself when either fails, and warns about the
 // clusters it reads that are not ready.
-func (h *Handler) parse(w http.ResponseWriter, r *http.Request, res Resource, cluster, namespace string, watch bool) (*request, bool) {
+func (h *Handler) parse(w http.ResponseWriter, r *http.Request, res storage.Resource, cluster, namespace string, watch bool) (*request, bool) {
 	req, err := parseRequest(r.URL.Query(), res.GVR, cluster, namespace, watch)
 	if err == nil {
 		verb := "list"
@@ -251,7 +251,7 @@ func (h *Handler) parse(w http.ResponseWriter, r *http.Request, res Resource, cl
 	return req, true
 }
 
-func (h *Handler) list(w http.ResponseWriter, r *http.Request, res Resource, cluster, namespace string) {
+func (h *Handler) list(w http.ResponseWriter, r *http.Request, res storage.Resource, cluster, namespace string) {
 	gr := res.GVR.GroupResource()
 	req, ok := h.parse(w, r, res, cluster, namespace, false)
 	if !ok {
@@ -304,7 +304,7 @@ type format struct {
 
 const partialMetadataType = "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io"
 
-func formatOf(r *http.Request, res Resource, onlyMetadata bool) format {
+func formatOf(r *http.Request, res storage.Resource, onlyMetadata bool) format {
 	if strings.Contains(r.Header.Get("Accept"), "as=PartialObjectMetadata") {
 		return format{
 			kind: "PartialObjectMetadata", listKind: "PartialObjectMetadataList", apiVersion: "meta.k8s.io/v1",
@@ -351,7 +351,7 @@ func (h *Handler) writeTable(w http.ResponseWriter, r *http.Request, gvr schema.
 	})
 }
 
-func (h *Handler) watch(w http.ResponseWriter, r *http.Request, res Resource, cluster, namespace string) {
+func (h *Handler) watch(w http.ResponseWriter, r *http.Request, res storage.Resource, cluster, namespace string) {
 	gr := res.GVR.GroupResource()
 	req, ok := h.parse(w, r, res, cluster, namespace, true)
 	if !ok {

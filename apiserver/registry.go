@@ -16,22 +16,16 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	clusterv1alpha1 "github.com/panorama-io/panorama/apis/cluster/v1alpha1"
+	"github.com/panorama-io/panorama/storage"
 )
 
 var clustersGVR = clusterv1alpha1.GroupVersion.WithResource("clusters")
-
-// Resource is a resource the server serves.
-type Resource struct {
-	GVR        schema.GroupVersionResource
-	Kind       string
-	Namespaced bool
-}
 
 // clusterInfo is what the server knows of one Cluster.
 type clusterInfo struct {
 	ready        bool
 	readyMessage string
-	resources    map[schema.GroupVersionResource]Resource
+	resources    map[schema.GroupVersionResource]storage.Resource
 }
 
 // Registry knows which clusters exist and which resources each syncs, from
@@ -80,14 +74,14 @@ func (r *Registry) set(o any) {
 
 // Set records one Cluster.
 func (r *Registry) Set(c *clusterv1alpha1.Cluster) {
-	info := &clusterInfo{resources: map[schema.GroupVersionResource]Resource{}}
+	info := &clusterInfo{resources: map[schema.GroupVersionResource]storage.Resource{}}
 	if cond := meta.FindStatusCondition(c.Status.Conditions, clusterv1alpha1.ConditionReady); cond != nil {
 		info.ready = cond.Status == "True"
 		info.readyMessage = cond.Message
 	}
 	for _, s := range c.Status.SyncResources {
 		gvr := schema.GroupVersionResource{Group: s.Group, Version: s.Version, Resource: s.Resource}
-		info.resources[gvr] = Resource{GVR: gvr, Kind: s.Kind, Namespaced: s.Namespaced}
+		info.resources[gvr] = storage.Resource{GVR: gvr, Kind: s.Kind, Namespaced: s.Namespaced}
 	}
 	r.mu.Lock()
 	r.clusters[c.Name] = info
@@ -107,10 +101,10 @@ func (r *Registry) Cluster(name string) (exists, ready bool, message string) {
 
 // Resources lists what cluster serves, or the union over all clusters when
 // cluster is "", sorted by group, version and resource.
-func (r *Registry) Resources(cluster string) []Resource {
+func (r *Registry) Resources(cluster string) []storage.Resource {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	seen := map[schema.GroupVersionResource]Resource{}
+	seen := map[schema.GroupVersionResource]storage.Resource{}
 	for name, c := range r.clusters {
 		if cluster != "" && name != cluster {
 			continue
@@ -119,11 +113,11 @@ func (r *Registry) Resources(cluster string) []Resource {
 			seen[gvr] = res
 		}
 	}
-	out := make([]Resource, 0, len(seen))
+	out := make([]storage.Resource, 0, len(seen))
 	for _, res := range seen {
 		out = append(out, res)
 	}
-	slices.SortFunc(out, func(a, b Resource) int {
+	slices.SortFunc(out, func(a, b storage.Resource) int {
 		if c := strings.Compare(a.GVR.Group, b.GVR.Group); c != 0 {
 			return c
 		}
@@ -136,13 +130,13 @@ func (r *Registry) Resources(cluster string) []Resource {
 }
 
 // Lookup finds a served resource by group, version and plural name.
-func (r *Registry) Lookup(cluster string, gvr schema.GroupVersionResource) (Resource, bool) {
+func (r *Registry) Lookup(cluster string, gvr schema.GroupVersionResource) (storage.Resource, bool) {
 	for _, res := range r.Resources(cluster) {
 		if res.GVR == gvr {
 			return res, true
 		}
 	}
-	return Resource{}, false
+	return storage.Resource{}, false
 }
 
 // Names lists the clusters, sorted.

@@ -28,7 +28,7 @@ func TestStreamedListsAsEncodedWhole(t *testing.T) {
 	srv := httptest.NewServer(asUser(h))
 	t.Cleanup(srv.Close)
 	ctx := context.Background()
-	res := Resource{GVR: podsGVR, Kind: "Pod", Namespaced: true}
+	res := storage.Resource{GVR: podsGVR, Kind: "Pod", Namespaced: true}
 	cols := h.columnsFor(ctx, podsGVR)
 
 	// whole encodes the list q selects as one value, as the handler did

@@ -15,6 +15,7 @@ import (
 
 	clusterv1alpha1 "github.com/panorama-io/panorama/apis/cluster/v1alpha1"
 	"github.com/panorama-io/panorama/controllers/synchronizer"
+	"github.com/panorama-io/panorama/storage"
 	"github.com/panorama-io/panorama/storage/storagetest"
 	"github.com/panorama-io/panorama/test/testenv"
 )
@@ -44,7 +45,7 @@ func BenchmarkInitialSync(b *testing.B) {
 			done := make(chan struct{})
 			var once sync.Once
 			var s *synchronizer.Synchronizer
-			s = synchronizer.New("bench", synchronizer.Resource{GVR: gvr, Kind: "ConfigMap", Namespaced: true}, dyn, store,
+			s = synchronizer.New("bench", synchronizer.Resource{Resource: storage.Resource{GVR: gvr, Kind: "ConfigMap", Namespaced: true}}, dyn, store,
 				synchronizer.Options{}, func() {
 					if s.Status().State == clusterv1alpha1.SyncStateSynced {
 						once.Do(func() { close(done) })

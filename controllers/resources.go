@@ -103,7 +103,7 @@ func (m *memberResources) resolve(selections []clusterv1alpha1.GroupResources) [
 						continue
 					}
 					seen[gvr] = true
-					out = append(out, synchronizer.Resource{GVR: gvr, Kind: r.Kind, Namespaced: r.Namespaced})
+					out = append(out, synchronizer.Resource{Resource: storage.Resource{GVR: gvr, Kind: r.Kind, Namespaced: r.Namespaced}})
 				}
 			}
 		}

@@ -32,6 +32,14 @@ type Key struct {
 	Name      string
 }
 
+// Resource is a member resource as Panorama knows it: the controller syncs
+// it and the API server serves it by this one description.
+type Resource struct {
+	GVR        schema.GroupVersionResource
+	Kind       string
+	Namespaced bool
+}
+
 // Change is one write of a batch: an upsert of Object, or, when Object is nil,
 // a delete of Namespace/Name.
 type Change struct {

@@ -23,7 +23,7 @@ import (
 	"github.com/panorama-io/panorama/test/testenv"
 )
 
-var configMaps = Resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}
+var configMaps = Resource{Resource: storage.Resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true}}
 
 // stopBound is how long a stop may take in these tests: far more than a
 // prompt stop needs, far less than the hang (or the 30 s final write) that

@@ -70,9 +70,7 @@ func (o *Options) defaults() {
 
 // Resource is what is synced: a member resource that can be listed and watched.
 type Resource struct {
-	GVR        schema.GroupVersionResource
-	Kind       string
-	Namespaced bool
+	storage.Resource
 	// KeepSecretData keeps data and stringData of core Secrets, dropped by
 	// default: readers of the API server see Secrets that host RBAC grants
 	// them, but their contents are the member's credentials.

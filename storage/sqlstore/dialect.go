@@ -41,6 +41,13 @@ type dialect struct {
 	// MariaDB, until InnoDB recounts in the background, reads a page from
 	// the end of the resource's rows rather than from its cursor.
 	analyze string
+	// lockSchema takes a lock of the whole database for this session and
+	// answers 1 once it is held; unlockSchema releases it. Replicas starting
+	// together migrate one at a time: PostgreSQL's CREATE TABLE IF NOT
+	// EXISTS is not atomic (two of them fail one with a unique violation on
+	// pg_type), and MySQL's ALTERs are not either. SQLite has none: its
+	// writes are serialized by the file.
+	lockSchema, unlockSchema string
 }
 
 var dialects = map[string]*dialect{
@@ -52,13 +59,15 @@ var dialects = map[string]*dialect{
 			"s16": `VARCHAR(16) COLLATE "C"`, "s64": `VARCHAR(64) COLLATE "C"`, "s128": `VARCHAR(128) COLLATE "C"`,
 			"s253": `VARCHAR(253) COLLATE "C"`, "s317": `VARCHAR(317) COLLATE "C"`, "s512": `VARCHAR(512) COLLATE "C"`,
 		},
-		forUpdate:  " FOR UPDATE",
-		insertRows: 500,
-		rowValues:  true,
-		contains:   func(c string) string { return "STRPOS(" + c + ", ?) > 0" },
-		analyze:    "ANALYZE resources, attributes, events",
-		readTx:     &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true},
-		writeTx:    &sql.TxOptions{Isolation: sql.LevelReadCommitted},
+		forUpdate:    " FOR UPDATE",
+		insertRows:   500,
+		rowValues:    true,
+		contains:     func(c string) string { return "STRPOS(" + c + ", ?) > 0" },
+		analyze:      "ANALYZE resources, attributes, events",
+		lockSchema:   "SELECT 1 FROM pg_advisory_lock(hashtext('panorama_schema'))",
+		unlockSchema: "SELECT pg_advisory_unlock(hashtext('panorama_schema'))",
+		readTx:       &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true},
+		writeTx:      &sql.TxOptions{Isolation: sql.LevelReadCommitted},
 	},
 	"sqlite": {
 		name: "sqlite",
@@ -97,6 +106,8 @@ func mysqlDialect(collation string) *dialect {
 		forUpdate:     " FOR UPDATE",
 		contains:      func(c string) string { return "LOCATE(?, " + c + ") > 0" },
 		analyze:       "ANALYZE TABLE resources, attributes, events",
+		lockSchema:    "SELECT GET_LOCK('panorama_schema', 300)",
+		unlockSchema:  "SELECT RELEASE_LOCK('panorama_schema')",
 		readTx:        &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true},
 		writeTx:       &sql.TxOptions{Isolation: sql.LevelReadCommitted},
 	}

@@ -285,3 +285,29 @@ func TestEntriesWithoutCreationTime(t *testing.T) {
 		}
 	})
 }
+
+// TestConcurrentMigrations opens several stores on one new database at once,
+// as the controller manager and the API server replicas do when installed
+// together: each must come up (PostgreSQL fails concurrent CREATE TABLE IF
+// NOT EXISTS without the schema lock).
+func TestConcurrentMigrations(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
+		opts := b.Options(t)
+		errs := make(chan error, 4)
+		for range cap(errs) {
+			go func() {
+				s, err := sqlstore.Open(context.Background(), opts)
+				if err == nil {
+					_, _, err = s.Revision(context.Background())
+					_ = s.Close()
+				}
+				errs <- err
+			}()
+		}
+		for range cap(errs) {
+			if err := <-errs; err != nil {
+				t.Errorf("opening a store while others migrate: %v", err)
+			}
+		}
+	})
+}

@@ -184,8 +184,24 @@ type migrationRow struct {
 
 func (migrationRow) TableName() string { return migrationsTable }
 
+// migrate brings the schema up to date, holding the dialect's schema lock
+// on one connection so that replicas starting together migrate in turn.
 func (s *Store) migrate(ctx context.Context) error {
-	db := s.db.WithContext(ctx)
+	return s.db.WithContext(ctx).Connection(func(conn *gorm.DB) error {
+		db := conn.Session(&gorm.Session{}) // each statement on its own: conn is not a new session
+		if s.dialect.lockSchema == "" {
+			return s.migrateLocked(db)
+		}
+		var held int
+		if err := db.Raw(s.dialect.lockSchema).Scan(&held).Error; err != nil || held != 1 {
+			return fmt.Errorf("locking the schema for migration (held %d): %w", held, err)
+		}
+		defer db.Exec(s.dialect.unlockSchema)
+		return s.migrateLocked(db)
+	})
+}
+
+func (s *Store) migrateLocked(db *gorm.DB) error {
 	for _, stmt := range s.dialect.ddl(table{name: migrationsTable, columns: []column{{name: "version", typ: "bigint"}}, primaryKey: []string{"version"}}) {
 		if err := db.Exec(stmt).Error; err != nil {
 			return fmt.Errorf("creating %s: %w", migrationsTable, err)
