@@ -124,7 +124,7 @@ func (d *demo) register(ctx context.Context, port int, kubeconfig string) error 
 Panorama is serving 2 member clusters. Try:
 
   kubectl --kubeconfig %[1]s get pods -A                 # every cluster
-  kubectl --kubeconfig %[1]s --context east get deploy -A # one cluster
+  kubectl --kubeconfig %[1]s --context east get pods -n shop # one cluster (the demo runs no controllers, so no Deployments)
   kubectl --kubeconfig %[1]s get pods -A -l app=web,search.panorama.io/clusters=west
   kubectl --kubeconfig %[2]s get clusters                 # the host's Cluster objects
 
