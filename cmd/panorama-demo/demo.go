@@ -16,7 +16,7 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/panorama-io/panorama/apiserver"
+	"github.com/panorama-io/panorama/internal/viewconfig"
 	"github.com/panorama-io/panorama/test/testenv"
 )
 
@@ -117,7 +117,7 @@ func (d *demo) register(ctx context.Context, port int, kubeconfig string) error 
 	if err != nil {
 		return err
 	}
-	if err := testenv.WriteViewKubeconfig(kubeconfig, user.Config(), "demo", apiserver.ResourcesPrefix, demoMembers...); err != nil {
+	if err := viewconfig.Write(kubeconfig, user.Config(), "demo", demoMembers...); err != nil {
 		return err
 	}
 	fmt.Printf(`

@@ -28,7 +28,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/panorama-io/panorama/apiserver"
+	"github.com/panorama-io/panorama/internal/viewconfig"
 	"github.com/panorama-io/panorama/storage/storagetest"
 	"github.com/panorama-io/panorama/test/testenv"
 )
@@ -75,13 +75,7 @@ func TestAPIServer(t *testing.T) {
 	api := startProcess(t, "apiserver", "--secure-port", strconv.Itoa(port), "--bind-address=127.0.0.1",
 		"--tls-cert-file", serving.CertFile, "--tls-private-key-file", serving.KeyFile, "--kubeconfig", apiserverKC,
 		"--storage=mysql", "--storage-dsn", db.DSN, "--watch-cache-poll-interval=200ms")
-	t.Cleanup(func() {
-		for _, p := range []*process{cm, api} {
-			if line := deniedLine(p.output()); line != "" {
-				t.Errorf("%s was denied a request under its shipped RBAC: %s", p.name, line)
-			}
-		}
-	})
+	failIfDenied(t, cm, api)
 	waitReady(t, port)
 	host.RegisterAPIService(t, serving.APIService, port)
 	waitAvailable(t, host, "True", "")
@@ -444,8 +438,19 @@ spec:
     - {name: Size, type: integer, jsonPath: .spec.size}
 `
 
-// userKubeconfig writes a kubeconfig for a new user of the host with a
-// context per view: all clusters (the default), east and west.
+// failIfDenied fails the test, when it ends, if the host refused one of
+// the processes (run as the shipped ServiceAccounts) anything: whatever
+// they need and are not shipped with.
+func failIfDenied(t *testing.T, procs ...*process) {
+	t.Cleanup(func() {
+		for _, p := range procs {
+			if line := deniedLine(p.output()); line != "" {
+				t.Errorf("%s was denied a request under its shipped RBAC: %s", p.name, line)
+			}
+		}
+	})
+}
+
 // deniedLine is the first log line saying the host refused one of the
 // shipped ServiceAccounts something ("" when none).
 func deniedLine(log string) string {
@@ -457,13 +462,15 @@ func deniedLine(log string) string {
 	return ""
 }
 
+// userKubeconfig writes a kubeconfig for a new user of the host with a
+// context per view: all clusters (the default), east and west.
 func userKubeconfig(t *testing.T, host *testenv.Env, dir, name string, groups ...string) string {
 	user, err := host.Env.AddUser(envtest.User{Name: name, Groups: groups}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, name+".kubeconfig")
-	if err := testenv.WriteViewKubeconfig(path, user.Config(), name, apiserver.ResourcesPrefix, "east", "west"); err != nil {
+	if err := viewconfig.Write(path, user.Config(), name, "east", "west"); err != nil {
 		t.Fatal(err)
 	}
 	return path

@@ -37,7 +37,9 @@ func startProcess(t *testing.T, name string, args ...string) *process {
 func (p *process) start() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.out = &bytes.Buffer{}
+	if p.out == nil {
+		p.out = &bytes.Buffer{} // kept across restarts: the whole run is checked and shown
+	}
 	p.cmd = exec.Command(filepath.Join(binDir, p.name), p.args...)
 	p.cmd.Stdout, p.cmd.Stderr = syncWriter{p}, syncWriter{p}
 	if err := p.cmd.Start(); err != nil {

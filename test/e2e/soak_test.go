@@ -88,6 +88,7 @@ func TestSoak(t *testing.T) {
 	api := startProcess(t, "apiserver", "--secure-port", strconv.Itoa(port), "--bind-address=127.0.0.1",
 		"--cert-dir", filepath.Join(dir, "certs"), "--kubeconfig", apiserverKC,
 		"--storage=postgres", "--storage-dsn", db.DSN)
+	failIfDenied(t, cm, api)
 	waitReady(t, port)
 	apply(t, host, dir, rbacManifest)
 
