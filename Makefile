@@ -50,7 +50,7 @@ build: ## Binaries into bin/.
 	go build -o bin/ ./cmd/...
 
 .PHONY: test-assets
-test-assets: ## Builds kube-apiserver, etcd, kubectl and helm (cached).
+test-assets: ## Builds kube-apiserver, etcd, kubectl, helm and k9s (cached).
 	hack/test-assets.sh
 
 .PHONY: test

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the test control plane (kube-apiserver, etcd, kubectl, helm) from the Go
+# Builds the test control plane (kube-apiserver, etcd, kubectl, helm) and k9s
+# (a terminal client the e2e tests drive) from the Go
 # module proxy into a cache folder outside the repo, keyed by versions, and prints
 # that folder (use it as KUBEBUILDER_ASSETS). A complete folder is reused as is.
 #
@@ -10,10 +11,11 @@ set -euo pipefail
 K8S_VERSION=${K8S_VERSION:-1.37.2}
 ETCD_VERSION=${ETCD_VERSION:-3.7.0}
 HELM_VERSION=${HELM_VERSION:-4.3.2}
+K9S_VERSION=${K9S_VERSION:-0.50.16}
 
 cache_root=${PANORAMA_CACHE:-$HOME/.cache/panorama}
 dir="$cache_root/assets/k8s-$K8S_VERSION-etcd-$ETCD_VERSION-helm-$HELM_VERSION"
-bins=(kube-apiserver kubectl etcd helm)
+bins=(kube-apiserver kubectl etcd helm k9s)
 
 complete() {
   local b
@@ -84,8 +86,16 @@ build_helm() {
   mv "$work/bin/helm" "$dir/helm"
 }
 
+build_k9s() {
+  [ -x "$dir/k9s" ] && return
+  log "building k9s v$K9S_VERSION"
+  GOBIN="$work/bin" go install -trimpath "github.com/derailed/k9s@v$K9S_VERSION"
+  mv "$work/bin/k9s" "$dir/k9s"
+}
+
 build_etcd
 build_kubernetes
 build_helm
+build_k9s
 complete
 echo "$dir"
