@@ -52,13 +52,27 @@ func (s *Store) Apply(ctx context.Context, cluster string, gvr schema.GroupVersi
 			valid = append(valid, c)
 		}
 	}
-	rev, err := s.write(ctx, func(tx *gorm.DB, base int64) (int64, error) {
+	// newRow sets an object's resourceVersion to its revision, and a group
+	// may run the batch again: each run starts from the member's.
+	memberRVs := make([]string, len(valid))
+	for i, c := range valid {
+		if c.Object != nil {
+			memberRVs[i] = c.Object.GetResourceVersion()
+		}
+	}
+	rev, err := s.submit(ctx, len(valid), func(tx *gorm.DB, base int64) (int64, int, error) {
+		for i, c := range valid {
+			if c.Object != nil {
+				c.Object.SetResourceVersion(memberRVs[i])
+			}
+		}
 		existing, err := s.existing(tx, cluster, gvr, valid)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		ops := plan(valid, existing)
-		return int64(len(ops)), s.applyOps(tx, cluster, gvr, base, ops)
+		bytes, err := s.applyOps(tx, cluster, gvr, base, ops)
+		return int64(len(ops)), bytes, err
 	})
 	if err == nil && refused != nil {
 		err = &storage.InvalidObjectError{Refused: refused}
@@ -92,14 +106,14 @@ func (s *Store) DeleteResource(ctx context.Context, cluster string, gvr schema.G
 	rev, _, err := s.Revision(ctx)
 	for err == nil {
 		var n int64
-		rev, err = s.write(ctx, func(tx *gorm.DB, base int64) (int64, error) {
+		rev, err = s.submit(ctx, deleteChunk, func(tx *gorm.DB, base int64) (int64, int, error) {
 			q := tx.Where("cluster = ?", cluster)
 			if !gvr.Empty() {
 				q = whereResource(q, gvr)
 			}
 			var rows []resourceRow
 			if err := q.Order("revision").Limit(deleteChunk).Find(&rows).Error; err != nil {
-				return 0, err
+				return 0, 0, err
 			}
 			// Rows of several resources: one log entry each, under its own key.
 			byGVR := map[schema.GroupVersionResource][]op{}
@@ -112,15 +126,17 @@ func (s *Store) DeleteResource(ctx context.Context, cluster string, gvr schema.G
 				}
 				byGVR[g] = append(byGVR[g], op{typ: watch.Deleted, old: r, ns: r.Namespace, nm: r.Name})
 			}
-			next := base
+			next, bytes := base, 0
 			for _, g := range order {
-				if err := s.applyOps(tx, cluster, g, next, byGVR[g]); err != nil {
-					return 0, err
+				b, err := s.applyOps(tx, cluster, g, next, byGVR[g])
+				if err != nil {
+					return 0, 0, err
 				}
 				next += int64(len(byGVR[g]))
+				bytes += b
 			}
 			n = int64(len(rows))
-			return n, nil
+			return n, bytes, nil
 		})
 		if n < deleteChunk {
 			break
@@ -129,36 +145,49 @@ func (s *Store) DeleteResource(ctx context.Context, cluster string, gvr schema.G
 	return rev, err
 }
 
-// write runs fn in a transaction that holds the revision counter. fn gets
-// the revision before it and returns how many revisions it used.
-func (s *Store) write(ctx context.Context, fn func(tx *gorm.DB, base int64) (int64, error)) (int64, error) {
-	var rev, used int64
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		var base int64
+// write runs the batches of group in one transaction that holds the
+// revision counter, each from the revision the one before it left, until
+// they have written groupBytes, and answers the callers of those it ran
+// once they are committed. It returns how many it ran; on error, the index
+// of the batch that failed, or -1 when none did (the counter or the commit).
+func (s *Store) write(group []*batch) (ran, failed int, err error) {
+	ctx, cancel := groupContext(group)
+	defer cancel()
+	failed = -1
+	revs := make([]int64, 0, len(group))
+	var base, next int64
+	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := tx.Raw("SELECT value FROM "+metaTable+" WHERE name = ?"+s.dialect.forUpdate, metaRevision).Scan(&base).Error; err != nil {
 			return err
 		}
-		n, err := fn(tx, base)
-		if err != nil {
-			return err
+		next = base
+		for bytes := 0; ran < len(group) && bytes < groupBytes; ran++ {
+			n, b, err := group[ran].fn(tx, next)
+			if err != nil {
+				failed = ran
+				return err
+			}
+			next, bytes = next+n, bytes+b
+			revs = append(revs, next)
 		}
-		used, rev = n, base+n
-		if n == 0 {
+		if next == base {
 			return nil
 		}
-		return tx.Model(&metaRow{}).Where("name = ?", metaRevision).Update("value", rev).Error
+		// The group's revisions are base+1 .. next: the one place they are
+		// taken, in one update of the counter.
+		return tx.Model(&metaRow{}).Where("name = ?", metaRevision).Update("value", next).Error
 	}, s.dialect.writeTx)
-	if invalidText(err) {
-		return 0, storage.Invalid("object", "the database refused a text value")
-	}
 	if err != nil {
-		return 0, err
+		return 0, failed, err
 	}
-	if used > 0 {
+	if next > base {
 		s.notify()
-		s.wrote(used)
+		s.wrote(next - base)
 	}
-	return rev, nil
+	for i, rev := range revs {
+		group[i].finish(rev, nil)
+	}
+	return ran, -1, nil
 }
 
 func (s *Store) existing(tx *gorm.DB, cluster string, gvr schema.GroupVersionResource, changes []storage.Change) (map[storage.NamespacedName]*resourceRow, error) {
@@ -225,16 +254,18 @@ func older(a, b string) bool {
 	return errA == nil && errB == nil && x < y
 }
 
-// applyOps writes ops with revisions base+1, base+2, ...
-func (s *Store) applyOps(tx *gorm.DB, cluster string, gvr schema.GroupVersionResource, base int64, ops []op) error {
+// applyOps writes ops with revisions base+1, base+2, ... and returns the
+// bytes of JSON it wrote.
+func (s *Store) applyOps(tx *gorm.DB, cluster string, gvr schema.GroupVersionResource, base int64, ops []op) (int, error) {
 	if len(ops) == 0 {
-		return nil
+		return 0, nil
 	}
 	var (
 		oldRevs []int64
 		rows    []resourceRow
 		attrs   []attributeRow
 		events  = make([]eventRow, 0, len(ops))
+		bytes   int
 	)
 	for i, o := range ops {
 		rev := base + int64(i) + 1
@@ -249,20 +280,22 @@ func (s *Store) applyOps(tx *gorm.DB, cluster string, gvr schema.GroupVersionRes
 		if o.typ == watch.Deleted {
 			data, err := withRevision(o.old.Object, rev)
 			if err != nil {
-				return err
+				return 0, err
 			}
 			ev.Object = data
+			bytes += len(ev.Object) + len(ev.PrevObject)
 			events = append(events, ev)
 			continue
 		}
 		row, rowAttrs, err := newRow(cluster, gvr, rev, o.obj)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		ev.Object = row.Object
 		if o.old == nil {
 			ev.Created = row.Created
 		}
+		bytes += len(row.Object) + len(ev.Object) + len(ev.PrevObject)
 		rows = append(rows, row)
 		attrs = append(attrs, rowAttrs...)
 		events = append(events, ev)
@@ -270,20 +303,20 @@ func (s *Store) applyOps(tx *gorm.DB, cluster string, gvr schema.GroupVersionRes
 	for start := 0; start < len(oldRevs); start += keyChunk {
 		chunk := oldRevs[start:min(start+keyChunk, len(oldRevs))]
 		if err := tx.Where("resource_revision IN ?", chunk).Delete(&attributeRow{}).Error; err != nil {
-			return err
+			return 0, err
 		}
 		if err := tx.Where("revision IN ?", chunk).Delete(&resourceRow{}).Error; err != nil {
-			return err
+			return 0, err
 		}
 	}
 	n := s.dialect.insertRows
 	if err := insertChunked(tx, n, rows, func(r *resourceRow) int { return len(r.Object) }); err != nil {
-		return err
+		return 0, err
 	}
 	if err := insertChunked(tx, n, attrs, func(*attributeRow) int { return 64 }); err != nil {
-		return err
+		return 0, err
 	}
-	return insertChunked(tx, n, events, func(e *eventRow) int { return len(e.Object) + len(e.PrevObject) })
+	return bytes, insertChunked(tx, n, events, func(e *eventRow) int { return len(e.Object) + len(e.PrevObject) })
 }
 
 // insertChunked inserts rows in multi-row statements bounded by count and bytes.
