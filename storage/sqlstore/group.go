@@ -30,18 +30,21 @@ const (
 // errClosed answers writes after Close.
 var errClosed = errors.New("storage is closed")
 
-// batchFunc writes one caller's batch in tx with revisions base+1, base+2,
-// ... and returns how many it used and about how many bytes it wrote. A
-// group may run it more than once (rolled back, then run again without a
-// failing batch), so it must leave what it reads as it found it.
-type batchFunc func(tx *gorm.DB, base int64) (revisions int64, bytes int, err error)
+// batchFunc plans one caller's batch: it reads what it needs in tx and
+// adds its rows to p with revisions base+1, base+2, ..., and returns how
+// many it used. A group may run it more than once (rolled back, then run
+// again without a failing batch), so it must leave what it reads as it
+// found it.
+type batchFunc func(tx *gorm.DB, p *pending, base int64) (revisions int64, err error)
 
 // batch is one caller's write waiting for, or in, a group.
 type batch struct {
-	ctx  context.Context
-	rows int
-	fn   batchFunc
-	done chan result // buffered: the writer never waits for the caller
+	ctx context.Context
+	// cluster is the one whose rows fn reads.
+	cluster string
+	rows    int
+	fn      batchFunc
+	done    chan result // buffered: the writer never waits for the caller
 }
 
 type result struct {
@@ -133,8 +136,8 @@ func (q *queue) close() {
 // the caller waits for the group, which its cancellation rolls back (see
 // groupContext). Either way the write is over when submit returns: a batch
 // never commits after its caller has given up on it.
-func (s *Store) submit(ctx context.Context, rows int, fn batchFunc) (int64, error) {
-	b := &batch{ctx: ctx, rows: rows, fn: fn, done: make(chan result, 1)}
+func (s *Store) submit(ctx context.Context, cluster string, rows int, fn batchFunc) (int64, error) {
+	b := &batch{ctx: ctx, cluster: cluster, rows: rows, fn: fn, done: make(chan result, 1)}
 	if err := s.queue.push(b); err != nil {
 		return 0, err
 	}
@@ -159,9 +162,10 @@ func (s *Store) writeLoop() {
 }
 
 // commit writes group, in as many transactions as its bounds and failures
-// take, until every batch has its result. A batch that fails is taken out
-// and the rest written without it; it then runs alone, so that its error
-// is its own (or, if it was passing, such as a deadlock, it succeeds). A
+// take, until every batch has its result. The batches a failure is blamed
+// on are taken out and the rest written without them; each then runs
+// alone, so that its error is its own (or, if it was passing, such as a
+// deadlock, it succeeds). A
 // batch whose caller has given up is dropped. A failure of the group as a
 // whole (locking the counter, committing) fails every batch, as it would
 // have failed each of them alone.
@@ -178,15 +182,15 @@ func (s *Store) commit(group []*batch) {
 		if len(group) == 0 {
 			break
 		}
-		ran, failed, err := s.write(group)
+		ran, blamed, err := s.write(group)
 		switch {
 		case err == nil:
 			group = group[ran:]
 		case slices.ContainsFunc(group, func(b *batch) bool { return b.ctx.Err() != nil }):
 			// Rolled back because a caller gave up: again without it.
-		case failed >= 0 && len(group) > 1:
-			alone = append(alone, group[failed])
-			group = slices.Delete(group, failed, failed+1)
+		case len(blamed) > 0 && len(group) > 1:
+			alone = append(alone, blamed...)
+			group = slices.DeleteFunc(group, func(b *batch) bool { return slices.Contains(blamed, b) })
 		default:
 			if invalidText(err) {
 				err = storage.Invalid("object", "the database refused a text value")

@@ -187,56 +187,86 @@ func TestConcurrentWritersGetOwnCommitOrderedRevisions(t *testing.T) {
 
 // TestFailingBatchFailsAlone lines up batches behind one that waits for
 // the counter (held by a second store, as by another process), so that
-// they form one group, with one in the middle that fails while it is
-// written (its object cannot be encoded). That one gets its error; every
-// other batch is written, each change once, at the revisions its caller
-// got, and with the member's resourceVersion although the batches before
-// the failing one ran twice.
+// they form one group, with one in the middle that fails: its object
+// cannot be encoded, or the database refuses its row when the group's rows
+// are written (a trigger stands for a refusal that validation missed).
+// That one gets its error; every other batch is written, each change once,
+// at the revisions its caller got, and with the member's resourceVersion
+// although the batches before the failing one were planned twice.
 func TestFailingBatchFailsAlone(t *testing.T) {
-	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
-		opts := b.Options(t)
-		s := openStore(t, opts)
-		locks := countCounterLocks(t, s)
-		release, waitBlocked := holdCounter(t, opts, s)
-		ctx := context.Background()
-		first := applyAsync(ctx, s, "first", "7")
-		waitBlocked(1)
-		const good = 8
-		var calls []<-chan *sentBatch
-		for i := range good + 1 {
-			if i == good/2 {
-				bad := object("Pod", "ns", "bad", "1", func(u *unstructured.Unstructured) {
-					u.Object["spec"] = map[string]any{"weight": math.NaN()}
-				})
-				calls = append(calls, applyChanges(ctx, s, "bad", []storage.Change{storage.Upsert(bad), storage.Upsert(object("Pod", "ns", "fine", "1"))}, nil))
-			} else {
-				calls = append(calls, applyAsync(ctx, s, fmt.Sprintf("good-%d", i), fmt.Sprint(20+i)))
-			}
-			waitQueued(t, s, i+1)
-		}
-		release()
-		batches := []*sentBatch{<-first}
-		for i, call := range calls {
-			r := <-call
-			if i == good/2 {
-				if r.err == nil || !strings.Contains(r.err.Error(), "NaN") {
-					t.Fatalf("the failing batch answered %d, %v; want its encoding error", r.rev, r.err)
+	refuse := map[string][]string{
+		"sqlite": {`CREATE TRIGGER refuse BEFORE INSERT ON resources WHEN NEW.name = 'bad' BEGIN SELECT RAISE(ABORT, 'refused by trigger'); END`},
+		"mysql": {`CREATE TRIGGER refuse BEFORE INSERT ON resources FOR EACH ROW BEGIN
+			IF NEW.name = 'bad' THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'refused by trigger'; END IF; END`},
+		"postgres": {`CREATE FUNCTION refuse() RETURNS trigger AS $$ BEGIN
+			IF NEW.name = 'bad' THEN RAISE EXCEPTION 'refused by trigger'; END IF; RETURN NEW; END $$ LANGUAGE plpgsql`,
+			`CREATE TRIGGER refuse BEFORE INSERT ON resources FOR EACH ROW EXECUTE FUNCTION refuse()`},
+	}
+	for _, tc := range []struct {
+		name    string
+		bad     *unstructured.Unstructured
+		refuse  bool
+		wantErr string
+	}{
+		{"unencodable", object("Pod", "ns", "bad", "1", func(u *unstructured.Unstructured) {
+			u.Object["spec"] = map[string]any{"weight": math.NaN()}
+		}), false, "NaN"},
+		{"refused by the database", object("Pod", "ns", "bad", "1"), true, "refused by trigger"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
+				opts := b.Options(t)
+				s := openStore(t, opts)
+				if tc.refuse {
+					for _, stmt := range refuse[b.Name] {
+						if err := sqlstore.GormDB(s).Exec(stmt).Error; err != nil {
+							t.Fatal(err)
+						}
+					}
 				}
-				continue
-			}
-			if r.err != nil {
-				t.Fatalf("batch %d failed with the bad one: %v", i, r.err)
-			}
-			batches = append(batches, r)
-		}
-		checkLog(t, s, batches)
-		if _, err := s.Get(ctx, storage.Key{Cluster: "bad", GVR: podsGVR, Namespace: "ns", Name: "fine"}); !errors.Is(err, storage.ErrNotFound) {
-			t.Fatalf("the rest of the failed batch was stored: %v", err)
-		}
-		if n := locks.Load(); n >= good+2 {
-			t.Errorf("%d transactions for %d batches: the batches were not grouped", n, good+2)
-		}
-	})
+				locks := countCounterLocks(t, s)
+				release, waitBlocked := holdCounter(t, opts, s)
+				ctx := context.Background()
+				first := applyAsync(ctx, s, "first", "7")
+				waitBlocked(1)
+				const good = 8
+				var calls []<-chan *sentBatch
+				for i := range good + 1 {
+					if i == good/2 {
+						changes := []storage.Change{storage.Upsert(tc.bad.DeepCopy()), storage.Upsert(object("Pod", "ns", "fine", "1"))}
+						calls = append(calls, applyChanges(ctx, s, "bad", changes, nil))
+					} else {
+						calls = append(calls, applyAsync(ctx, s, fmt.Sprintf("good-%d", i), fmt.Sprint(20+i)))
+					}
+					waitQueued(t, s, i+1)
+				}
+				release()
+				batches := []*sentBatch{<-first}
+				for i, call := range calls {
+					r := <-call
+					if i == good/2 {
+						if r.err == nil || !strings.Contains(r.err.Error(), tc.wantErr) {
+							t.Fatalf("the failing batch answered %d, %v; want %q", r.rev, r.err, tc.wantErr)
+						}
+						continue
+					}
+					if r.err != nil {
+						t.Fatalf("batch %d failed with the bad one: %v", i, r.err)
+					}
+					batches = append(batches, r)
+				}
+				checkLog(t, s, batches)
+				if _, err := s.Get(ctx, storage.Key{Cluster: "bad", GVR: podsGVR, Namespace: "ns", Name: "fine"}); !errors.Is(err, storage.ErrNotFound) {
+					t.Fatalf("the rest of the failed batch was stored: %v", err)
+				}
+				// A refusal when the rows are written is blamed on every
+				// batch whose rows they were, which then run one by one.
+				if n := locks.Load(); !tc.refuse && n >= good+2 {
+					t.Errorf("%d transactions for %d batches: the batches were not grouped", n, good+2)
+				}
+			})
+		})
+	}
 }
 
 // TestCancelledWrites: a caller that gives up while its batch is queued

@@ -60,7 +60,7 @@ func (s *Store) Apply(ctx context.Context, cluster string, gvr schema.GroupVersi
 			memberRVs[i] = c.Object.GetResourceVersion()
 		}
 	}
-	rev, err := s.submit(ctx, len(valid), func(tx *gorm.DB, base int64) (int64, int, error) {
+	rev, err := s.submit(ctx, cluster, len(valid), func(tx *gorm.DB, p *pending, base int64) (int64, error) {
 		for i, c := range valid {
 			if c.Object != nil {
 				c.Object.SetResourceVersion(memberRVs[i])
@@ -68,11 +68,10 @@ func (s *Store) Apply(ctx context.Context, cluster string, gvr schema.GroupVersi
 		}
 		existing, err := s.existing(tx, cluster, gvr, valid)
 		if err != nil {
-			return 0, 0, err
+			return 0, err
 		}
 		ops := plan(valid, existing)
-		bytes, err := s.applyOps(tx, cluster, gvr, base, ops)
-		return int64(len(ops)), bytes, err
+		return int64(len(ops)), p.add(cluster, gvr, base, ops)
 	})
 	if err == nil && refused != nil {
 		err = &storage.InvalidObjectError{Refused: refused}
@@ -106,14 +105,14 @@ func (s *Store) DeleteResource(ctx context.Context, cluster string, gvr schema.G
 	rev, _, err := s.Revision(ctx)
 	for err == nil {
 		var n int64
-		rev, err = s.submit(ctx, deleteChunk, func(tx *gorm.DB, base int64) (int64, int, error) {
+		rev, err = s.submit(ctx, cluster, deleteChunk, func(tx *gorm.DB, p *pending, base int64) (int64, error) {
 			q := tx.Where("cluster = ?", cluster)
 			if !gvr.Empty() {
 				q = whereResource(q, gvr)
 			}
 			var rows []resourceRow
 			if err := q.Order("revision").Limit(deleteChunk).Find(&rows).Error; err != nil {
-				return 0, 0, err
+				return 0, err
 			}
 			// Rows of several resources: one log entry each, under its own key.
 			byGVR := map[schema.GroupVersionResource][]op{}
@@ -126,17 +125,15 @@ func (s *Store) DeleteResource(ctx context.Context, cluster string, gvr schema.G
 				}
 				byGVR[g] = append(byGVR[g], op{typ: watch.Deleted, old: r, ns: r.Namespace, nm: r.Name})
 			}
-			next, bytes := base, 0
+			next := base
 			for _, g := range order {
-				b, err := s.applyOps(tx, cluster, g, next, byGVR[g])
-				if err != nil {
-					return 0, 0, err
+				if err := p.add(cluster, g, next, byGVR[g]); err != nil {
+					return 0, err
 				}
 				next += int64(len(byGVR[g]))
-				bytes += b
 			}
 			n = int64(len(rows))
-			return n, bytes, nil
+			return n, nil
 		})
 		if n < deleteChunk {
 			break
@@ -148,27 +145,46 @@ func (s *Store) DeleteResource(ctx context.Context, cluster string, gvr schema.G
 // write runs the batches of group in one transaction that holds the
 // revision counter, each from the revision the one before it left, until
 // they have written groupBytes, and answers the callers of those it ran
-// once they are committed. It returns how many it ran; on error, the index
-// of the batch that failed, or -1 when none did (the counter or the commit).
-func (s *Store) write(group []*batch) (ran, failed int, err error) {
+// once they are committed. It returns how many it ran; on error, the
+// batches it is to blame on: the one that failed, or those whose pending
+// rows failed to be written, or none (the counter, the commit).
+func (s *Store) write(group []*batch) (ran int, blamed []*batch, err error) {
 	ctx, cancel := groupContext(group)
 	defer cancel()
-	failed = -1
 	revs := make([]int64, 0, len(group))
 	var base, next int64
+	var p pending
+	flushed := 0 // group[flushed:ran] have rows pending
+	flush := func(tx *gorm.DB) error {
+		if err := p.flush(tx, s.dialect.insertRows); err != nil {
+			blamed = slices.Clone(group[flushed:ran])
+			return err
+		}
+		flushed = ran
+		return nil
+	}
 	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := tx.Raw("SELECT value FROM "+metaTable+" WHERE name = ?"+s.dialect.forUpdate, metaRevision).Scan(&base).Error; err != nil {
 			return err
 		}
 		next = base
-		for bytes := 0; ran < len(group) && bytes < groupBytes; ran++ {
-			n, b, err := group[ran].fn(tx, next)
+		for ; ran < len(group) && p.bytes < groupBytes; ran++ {
+			b := group[ran]
+			if p.clusters[b.cluster] {
+				if err := flush(tx); err != nil { // b reads what they write
+					return err
+				}
+			}
+			n, err := b.fn(tx, &p, next)
 			if err != nil {
-				failed = ran
+				blamed = []*batch{b}
 				return err
 			}
-			next, bytes = next+n, bytes+b
+			next += n
 			revs = append(revs, next)
+		}
+		if err := flush(tx); err != nil {
+			return err
 		}
 		if next == base {
 			return nil
@@ -178,7 +194,7 @@ func (s *Store) write(group []*batch) (ran, failed int, err error) {
 		return tx.Model(&metaRow{}).Where("name = ?", metaRevision).Update("value", next).Error
 	}, s.dialect.writeTx)
 	if err != nil {
-		return 0, failed, err
+		return 0, blamed, err
 	}
 	if next > base {
 		s.notify()
@@ -187,7 +203,7 @@ func (s *Store) write(group []*batch) (ran, failed int, err error) {
 	for i, rev := range revs {
 		group[i].finish(rev, nil)
 	}
-	return ran, -1, nil
+	return ran, nil, nil
 }
 
 func (s *Store) existing(tx *gorm.DB, cluster string, gvr schema.GroupVersionResource, changes []storage.Change) (map[storage.NamespacedName]*resourceRow, error) {
@@ -252,71 +268,6 @@ func older(a, b string) bool {
 	x, errA := strconv.ParseUint(a, 10, 64)
 	y, errB := strconv.ParseUint(b, 10, 64)
 	return errA == nil && errB == nil && x < y
-}
-
-// applyOps writes ops with revisions base+1, base+2, ... and returns the
-// bytes of JSON it wrote.
-func (s *Store) applyOps(tx *gorm.DB, cluster string, gvr schema.GroupVersionResource, base int64, ops []op) (int, error) {
-	if len(ops) == 0 {
-		return 0, nil
-	}
-	var (
-		oldRevs []int64
-		rows    []resourceRow
-		attrs   []attributeRow
-		events  = make([]eventRow, 0, len(ops))
-		bytes   int
-	)
-	for i, o := range ops {
-		rev := base + int64(i) + 1
-		ev := eventRow{
-			Revision: rev, Type: string(o.typ), Cluster: cluster,
-			Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource, Namespace: o.ns, Name: o.nm,
-		}
-		if o.old != nil {
-			oldRevs = append(oldRevs, o.old.Revision)
-			ev.PrevObject, ev.Created = o.old.Object, o.old.Created
-		}
-		if o.typ == watch.Deleted {
-			data, err := withRevision(o.old.Object, rev)
-			if err != nil {
-				return 0, err
-			}
-			ev.Object = data
-			bytes += len(ev.Object) + len(ev.PrevObject)
-			events = append(events, ev)
-			continue
-		}
-		row, rowAttrs, err := newRow(cluster, gvr, rev, o.obj)
-		if err != nil {
-			return 0, err
-		}
-		ev.Object = row.Object
-		if o.old == nil {
-			ev.Created = row.Created
-		}
-		bytes += len(row.Object) + len(ev.Object) + len(ev.PrevObject)
-		rows = append(rows, row)
-		attrs = append(attrs, rowAttrs...)
-		events = append(events, ev)
-	}
-	for start := 0; start < len(oldRevs); start += keyChunk {
-		chunk := oldRevs[start:min(start+keyChunk, len(oldRevs))]
-		if err := tx.Where("resource_revision IN ?", chunk).Delete(&attributeRow{}).Error; err != nil {
-			return 0, err
-		}
-		if err := tx.Where("revision IN ?", chunk).Delete(&resourceRow{}).Error; err != nil {
-			return 0, err
-		}
-	}
-	n := s.dialect.insertRows
-	if err := insertChunked(tx, n, rows, func(r *resourceRow) int { return len(r.Object) }); err != nil {
-		return 0, err
-	}
-	if err := insertChunked(tx, n, attrs, func(*attributeRow) int { return 64 }); err != nil {
-		return 0, err
-	}
-	return bytes, insertChunked(tx, n, events, func(e *eventRow) int { return len(e.Object) + len(e.PrevObject) })
 }
 
 // insertChunked inserts rows in multi-row statements bounded by count and bytes.
