@@ -16,7 +16,8 @@ import (
 // row, each holding a connection while it waits. Instead a Store writes
 // through one goroutine that takes every batch queued meanwhile into one
 // transaction and one counter update: callers wait in memory, the counter
-// is locked once per group, and a group commits once.
+// is locked once per group, the group's rows are written together
+// (pending.go), and a group commits once.
 
 const (
 	// groupRows bounds the changes a group takes from the queue (a batch
@@ -165,10 +166,9 @@ func (s *Store) writeLoop() {
 // take, until every batch has its result. The batches a failure is blamed
 // on are taken out and the rest written without them; each then runs
 // alone, so that its error is its own (or, if it was passing, such as a
-// deadlock, it succeeds). A
-// batch whose caller has given up is dropped. A failure of the group as a
-// whole (locking the counter, committing) fails every batch, as it would
-// have failed each of them alone.
+// deadlock, it succeeds). A batch whose caller has given up is dropped. A
+// failure of the group as a whole (locking the counter, committing) fails
+// every batch, as it would have failed each of them alone.
 func (s *Store) commit(group []*batch) {
 	var alone []*batch
 	for {
