@@ -269,6 +269,48 @@ func TestFailingBatchFailsAlone(t *testing.T) {
 	}
 }
 
+// TestGroupedWritesOfOneKey lines up, in one group, batches that change
+// the same object of one cluster (a synchronizer's batch and a
+// DeleteResource, say): each sees what the ones before it in the group
+// wrote, so the log reads created, updated, deleted, created again.
+func TestGroupedWritesOfOneKey(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
+		opts := b.Options(t)
+		s := openStore(t, opts)
+		locks := countCounterLocks(t, s)
+		release, waitBlocked := holdCounter(t, opts, s)
+		ctx := context.Background()
+		first := applyAsync(ctx, s, "first", "1")
+		waitBlocked(1)
+		var calls []<-chan *sentBatch
+		for i, c := range []struct {
+			change storage.Change
+			logged loggedChange
+		}{
+			{storage.Upsert(object("Pod", "ns", "p", "1")), loggedChange{watch.Added, "east", "p", "1"}},
+			{storage.Upsert(object("Pod", "ns", "p", "2")), loggedChange{watch.Modified, "east", "p", "2"}},
+			{storage.Delete("ns", "p"), loggedChange{typ: watch.Deleted, cluster: "east", name: "p"}},
+			{storage.Upsert(object("Pod", "ns", "p", "3")), loggedChange{watch.Added, "east", "p", "3"}},
+		} {
+			calls = append(calls, applyChanges(ctx, s, "east", []storage.Change{c.change}, []loggedChange{c.logged}))
+			waitQueued(t, s, i+1)
+		}
+		release()
+		batches := []*sentBatch{awaitResult(t, first)}
+		for _, c := range calls {
+			r := awaitResult(t, c)
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			batches = append(batches, r)
+		}
+		checkLog(t, s, batches)
+		if n := locks.Load(); n != 2 {
+			t.Errorf("%d transactions for a batch and a group of four, want 2", n)
+		}
+	})
+}
+
 // TestCancelledWrites: a caller that gives up while its batch is queued
 // returns at once and writes nothing; one that gives up while its group
 // waits for the counter rolls the group back and returns, and the rest of
