@@ -355,6 +355,50 @@ func TestCancelledWrites(t *testing.T) {
 	})
 }
 
+// TestCloseWritesWhatIsQueued closes a store while a group waits for the
+// counter and another batch is queued: Close refuses new writes at once,
+// returns once both are written, and they are in the log.
+func TestCloseWritesWhatIsQueued(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
+		opts := b.Options(t)
+		s := openStore(t, opts)
+		release, waitBlocked := holdCounter(t, opts, s)
+		ctx := context.Background()
+		first := applyAsync(ctx, s, "first", "1")
+		waitBlocked(1)
+		second := applyAsync(ctx, s, "second", "1")
+		waitQueued(t, s, 1)
+		closed := make(chan error, 1)
+		go func() { closed <- s.Close() }()
+		// A write queued before Close marks the store closed waits behind
+		// the held group; it gives up, and is withdrawn, after 10 ms.
+		for {
+			probe, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
+			_, err := s.Apply(probe, "probe", podsGVR, []storage.Change{storage.Upsert(object("Pod", "ns", "p", "1"))})
+			cancel()
+			if err != nil && err.Error() == "storage is closed" {
+				break
+			}
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("a write while closing answered %v", err)
+			}
+		}
+		release()
+		if err := <-closed; err != nil {
+			t.Fatal(err)
+		}
+		var batches []*sentBatch
+		for _, c := range []<-chan *sentBatch{first, second} {
+			r := awaitResult(t, c)
+			if r.err != nil {
+				t.Fatalf("a write queued before Close: %v", r.err)
+			}
+			batches = append(batches, r)
+		}
+		checkLog(t, openStore(t, opts), batches)
+	})
+}
+
 // openStore opens a store on opts, closed when the test ends.
 func openStore(t *testing.T, opts sqlstore.Options) *sqlstore.Store {
 	t.Helper()
