@@ -8,13 +8,14 @@
 //
 // Within a process that lock is taken once per group, not per caller
 // (group.go): a Store has one writer, which writes the batches of every
-// caller waiting meanwhile in one transaction and one counter update,
-// each batch at revisions of its own, their rows in shared multi-row
-// statements, and answers each caller with its own result. A batch that fails is written alone, after the group has been
-// written without it; a caller that gives up is dropped, or rolls its group
-// back and the rest are written again without it. Processes sharing the
-// database still serialize on the row, so groups commit in revision order
-// across processes too.
+// caller waiting meanwhile in one transaction and one counter update, each
+// batch at revisions of its own, their rows in shared multi-row statements
+// (pending.go), and answers each caller with its own result. A batch that
+// fails is written alone, after the group has been written without it; a
+// caller that gives up is dropped, or rolls its group back and the rest
+// are written again without it. Processes sharing the database still
+// serialize on the row, so groups commit in revision order across
+// processes too.
 package sqlstore
 
 import (
