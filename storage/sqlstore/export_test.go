@@ -9,3 +9,11 @@ func GormDB(s *Store) *gorm.DB { return s.db }
 // RefreshStatistics refreshes the planner's statistics, as a Store does
 // after many writes, so that tests of plans need not write that much.
 func RefreshStatistics(s *Store) error { return s.refreshStatistics() }
+
+// Queued counts the writes no group has taken yet, so that tests can line
+// writes up behind one that waits for the counter.
+func Queued(s *Store) int {
+	s.queue.mu.Lock()
+	defer s.queue.mu.Unlock()
+	return len(s.queue.pending)
+}

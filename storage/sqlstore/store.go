@@ -5,6 +5,17 @@
 // the length of each write transaction. Transactions therefore commit in
 // revision order, and a reader that tails the log by "revision > last seen"
 // never misses a revision that commits late.
+//
+// Within a process that lock is taken once per group, not per caller
+// (group.go): a Store has one writer, which writes the batches of every
+// caller waiting meanwhile in one transaction and one counter update, each
+// batch at revisions of its own, their rows in shared multi-row statements
+// (pending.go), and answers each caller with its own result. A batch that
+// fails is written alone, after the group has been written without it; a
+// caller that gives up is dropped, or rolls its group back and the rest
+// are written again without it. Processes sharing the database still
+// serialize on the row, so groups commit in revision order across
+// processes too.
 package sqlstore
 
 import (
@@ -68,6 +79,9 @@ func (o *Options) Validate() error {
 type Store struct {
 	db      *gorm.DB
 	dialect *dialect
+
+	// queue feeds the Store's one writer (see group.go).
+	queue *queue
 
 	mu      sync.Mutex
 	changed chan struct{}
@@ -139,6 +153,8 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		_ = sqlDB.Close()
 		return nil, fmt.Errorf("migrating %s schema: %w", o.Driver, err)
 	}
+	s.queue = newQueue()
+	go s.writeLoop()
 	return s, nil
 }
 
@@ -204,8 +220,10 @@ func (s *Store) notify() {
 	s.mu.Unlock()
 }
 
-// Close implements storage.Interface.
+// Close implements storage.Interface. Writes already queued are written
+// first; later ones fail.
 func (s *Store) Close() error {
+	s.queue.close()
 	sqlDB, err := s.db.DB()
 	if err != nil {
 		return err

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -345,79 +344,6 @@ func reload(t testing.TB, s storage.Interface) *world {
 		}
 	}
 	return w
-}
-
-// TestRevisionsUnderConcurrentBatches writes from many goroutines while a
-// tailer follows the log: revisions have no gaps and the tailer, reading
-// "after the last one seen", never misses one.
-func TestRevisionsUnderConcurrentBatches(t *testing.T) {
-	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
-		s := b.Open(t)
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		const writers, batches, perBatch = 4, 15, 7
-		var seen []int64
-		tailDone := make(chan error, 1)
-		go func() {
-			var last int64
-			for {
-				events, err := s.Events(ctx, last, 1000)
-				if err != nil {
-					tailDone <- err
-					return
-				}
-				for _, e := range events {
-					seen = append(seen, e.Revision)
-					last = e.Revision
-				}
-				if last == writers*batches*perBatch {
-					tailDone <- nil
-					return
-				}
-				select {
-				case <-ctx.Done():
-					tailDone <- ctx.Err()
-					return
-				case <-time.After(2 * time.Millisecond):
-				}
-			}
-		}()
-		var wg sync.WaitGroup
-		errs := make(chan error, writers)
-		for g := range writers {
-			wg.Go(func() {
-				cluster := fmt.Sprintf("c%d", g)
-				for i := range batches {
-					var changes []storage.Change
-					for j := range perBatch {
-						changes = append(changes, storage.Upsert(object("Pod", "ns", fmt.Sprintf("p-%d-%d", i, j), "1")))
-					}
-					if _, err := s.Apply(ctx, cluster, podsGVR, changes); err != nil {
-						errs <- err
-						return
-					}
-				}
-			})
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Fatal(err)
-		}
-		select {
-		case err := <-tailDone:
-			if err != nil {
-				t.Fatal(err)
-			}
-		case <-time.After(time.Minute):
-			t.Fatalf("tailer saw %d of %d revisions", len(seen), writers*batches*perBatch)
-		}
-		for i, r := range seen {
-			if r != int64(i+1) {
-				t.Fatalf("tailer saw revision %d at position %d", r, i)
-			}
-		}
-	})
 }
 
 func TestCompaction(t *testing.T) {

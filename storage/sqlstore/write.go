@@ -52,13 +52,26 @@ func (s *Store) Apply(ctx context.Context, cluster string, gvr schema.GroupVersi
 			valid = append(valid, c)
 		}
 	}
-	rev, err := s.write(ctx, func(tx *gorm.DB, base int64) (int64, error) {
+	// newRow sets an object's resourceVersion to its revision, and a group
+	// may run the batch again: each run starts from the member's.
+	memberRVs := make([]string, len(valid))
+	for i, c := range valid {
+		if c.Object != nil {
+			memberRVs[i] = c.Object.GetResourceVersion()
+		}
+	}
+	rev, err := s.submit(ctx, cluster, len(valid), func(tx *gorm.DB, p *pending, base int64) (int64, error) {
+		for i, c := range valid {
+			if c.Object != nil {
+				c.Object.SetResourceVersion(memberRVs[i])
+			}
+		}
 		existing, err := s.existing(tx, cluster, gvr, valid)
 		if err != nil {
 			return 0, err
 		}
 		ops := plan(valid, existing)
-		return int64(len(ops)), s.applyOps(tx, cluster, gvr, base, ops)
+		return int64(len(ops)), p.add(cluster, gvr, base, ops)
 	})
 	if err == nil && refused != nil {
 		err = &storage.InvalidObjectError{Refused: refused}
@@ -92,7 +105,7 @@ func (s *Store) DeleteResource(ctx context.Context, cluster string, gvr schema.G
 	rev, _, err := s.Revision(ctx)
 	for err == nil {
 		var n int64
-		rev, err = s.write(ctx, func(tx *gorm.DB, base int64) (int64, error) {
+		rev, err = s.submit(ctx, cluster, deleteChunk, func(tx *gorm.DB, p *pending, base int64) (int64, error) {
 			q := tx.Where("cluster = ?", cluster)
 			if !gvr.Empty() {
 				q = whereResource(q, gvr)
@@ -114,7 +127,7 @@ func (s *Store) DeleteResource(ctx context.Context, cluster string, gvr schema.G
 			}
 			next := base
 			for _, g := range order {
-				if err := s.applyOps(tx, cluster, g, next, byGVR[g]); err != nil {
+				if err := p.add(cluster, g, next, byGVR[g]); err != nil {
 					return 0, err
 				}
 				next += int64(len(byGVR[g]))
@@ -129,36 +142,68 @@ func (s *Store) DeleteResource(ctx context.Context, cluster string, gvr schema.G
 	return rev, err
 }
 
-// write runs fn in a transaction that holds the revision counter. fn gets
-// the revision before it and returns how many revisions it used.
-func (s *Store) write(ctx context.Context, fn func(tx *gorm.DB, base int64) (int64, error)) (int64, error) {
-	var rev, used int64
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		var base int64
+// write runs the batches of group in one transaction that holds the
+// revision counter, each from the revision the one before it left, until
+// they have written groupBytes, and answers the callers of those it ran
+// once they are committed. It returns how many it ran; on error, the
+// batches it is to blame on: the one that failed, or those whose pending
+// rows failed to be written, or none (the counter, the commit).
+func (s *Store) write(group []*batch) (ran int, blamed []*batch, err error) {
+	ctx, cancel := groupContext(group)
+	defer cancel()
+	revs := make([]int64, 0, len(group))
+	var base, next int64
+	var p pending
+	flushed := 0 // group[flushed:ran] have rows pending
+	flush := func(tx *gorm.DB) error {
+		if err := p.flush(tx, s.dialect.insertRows); err != nil {
+			blamed = slices.Clone(group[flushed:ran])
+			return err
+		}
+		flushed = ran
+		return nil
+	}
+	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := tx.Raw("SELECT value FROM "+metaTable+" WHERE name = ?"+s.dialect.forUpdate, metaRevision).Scan(&base).Error; err != nil {
 			return err
 		}
-		n, err := fn(tx, base)
-		if err != nil {
+		next = base
+		for ; ran < len(group) && p.bytes < groupBytes; ran++ {
+			b := group[ran]
+			if p.clusters[b.cluster] {
+				if err := flush(tx); err != nil { // b reads what they write
+					return err
+				}
+			}
+			n, err := b.fn(tx, &p, next)
+			if err != nil {
+				blamed = []*batch{b}
+				return err
+			}
+			next += n
+			revs = append(revs, next)
+		}
+		if err := flush(tx); err != nil {
 			return err
 		}
-		used, rev = n, base+n
-		if n == 0 {
+		if next == base {
 			return nil
 		}
-		return tx.Model(&metaRow{}).Where("name = ?", metaRevision).Update("value", rev).Error
+		// The group's revisions are base+1 .. next: the one place they are
+		// taken, in one update of the counter.
+		return tx.Model(&metaRow{}).Where("name = ?", metaRevision).Update("value", next).Error
 	}, s.dialect.writeTx)
-	if invalidText(err) {
-		return 0, storage.Invalid("object", "the database refused a text value")
-	}
 	if err != nil {
-		return 0, err
+		return 0, blamed, err
 	}
-	if used > 0 {
+	if next > base {
 		s.notify()
-		s.wrote(used)
+		s.wrote(next - base)
 	}
-	return rev, nil
+	for i, rev := range revs {
+		group[i].finish(rev, nil)
+	}
+	return ran, nil, nil
 }
 
 func (s *Store) existing(tx *gorm.DB, cluster string, gvr schema.GroupVersionResource, changes []storage.Change) (map[storage.NamespacedName]*resourceRow, error) {
@@ -223,67 +268,6 @@ func older(a, b string) bool {
 	x, errA := strconv.ParseUint(a, 10, 64)
 	y, errB := strconv.ParseUint(b, 10, 64)
 	return errA == nil && errB == nil && x < y
-}
-
-// applyOps writes ops with revisions base+1, base+2, ...
-func (s *Store) applyOps(tx *gorm.DB, cluster string, gvr schema.GroupVersionResource, base int64, ops []op) error {
-	if len(ops) == 0 {
-		return nil
-	}
-	var (
-		oldRevs []int64
-		rows    []resourceRow
-		attrs   []attributeRow
-		events  = make([]eventRow, 0, len(ops))
-	)
-	for i, o := range ops {
-		rev := base + int64(i) + 1
-		ev := eventRow{
-			Revision: rev, Type: string(o.typ), Cluster: cluster,
-			Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource, Namespace: o.ns, Name: o.nm,
-		}
-		if o.old != nil {
-			oldRevs = append(oldRevs, o.old.Revision)
-			ev.PrevObject, ev.Created = o.old.Object, o.old.Created
-		}
-		if o.typ == watch.Deleted {
-			data, err := withRevision(o.old.Object, rev)
-			if err != nil {
-				return err
-			}
-			ev.Object = data
-			events = append(events, ev)
-			continue
-		}
-		row, rowAttrs, err := newRow(cluster, gvr, rev, o.obj)
-		if err != nil {
-			return err
-		}
-		ev.Object = row.Object
-		if o.old == nil {
-			ev.Created = row.Created
-		}
-		rows = append(rows, row)
-		attrs = append(attrs, rowAttrs...)
-		events = append(events, ev)
-	}
-	for start := 0; start < len(oldRevs); start += keyChunk {
-		chunk := oldRevs[start:min(start+keyChunk, len(oldRevs))]
-		if err := tx.Where("resource_revision IN ?", chunk).Delete(&attributeRow{}).Error; err != nil {
-			return err
-		}
-		if err := tx.Where("revision IN ?", chunk).Delete(&resourceRow{}).Error; err != nil {
-			return err
-		}
-	}
-	n := s.dialect.insertRows
-	if err := insertChunked(tx, n, rows, func(r *resourceRow) int { return len(r.Object) }); err != nil {
-		return err
-	}
-	if err := insertChunked(tx, n, attrs, func(*attributeRow) int { return 64 }); err != nil {
-		return err
-	}
-	return insertChunked(tx, n, events, func(e *eventRow) int { return len(e.Object) + len(e.PrevObject) })
 }
 
 // insertChunked inserts rows in multi-row statements bounded by count and bytes.

@@ -1,0 +1,227 @@
+package sqlstore_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/panorama-io/panorama/storage"
+	"github.com/panorama-io/panorama/storage/sqlstore"
+	"github.com/panorama-io/panorama/storage/storagetest"
+)
+
+const (
+	// benchWriters is how many synchronizers write at once: 50 clusters.
+	benchWriters = 50
+	// churnBatch and churnRounds make the churn: each writer updates a few
+	// objects at a time, as a watch delivers them.
+	churnBatch, churnRounds = 5, 40
+)
+
+// BenchmarkConcurrentWriters has benchWriters synchronizers write at once,
+// as 50 clusters syncing do, through a pool of 20 connections (the
+// controller's default): first an initial sync (one benchBatch of new pods
+// each), then churn (churnRounds small batches of updates each). Each rate
+// is printed with its baseline from the same run: the same number of pod
+// JSONs written as raw multi-row INSERTs into a bare table from one
+// connection. Meanwhile a monitor on its own connection samples the lock
+// waits of the test's database (the longest, and how many connections
+// waited at once), and a reader times a plain Get through the store's pool.
+func BenchmarkConcurrentWriters(b *testing.B) {
+	for _, be := range storagetest.Backends() {
+		b.Run(be.Name, func(b *testing.B) {
+			opts := be.Options(b)
+			if opts.Driver != "sqlite" {
+				opts.MaxOpenConns = 20
+			}
+			s, err := sqlstore.Open(context.Background(), opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			raw := rawInsertRate(b, s, benchWriters*benchBatch)
+			b.Logf("%s: baseline, raw multi-row INSERTs from one connection: %.0f rows/s", be.Name, raw)
+			for _, phase := range []struct {
+				name, metric string
+				write        func(w int, rng *rand.Rand) error
+				rows         int
+			}{
+				{"initial sync, 50 × 500 new pods", "initial-sync", func(w int, rng *rand.Rand) error {
+					changes := make([]storage.Change, 0, benchBatch)
+					for i := range benchBatch {
+						changes = append(changes, storage.Upsert(benchPod(rng, i, "1")))
+					}
+					_, err := s.Apply(context.Background(), writerCluster(w), podsGVR, changes)
+					return err
+				}, benchWriters * benchBatch},
+				{"churn, 50 × 40 batches of 5 updates", "churn", func(w int, rng *rand.Rand) error {
+					for round := range churnRounds {
+						changes := make([]storage.Change, 0, churnBatch)
+						for i := range churnBatch {
+							pod := rng.IntN(benchBatch/churnBatch)*churnBatch + i // distinct pods in a batch
+							changes = append(changes, storage.Upsert(benchPod(rng, pod, fmt.Sprint(2+round))))
+						}
+						if _, err := s.Apply(context.Background(), writerCluster(w), podsGVR, changes); err != nil {
+							return err
+						}
+					}
+					return nil
+				}, benchWriters * churnRounds * churnBatch},
+			} {
+				mon := startLockMonitor(b, opts, s)
+				start := time.Now()
+				var wg sync.WaitGroup
+				errs := make(chan error, benchWriters)
+				for w := range benchWriters {
+					wg.Go(func() {
+						if err := phase.write(w, rand.New(rand.NewPCG(uint64(w), 9))); err != nil {
+							errs <- err
+						}
+					})
+				}
+				wg.Wait()
+				took := time.Since(start)
+				m := mon.stop()
+				close(errs)
+				for err := range errs {
+					b.Fatal(err)
+				}
+				rate := float64(phase.rows) / took.Seconds()
+				b.ReportMetric(rate, phase.metric+"-rows/s")
+				b.ReportMetric(rate/raw, phase.metric+"/raw")
+				b.Logf("%s: %s: %d rows in %v, %.0f rows/s, %.2fx raw INSERTs; longest lock wait %v, at most %d connections waiting at once; slowest Get %v",
+					be.Name, phase.name, phase.rows, took.Round(time.Millisecond), rate, rate/raw, m.longestWait, m.mostWaiting, m.slowestRead)
+			}
+		})
+	}
+}
+
+func writerCluster(w int) string { return fmt.Sprintf("member-%02d", w) }
+
+// rawInsertRate writes rows pod JSONs into a bare table in multi-row
+// INSERTs of benchBatch rows, each committed on its own, and returns the
+// rows per second.
+func rawInsertRate(b *testing.B, s *sqlstore.Store, rows int) float64 {
+	db := sqlstore.GormDB(s)
+	blob := map[string]string{"mysql": "LONGBLOB", "postgres": "BYTEA", "sqlite": "BLOB"}[db.Dialector.Name()]
+	if err := db.Exec("CREATE TABLE bench_raw (id BIGINT PRIMARY KEY, object " + blob + " NOT NULL)").Error; err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 1))
+	values := strings.TrimSuffix(strings.Repeat("(?, ?),", benchBatch), ",")
+	var took time.Duration
+	for start := 0; start < rows; start += benchBatch {
+		args := make([]any, 0, 2*benchBatch)
+		for i := start; i < start+benchBatch; i++ {
+			data, err := benchPod(rng, i, "1").MarshalJSON()
+			if err != nil {
+				b.Fatal(err)
+			}
+			args = append(args, i, data)
+		}
+		t0 := time.Now()
+		if err := db.Exec("INSERT INTO bench_raw (id, object) VALUES "+values, args...).Error; err != nil {
+			b.Fatal(err)
+		}
+		took += time.Since(t0)
+	}
+	return float64(rows) / took.Seconds()
+}
+
+type lockFigures struct {
+	longestWait, slowestRead time.Duration
+	mostWaiting              int
+}
+
+type lockMonitor struct {
+	stopped chan struct{}
+	done    chan lockFigures
+}
+
+// startLockMonitor samples, every 10 ms until stop, the lock waits of the
+// store's database from a connection of its own: the sessions waiting for
+// a lock, and how long the statement that waits has run (MariaDB:
+// INNODB_TRX in LOCK WAIT; PostgreSQL: pg_stat_activity's wait event). It
+// also times a plain Get through the store's pool.
+func startLockMonitor(b *testing.B, opts sqlstore.Options, s *sqlstore.Store) *lockMonitor {
+	m := &lockMonitor{stopped: make(chan struct{}), done: make(chan lockFigures)}
+	var sample func() (time.Duration, int)
+	if driver := map[string]string{"mysql": "mysql", "postgres": "pgx"}[opts.Driver]; driver != "" {
+		db, err := sql.Open(driver, opts.DSN)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var name, query string
+		if err := db.QueryRow(map[string]string{"mysql": "SELECT DATABASE()", "postgres": "SELECT current_database()"}[opts.Driver]).Scan(&name); err != nil {
+			b.Fatal(err)
+		}
+		switch opts.Driver {
+		case "mysql":
+			query = `SELECT COALESCE(MAX(p.TIME_MS), 0), COUNT(*) FROM information_schema.INNODB_TRX t
+				JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id WHERE t.trx_state = 'LOCK WAIT' AND p.DB = ?`
+		case "postgres":
+			// Not pg_locks' waitstart: a row lock's waiters all wake when it
+			// is released and wait again from then on.
+			query = `SELECT COALESCE(1000 * EXTRACT(EPOCH FROM MAX(clock_timestamp() - query_start)), 0), COUNT(*) FROM pg_stat_activity
+				WHERE wait_event_type = 'Lock' AND datname = $1`
+		}
+		sample = func() (time.Duration, int) {
+			var ms float64
+			var n int
+			if err := db.QueryRow(query, name).Scan(&ms, &n); err != nil {
+				b.Error(err)
+			}
+			return time.Duration(ms * float64(time.Millisecond)), n
+		}
+		b.Cleanup(func() { _ = db.Close() })
+	}
+	var slowest atomic.Int64
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		key := storage.Key{Cluster: writerCluster(0), GVR: podsGVR, Namespace: "ns-1", Name: "pod-1"}
+		for {
+			t0 := time.Now()
+			if _, err := s.Get(context.Background(), key); err != nil && err != storage.ErrNotFound {
+				b.Error(err)
+			}
+			if d := time.Since(t0); d > time.Duration(slowest.Load()) {
+				slowest.Store(int64(d))
+			}
+			select {
+			case <-m.stopped:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}()
+	go func() {
+		var f lockFigures
+		for {
+			if sample != nil {
+				wait, n := sample()
+				f.longestWait, f.mostWaiting = max(f.longestWait, wait.Round(time.Millisecond)), max(f.mostWaiting, n)
+			}
+			select {
+			case <-m.stopped:
+				<-readerDone
+				f.slowestRead = time.Duration(slowest.Load()).Round(time.Millisecond)
+				m.done <- f
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}()
+	return m
+}
+
+func (m *lockMonitor) stop() lockFigures {
+	close(m.stopped)
+	return <-m.done
+}

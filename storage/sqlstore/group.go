@@ -1,0 +1,223 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+
+	"gorm.io/gorm"
+
+	"github.com/panorama-io/panorama/storage"
+)
+
+// Group commit. Writes serialize on the revision counter (see the package
+// doc), so one transaction per caller would queue every caller on that
+// row, each holding a connection while it waits. Instead a Store writes
+// through one goroutine that takes every batch queued meanwhile into one
+// transaction and one counter update: callers wait in memory, the counter
+// is locked once per group, the group's rows are written together
+// (pending.go), and a group commits once.
+
+const (
+	// groupRows bounds the changes a group takes from the queue (a batch
+	// counts its changes; a DeleteResource step deleteChunk).
+	groupRows = 5000
+	// groupBytes stops a group from running more batches once they have
+	// written this many bytes of JSON, whatever the objects' size.
+	groupBytes = 16 << 20
+)
+
+// errClosed answers writes after Close.
+var errClosed = errors.New("storage is closed")
+
+// batchFunc plans one caller's batch: it reads what it needs in tx and
+// adds its rows to p with revisions base+1, base+2, ..., and returns how
+// many it used. A group may run it more than once (rolled back, then run
+// again without a failing batch), so it must leave what it reads as it
+// found it.
+type batchFunc func(tx *gorm.DB, p *pending, base int64) (revisions int64, err error)
+
+// batch is one caller's write waiting for, or in, a group.
+type batch struct {
+	ctx context.Context
+	// cluster is the one whose rows fn reads.
+	cluster string
+	rows    int
+	fn      batchFunc
+	done    chan result // buffered: the writer never waits for the caller
+}
+
+type result struct {
+	rev int64
+	err error
+}
+
+func (b *batch) finish(rev int64, err error) { b.done <- result{rev, err} }
+
+// queue holds the batches no group has taken yet.
+type queue struct {
+	mu      sync.Mutex
+	pending []*batch
+	closed  bool
+	wake    chan struct{} // one token: something was queued, or Close
+	stopped chan struct{} // closed when the writer has drained the queue
+}
+
+func newQueue() *queue {
+	return &queue{wake: make(chan struct{}, 1), stopped: make(chan struct{})}
+}
+
+func (q *queue) signal() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (q *queue) push(b *batch) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return errClosed
+	}
+	q.pending = append(q.pending, b)
+	q.signal()
+	return nil
+}
+
+// withdraw removes b unless a group has taken it.
+func (q *queue) withdraw(b *batch) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	i := slices.Index(q.pending, b)
+	if i >= 0 {
+		q.pending = slices.Delete(q.pending, i, i+1)
+	}
+	return i >= 0
+}
+
+// take waits for batches and returns the oldest ones, up to groupRows
+// changes (at least one batch); nil once closed and drained.
+func (q *queue) take() []*batch {
+	for {
+		q.mu.Lock()
+		if len(q.pending) > 0 {
+			n, rows := 1, q.pending[0].rows
+			for n < len(q.pending) && rows+q.pending[n].rows <= groupRows {
+				rows += q.pending[n].rows
+				n++
+			}
+			group := slices.Clone(q.pending[:n])
+			q.pending = slices.Delete(q.pending, 0, n)
+			q.mu.Unlock()
+			return group
+		}
+		closed := q.closed
+		q.mu.Unlock()
+		if closed {
+			return nil
+		}
+		<-q.wake
+	}
+}
+
+// close refuses new batches and waits until the writer has written the
+// queued ones.
+func (q *queue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.signal()
+	q.mu.Unlock()
+	<-q.stopped
+}
+
+// submit queues a write and waits for its result. A caller whose context
+// ends while its batch is queued withdraws it; once a group has taken it,
+// the caller waits for the group, which its cancellation rolls back (see
+// groupContext). Either way the write is over when submit returns: a batch
+// never commits after its caller has given up on it.
+func (s *Store) submit(ctx context.Context, cluster string, rows int, fn batchFunc) (int64, error) {
+	b := &batch{ctx: ctx, cluster: cluster, rows: rows, fn: fn, done: make(chan result, 1)}
+	if err := s.queue.push(b); err != nil {
+		return 0, err
+	}
+	select {
+	case r := <-b.done:
+		return r.rev, r.err
+	case <-ctx.Done():
+		if s.queue.withdraw(b) {
+			return 0, ctx.Err()
+		}
+		r := <-b.done
+		return r.rev, r.err
+	}
+}
+
+// writeLoop is the Store's one writer.
+func (s *Store) writeLoop() {
+	defer close(s.queue.stopped)
+	for group := s.queue.take(); group != nil; group = s.queue.take() {
+		s.commit(group)
+	}
+}
+
+// commit writes group, in as many transactions as its bounds and failures
+// take, until every batch has its result. The batches a failure is blamed
+// on are taken out and the rest written without them; each then runs
+// alone, so that its error is its own (or, if it was passing, such as a
+// deadlock, it succeeds). A batch whose caller has given up is dropped. A
+// failure of the group as a whole (locking the counter, committing) fails
+// every batch, as it would have failed each of them alone.
+func (s *Store) commit(group []*batch) {
+	var alone []*batch
+	for {
+		group = slices.DeleteFunc(group, func(b *batch) bool {
+			if err := b.ctx.Err(); err != nil {
+				b.finish(0, err)
+				return true
+			}
+			return false
+		})
+		if len(group) == 0 {
+			break
+		}
+		ran, blamed, err := s.write(group)
+		switch {
+		case err == nil:
+			group = group[ran:]
+		case slices.ContainsFunc(group, func(b *batch) bool { return b.ctx.Err() != nil }):
+			// Rolled back because a caller gave up: again without it.
+		case len(blamed) > 0 && len(group) > 1:
+			alone = append(alone, blamed...)
+			group = slices.DeleteFunc(group, func(b *batch) bool { return slices.Contains(blamed, b) })
+		default:
+			if invalidText(err) {
+				err = storage.Invalid("object", "the database refused a text value")
+			}
+			for _, b := range group {
+				b.finish(0, err)
+			}
+			group = nil
+		}
+	}
+	for _, b := range alone {
+		s.commit([]*batch{b})
+	}
+}
+
+// groupContext ends when the context of any batch of group ends: the
+// caller that gave up gets its answer now, not after the others' writes.
+func groupContext(group []*batch) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	stops := make([]func() bool, len(group))
+	for i, b := range group {
+		stops[i] = context.AfterFunc(b.ctx, cancel)
+	}
+	return ctx, func() {
+		for _, stop := range stops {
+			stop()
+		}
+		cancel()
+	}
+}

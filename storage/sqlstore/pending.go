@@ -1,0 +1,85 @@
+package sqlstore
+
+import (
+	"gorm.io/gorm"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// pending holds the rows that a group's batches have planned and not yet
+// written. They are written together, in multi-row statements across
+// batches (a group of small batches would otherwise cost six statements a
+// batch), before the counter is updated, and before a batch reads rows of
+// a cluster that has some here.
+type pending struct {
+	oldRevs  []int64
+	rows     []resourceRow
+	attrs    []attributeRow
+	events   []eventRow
+	clusters map[string]bool
+	// bytes of JSON added since the group began.
+	bytes int
+}
+
+// add plans ops with revisions base+1, base+2, ...
+func (p *pending) add(cluster string, gvr schema.GroupVersionResource, base int64, ops []op) error {
+	for i, o := range ops {
+		rev := base + int64(i) + 1
+		ev := eventRow{
+			Revision: rev, Type: string(o.typ), Cluster: cluster,
+			Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource, Namespace: o.ns, Name: o.nm,
+		}
+		if o.old != nil {
+			p.oldRevs = append(p.oldRevs, o.old.Revision)
+			ev.PrevObject, ev.Created = o.old.Object, o.old.Created
+		}
+		if o.typ == watch.Deleted {
+			data, err := withRevision(o.old.Object, rev)
+			if err != nil {
+				return err
+			}
+			ev.Object = data
+		} else {
+			row, rowAttrs, err := newRow(cluster, gvr, rev, o.obj)
+			if err != nil {
+				return err
+			}
+			ev.Object = row.Object
+			if o.old == nil {
+				ev.Created = row.Created
+			}
+			p.bytes += len(row.Object)
+			p.rows = append(p.rows, row)
+			p.attrs = append(p.attrs, rowAttrs...)
+		}
+		p.bytes += len(ev.Object) + len(ev.PrevObject)
+		p.events = append(p.events, ev)
+	}
+	if p.clusters == nil {
+		p.clusters = map[string]bool{}
+	}
+	p.clusters[cluster] = true
+	return nil
+}
+
+// flush writes what is pending in tx, old rows out first, and forgets it.
+func (p *pending) flush(tx *gorm.DB, insertRows int) error {
+	oldRevs, rows, attrs, events := p.oldRevs, p.rows, p.attrs, p.events
+	p.oldRevs, p.rows, p.attrs, p.events, p.clusters = nil, nil, nil, nil, nil
+	for start := 0; start < len(oldRevs); start += keyChunk {
+		chunk := oldRevs[start:min(start+keyChunk, len(oldRevs))]
+		if err := tx.Where("resource_revision IN ?", chunk).Delete(&attributeRow{}).Error; err != nil {
+			return err
+		}
+		if err := tx.Where("revision IN ?", chunk).Delete(&resourceRow{}).Error; err != nil {
+			return err
+		}
+	}
+	if err := insertChunked(tx, insertRows, rows, func(r *resourceRow) int { return len(r.Object) }); err != nil {
+		return err
+	}
+	if err := insertChunked(tx, insertRows, attrs, func(*attributeRow) int { return 64 }); err != nil {
+		return err
+	}
+	return insertChunked(tx, insertRows, events, func(e *eventRow) int { return len(e.Object) + len(e.PrevObject) })
+}
