@@ -9,6 +9,7 @@ package storage
 
 import (
 	"context"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -121,6 +122,18 @@ type Interface interface {
 	// in-process readers need not wait for a poll.
 	Changed() <-chan struct{}
 	Close() error
+}
+
+// Follower is implemented by stores that learn of writes by other processes
+// sharing the database sooner than a poll of the log would: Changed covers
+// only this process's own.
+type Follower interface {
+	// Follow calls wake with the revision the log has reached each time it
+	// learns that it moved past from (and past every revision it woke
+	// with before), until ctx ends; it returns when ctx ends. A database
+	// that can push its commits does; otherwise the revision is read every
+	// probe interval, and probe <= 0 leaves the caller to its poll.
+	Follow(ctx context.Context, from int64, probe time.Duration, wake func(revision int64))
 }
 
 // ClusterResource names one resource of one member cluster.

@@ -3,8 +3,10 @@
 // serves watches and resourceVersion=0 lists without touching the database.
 //
 // The tail follows "events after the last revision applied": in-process
-// writes wake it at once (storage.Interface.Changed), writes by other
-// processes sharing the database are seen at the next poll.
+// writes wake it at once (storage.Interface.Changed), and writes by other
+// processes sharing the database as soon as the store learns of them
+// (storage.Follower: PostgreSQL notifies, other databases are probed every
+// Options.ProbeInterval); the poll is the safety net behind both.
 //
 // Locking: no lock is held during database reads that a list or watch waits
 // on, nor while a list is filtered and sorted or a watch's initial events
@@ -34,7 +36,11 @@ import (
 // Defaults.
 const (
 	DefaultPollInterval = time.Second
-	DefaultRingSize     = 10000
+	// DefaultProbeInterval keeps a write's watch event well under 100 ms
+	// behind it on databases that cannot notify, at one primary-key read
+	// of the revision per interval.
+	DefaultProbeInterval = 25 * time.Millisecond
+	DefaultRingSize      = 10000
 	// DefaultWatchBuffer is small, as kube-apiserver's watch channels are:
 	// an idle watch costs little, and a client that falls this far behind
 	// is closed and resumes from its last resourceVersion.
@@ -53,6 +59,9 @@ const (
 // limits, where 0 means unlimited.
 type Options struct {
 	PollInterval time.Duration
+	// ProbeInterval is how often the revision is read, on databases that
+	// cannot notify, to find writes by other processes before the poll.
+	ProbeInterval time.Duration
 	// RingSize is how many recent changes each resource keeps for watches
 	// that resume.
 	RingSize int
@@ -97,6 +106,9 @@ func New(store storage.Interface, opts Options) *Cache {
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = DefaultPollInterval
 	}
+	if opts.ProbeInterval <= 0 {
+		opts.ProbeInterval = DefaultProbeInterval
+	}
 	if opts.RingSize <= 0 {
 		opts.RingSize = DefaultRingSize
 	}
@@ -127,6 +139,7 @@ func (c *Cache) Run(ctx context.Context) error {
 	c.cond.Broadcast()
 	c.mu.Unlock()
 	c.tail.Unlock()
+	wake := c.follow(ctx, cur)
 	ticker := time.NewTicker(c.opts.PollInterval)
 	defer ticker.Stop()
 	for {
@@ -154,6 +167,7 @@ func (c *Cache) Run(ctx context.Context) error {
 			c.closeAll()
 			return nil
 		case <-changed:
+		case <-wake:
 		case <-ticker.C:
 		}
 	}

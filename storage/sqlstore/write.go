@@ -191,7 +191,10 @@ func (s *Store) write(group []*batch) (ran int, blamed []*batch, err error) {
 		}
 		// The group's revisions are base+1 .. next: the one place they are
 		// taken, in one update of the counter.
-		return tx.Model(&metaRow{}).Where("name = ?", metaRevision).Update("value", next).Error
+		if err := tx.Model(&metaRow{}).Where("name = ?", metaRevision).Update("value", next).Error; err != nil {
+			return err
+		}
+		return s.notifyInTx(tx, next)
 	}, s.dialect.writeTx)
 	if err != nil {
 		return 0, blamed, err
