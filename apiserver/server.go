@@ -61,7 +61,7 @@ func NewOptions() *Options {
 	ro.Etcd = nil
 	ro.Admission = nil
 	return &Options{Recommended: ro, WatchCache: watchcache.Options{
-		PollInterval: watchcache.DefaultPollInterval, RingSize: watchcache.DefaultRingSize,
+		PollInterval: watchcache.DefaultPollInterval, ProbeInterval: watchcache.DefaultProbeInterval, RingSize: watchcache.DefaultRingSize,
 		WatchBuffer: watchcache.DefaultWatchBuffer, MaxWatches: watchcache.DefaultMaxWatches,
 		MaxWatchesPerUser: watchcache.DefaultMaxWatchesPerUser, FreshnessTimeout: watchcache.DefaultFreshnessTimeout,
 	}}
@@ -72,7 +72,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Recommended.AddFlags(fs)
 	wc := &o.WatchCache
 	fs.DurationVar(&wc.PollInterval, "watch-cache-poll-interval", wc.PollInterval,
-		"How often the change log is read for writes by other processes sharing the database.")
+		"How often the change log is read for writes by other processes sharing the database: the safety net behind PostgreSQL notifications and the revision probe, which find them sooner.")
+	fs.DurationVar(&wc.ProbeInterval, "watch-cache-probe-interval", wc.ProbeInterval,
+		"On MySQL/MariaDB and SQLite, how often the revision is read to find writes by other processes (PostgreSQL notifies them instead).")
 	fs.IntVar(&wc.RingSize, "watch-cache-size", wc.RingSize, "Recent changes kept per resource for watches that resume.")
 	fs.IntVar(&wc.WatchBuffer, "watch-buffer-size", wc.WatchBuffer,
 		"Events queued per watch for a slow client; a watch whose queue overflows is closed, and its client resumes from its last resourceVersion.")
@@ -101,6 +103,9 @@ func (o *Options) Validate() error {
 	wc := &o.WatchCache
 	if wc.PollInterval <= 0 {
 		errs = append(errs, fmt.Errorf("--watch-cache-poll-interval must be positive, not %s", wc.PollInterval))
+	}
+	if wc.ProbeInterval <= 0 {
+		errs = append(errs, fmt.Errorf("--watch-cache-probe-interval must be positive, not %s", wc.ProbeInterval))
 	}
 	for _, f := range []struct {
 		flag     string
