@@ -74,7 +74,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&wc.PollInterval, "watch-cache-poll-interval", wc.PollInterval,
 		"How often the change log is read for writes by other processes sharing the database: the safety net behind PostgreSQL notifications and the revision probe, which find them sooner.")
 	fs.DurationVar(&wc.ProbeInterval, "watch-cache-probe-interval", wc.ProbeInterval,
-		"On MySQL/MariaDB and SQLite, how often the revision is read to find writes by other processes (PostgreSQL notifies them instead).")
+		"On MySQL/MariaDB, how often the revision is read to find writes by other processes (PostgreSQL notifies them instead).")
 	fs.IntVar(&wc.RingSize, "watch-cache-size", wc.RingSize, "Recent changes kept per resource for watches that resume.")
 	fs.IntVar(&wc.WatchBuffer, "watch-buffer-size", wc.WatchBuffer,
 		"Events queued per watch for a slow client; a watch whose queue overflows is closed, and its client resumes from its last resourceVersion.")

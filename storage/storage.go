@@ -131,8 +131,9 @@ type Follower interface {
 	// Follow calls wake with the revision the log has reached each time it
 	// learns that it moved past from (and past every revision it woke
 	// with before), until ctx ends; it returns when ctx ends. A database
-	// that can push its commits does; otherwise the revision is read every
-	// probe interval, and probe <= 0 leaves the caller to its poll.
+	// that can push its commits does; others may have the revision read
+	// every probe interval (never when probe <= 0), or leave the caller to
+	// its poll.
 	Follow(ctx context.Context, from int64, probe time.Duration, wake func(revision int64))
 }
 

@@ -5,7 +5,7 @@
 // The tail follows "events after the last revision applied": in-process
 // writes wake it at once (storage.Interface.Changed), and writes by other
 // processes sharing the database as soon as the store learns of them
-// (storage.Follower: PostgreSQL notifies, other databases are probed every
+// (storage.Follower: PostgreSQL notifies, MySQL/MariaDB is probed every
 // Options.ProbeInterval); the poll is the safety net behind both.
 //
 // Locking: no lock is held during database reads that a list or watch waits
@@ -59,8 +59,8 @@ const (
 // limits, where 0 means unlimited.
 type Options struct {
 	PollInterval time.Duration
-	// ProbeInterval is how often the revision is read, on databases that
-	// cannot notify, to find writes by other processes before the poll.
+	// ProbeInterval is how often the revision is read, on MySQL/MariaDB,
+	// to find writes by other processes before the poll.
 	ProbeInterval time.Duration
 	// RingSize is how many recent changes each resource keeps for watches
 	// that resume.

@@ -12,11 +12,14 @@ import (
 
 // TestFollow has one store follow the writes of another on the same
 // database, as an API server follows the controller manager's: each write
-// wakes it with its revision (PostgreSQL by notification, the others by
-// the probe), and nothing wakes it while nobody writes. On PostgreSQL, a
+// wakes it with its revision (PostgreSQL by notification, MySQL/MariaDB
+// by the probe), and nothing wakes it while nobody writes. On PostgreSQL, a
 // listening session that is killed is replaced, and wakes resume.
 func TestFollow(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
+		if b.Name == "sqlite" {
+			t.Skip("SQLite is not followed: one process owns its file, and Changed wakes its reader")
+		}
 		opts := b.Options(t)
 		reader, writer := openStore(t, opts), openStore(t, opts)
 		ctx, cancel := context.WithCancel(context.Background())
