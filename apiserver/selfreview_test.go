@@ -81,6 +81,12 @@ func TestSelfSubjectAccessReview(t *testing.T) {
 			t.Errorf("%s in view %q, %+v %+v: %+v %v", c.user, c.cluster, c.spec.ResourceAttributes, c.spec.NonResourceAttributes, st, err)
 		}
 	}
+	// A protobuf body, as clients configured for it send.
+	pb := as(cfg, "east", "east")
+	pb.ContentType = "application/vnd.kubernetes.protobuf"
+	if st, err := accessReview(t, pb, read("get", "pods", "web")); err != nil || !st.Allowed {
+		t.Errorf("protobuf review: %+v %v", st, err)
+	}
 	// A cluster the user may not see (no get clusters), or that does not
 	// exist, is 404 as its discovery is, whatever else they may read there.
 	for _, c := range []struct{ user, cluster string }{{"east", "west"}, {"nsuser", "west"}, {"admin", "south"}} {
