@@ -105,14 +105,31 @@ func (h *Handler) serveReview(w http.ResponseWriter, r *http.Request, cluster, r
 		writeError(w, clusterNotFound(cluster), schema.GroupResource{})
 		return true
 	}
+	obj, err := decodeReview(r, res)
+	if err != nil {
+		writeError(w, err, gr)
+		return true
+	}
+	switch review := obj.(type) {
+	case *authorizationv1.SelfSubjectAccessReview:
+		review.Status = h.accessReview(r, cluster, review.Spec)
+	case *authorizationv1.SelfSubjectRulesReview:
+		review.Status = h.rulesReview(r, cluster, review.Spec.Namespace)
+	}
+	writeJSON(w, http.StatusCreated, obj)
+	return true
+}
+
+// decodeReview reads a review of res's kind (JSON, YAML or protobuf, the
+// kind from the path when the body has none). A bad one is a 4xx error,
+// as kube-apiserver answers it.
+func decodeReview(r *http.Request, res storage.Resource) (runtime.Object, error) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxReviewBytes+1))
 	switch {
 	case err != nil:
-		writeError(w, apierrors.NewBadRequest("reading the body: "+err.Error()), gr)
-		return true
+		return nil, apierrors.NewBadRequest("reading the body: " + err.Error())
 	case len(body) > maxReviewBytes:
-		writeError(w, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d bytes", maxReviewBytes)), gr)
-		return true
+		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d bytes", maxReviewBytes))
 	}
 	gvk := res.GVR.GroupVersion().WithKind(res.Kind)
 	obj, got, err := reviewCodecs.UniversalDeserializer().Decode(body, &gvk, nil)
@@ -120,25 +137,15 @@ func (h *Handler) serveReview(w http.ResponseWriter, r *http.Request, cluster, r
 		err = fmt.Errorf("got %s, want %s", got.Kind, gvk.Kind)
 	}
 	if err != nil {
-		writeError(w, apierrors.NewBadRequest(fmt.Sprintf("the body is not a %s: %v", gvk.Kind, err)), gr)
-		return true
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the body is not a %s: %v", gvk.Kind, err))
 	}
-	switch review := obj.(type) {
-	case *authorizationv1.SelfSubjectAccessReview:
-		spec := review.Spec
-		if (spec.ResourceAttributes == nil) == (spec.NonResourceAttributes == nil) {
-			// kube-apiserver's validation, and its answer.
-			writeError(w, apierrors.NewInvalid(gvk.GroupKind(), "", field.ErrorList{field.Invalid(field.NewPath("spec"), spec,
-				"exactly one of nonResourceAttributes or resourceAttributes must be specified")}), gr)
-			return true
-		}
-		review.Status = h.accessReview(r, cluster, spec)
-	case *authorizationv1.SelfSubjectRulesReview:
-		review.Status = h.rulesReview(r, cluster, review.Spec.Namespace)
+	if review, ok := obj.(*authorizationv1.SelfSubjectAccessReview); ok &&
+		(review.Spec.ResourceAttributes == nil) == (review.Spec.NonResourceAttributes == nil) {
+		return nil, apierrors.NewInvalid(gvk.GroupKind(), "", field.ErrorList{field.Invalid(field.NewPath("spec"), review.Spec,
+			"exactly one of nonResourceAttributes or resourceAttributes must be specified")})
 	}
 	obj.GetObjectKind().SetGroupVersionKind(gvk)
-	writeJSON(w, http.StatusCreated, obj)
-	return true
+	return obj, nil
 }
 
 // accessReview decides one self access review in the view of cluster (""
