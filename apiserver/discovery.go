@@ -25,7 +25,7 @@ func (h *Handler) serveDiscovery(w http.ResponseWriter, r *http.Request, cluster
 		return false
 	}
 	parts := strings.Split(strings.Trim(path, "/"), "/")
-	resources := h.registry.Resources(cluster)
+	resources := append(h.registry.Resources(cluster), selfReviewResources...)
 	aggregated := strings.Contains(r.Header.Get("Accept"), "apidiscovery.k8s.io")
 	switch {
 	case len(parts) == 1 && parts[0] == "api":
@@ -93,7 +93,7 @@ func isDiscovery(path string) bool {
 func apiResource(res storage.Resource) metav1.APIResource {
 	return metav1.APIResource{
 		Name: res.GVR.Resource, SingularName: strings.ToLower(res.Kind), Namespaced: res.Namespaced,
-		Kind: res.Kind, Verbs: servedVerbs, ShortNames: shortNames[res.GVR.GroupResource()],
+		Kind: res.Kind, Verbs: verbsOf(res), ShortNames: shortNames[res.GVR.GroupResource()],
 	}
 }
 
@@ -155,7 +155,7 @@ func (h *Handler) writeAggregated(w http.ResponseWriter, resources []storage.Res
 			vd.Resources = append(vd.Resources, apidiscoveryv2.APIResourceDiscovery{
 				Resource: res.GVR.Resource, SingularResource: strings.ToLower(res.Kind), Scope: scope,
 				ResponseKind: &metav1.GroupVersionKind{Group: gv.Group, Version: gv.Version, Kind: res.Kind},
-				Verbs:        servedVerbs, ShortNames: shortNames[res.GVR.GroupResource()],
+				Verbs:        verbsOf(res), ShortNames: shortNames[res.GVR.GroupResource()],
 			})
 		}
 		if n := len(list.Items); n > 0 && list.Items[n-1].Name == gv.Group {

@@ -89,6 +89,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, notFound(), schema.GroupResource{})
 		return
 	}
+	if h.serveVersion(w, r, cluster, rest) || h.serveReview(w, r, cluster, rest) {
+		return // under every view: /version (version.go) and self reviews (selfreview.go)
+	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		info, _ := memberRequestInfo(r, rest)
 		gr := schema.GroupResource{}

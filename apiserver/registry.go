@@ -26,6 +26,7 @@ type clusterInfo struct {
 	ready        bool
 	readyMessage string
 	resources    map[schema.GroupVersionResource]storage.Resource
+	version      string // the member's GitVersion, "" until known (version.go)
 }
 
 // Registry knows which clusters exist and which resources each syncs, from
@@ -74,7 +75,7 @@ func (r *Registry) set(o any) {
 
 // Set records one Cluster.
 func (r *Registry) Set(c *clusterv1alpha1.Cluster) {
-	info := &clusterInfo{resources: map[schema.GroupVersionResource]storage.Resource{}}
+	info := &clusterInfo{resources: map[schema.GroupVersionResource]storage.Resource{}, version: c.Status.Version}
 	if cond := meta.FindStatusCondition(c.Status.Conditions, clusterv1alpha1.ConditionReady); cond != nil {
 		info.ready = cond.Status == "True"
 		info.readyMessage = cond.Message

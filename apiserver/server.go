@@ -26,7 +26,6 @@ import (
 	"k8s.io/apiserver/pkg/server/healthz"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/component-base/compatibility"
 
 	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
 	"github.com/panorama-io/panorama/apiserver/watchcache"
@@ -137,8 +136,7 @@ func (o *Options) New(store storage.Interface) (*Server, error) {
 		return nil, fmt.Errorf("creating self-signed certificates: %w", err)
 	}
 	cfg := genericapiserver.NewRecommendedConfig(codecs)
-	// The Kubernetes release of the libraries this server is built on.
-	cfg.EffectiveVersion = compatibility.NewEffectiveVersionFromString("1.37", "", "")
+	cfg.EffectiveVersion = newEffectiveVersion() // version.go
 	err := o.Recommended.ApplyTo(cfg)
 	if err != nil {
 		return nil, err
@@ -268,6 +266,9 @@ func (r requestInfoResolver) NewRequestInfo(req *http.Request) (*apirequest.Requ
 	inner, err := memberRequestInfo(req, rest)
 	if err != nil || !inner.IsResourceRequest {
 		return &apirequest.RequestInfo{Path: req.URL.Path, Verb: strings.ToLower(req.Method)}, nil
+	}
+	if info, ok := selfReviewInfo(req, inner); ok {
+		return info, nil // authorized as the host authorizes its own (selfreview.go)
 	}
 	gv := searchv1alpha1.SchemeGroupVersion
 	return &apirequest.RequestInfo{

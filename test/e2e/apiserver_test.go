@@ -297,6 +297,7 @@ func TestAPIServer(t *testing.T) {
 			}
 		}
 	})
+	t.Run("version and self reviews", func(t *testing.T) { testVersionAndReviews(t, host, east, dir, alice, bob) })
 	t.Run("bad requests", func(t *testing.T) {
 		for _, c := range []struct {
 			args []string

@@ -68,13 +68,16 @@ spec:%s
 //
 // Two checks authorize a request. The host's kube-apiserver, before it
 // proxies, sees only the path's shape (.../resources/clusters/east/api/v1/pods
-// is "get resources/east" named "clusters"): panorama-paths grants those and
-// no data. Panorama then checks each member read: verb, resource as kubectl
-// spells it (pods, widgets.example.com), the member namespace, and the
-// cluster as the name.
+// is "get resources/east" named "clusters"; .../resources/version "get
+// resources" named "version"; a self review "create" of those shapes):
+// panorama-paths grants those and no data. Panorama then checks each member
+// read: verb, resource as kubectl spells it (pods, widgets.example.com), the
+// member namespace, and the cluster as the name.
 var rbacManifest = "apiVersion: v1\nkind: Namespace\nmetadata: {name: web}\n" +
 	grant("panorama-paths", "", []string{
 		`{apiGroups: [search.panorama.io], resources: ["*"], resourceNames: [api, apis, clusters], verbs: [get, list, watch]}`,
+		`{apiGroups: [search.panorama.io], resources: [resources], resourceNames: [version], verbs: [get]}`,
+		`{apiGroups: [search.panorama.io], resources: ["*"], resourceNames: [apis, clusters], verbs: [create]}`,
 		`{apiGroups: [search.panorama.io], resources: [collectionresources], verbs: [get, list]}`,
 	}, "bob", "carol", "dave") +
 	grant("alice-search", "", []string{readRule(`"*"`)}, "alice") +

@@ -1,0 +1,253 @@
+package apiserver
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	apirequest "k8s.io/apiserver/pkg/endpoints/request"
+
+	"github.com/panorama-io/panorama/storage"
+)
+
+// Under every view, SelfSubjectAccessReview and SelfSubjectRulesReview
+// answer what the user may do through Panorama there, by Panorama's own
+// authorization model (authz.go), so that `kubectl auth can-i` and k9s's
+// permission checks tell the truth about the view rather than about the
+// host: reads (get, list, watch) as the host's RBAC grants them in the
+// view's cluster, anything else never.
+//
+// Across clusters a read is allowed when it is in at least one cluster,
+// since Panorama then answers it over the clusters the user may read (with
+// a warning naming how many it left out) and refuses it only when there is
+// none: "yes" means the read succeeds. The reason says which clusters.
+
+// selfReviewResources are the review types every view serves, also in its
+// discovery.
+var selfReviewResources = []storage.Resource{
+	{GVR: authorizationv1.SchemeGroupVersion.WithResource("selfsubjectaccessreviews"), Kind: "SelfSubjectAccessReview"},
+	{GVR: authorizationv1.SchemeGroupVersion.WithResource("selfsubjectrulesreviews"), Kind: "SelfSubjectRulesReview"},
+}
+
+// maxReviewBytes bounds a review's body; real ones are a few hundred bytes.
+const maxReviewBytes = 1 << 20
+
+var reviewCodecs = func() serializer.CodecFactory {
+	s := runtime.NewScheme()
+	utilruntime.Must(authorizationv1.AddToScheme(s))
+	return serializer.NewCodecFactory(s)
+}()
+
+// selfReview is the review type info's member-style path names, if any.
+func selfReview(info *apirequest.RequestInfo) (storage.Resource, bool) {
+	if !info.IsResourceRequest || info.Subresource != "" || info.Name != "" || info.Namespace != "" {
+		return storage.Resource{}, false
+	}
+	gvr := schema.GroupVersionResource{Group: info.APIGroup, Version: info.APIVersion, Resource: info.Resource}
+	i := slices.IndexFunc(selfReviewResources, func(res storage.Resource) bool { return res.GVR == gvr })
+	if i < 0 {
+		return storage.Resource{}, false
+	}
+	return selfReviewResources[i], true
+}
+
+// selfReviewInfo is the request info the generic server's filters get for
+// a self review under a view: that of the same request to kube-apiserver,
+// so the host authorizes it as it authorizes its own self reviews (RBAC's
+// system:basic-user grants them to every authenticated user).
+func selfReviewInfo(r *http.Request, inner *apirequest.RequestInfo) (*apirequest.RequestInfo, bool) {
+	if _, ok := selfReview(inner); !ok {
+		return nil, false
+	}
+	info := *inner
+	info.Path = r.URL.Path
+	return &info, true
+}
+
+// verbsOf are the verbs discovery lists for a resource of a view.
+func verbsOf(res storage.Resource) metav1.Verbs {
+	if slices.Contains(selfReviewResources, res) {
+		return metav1.Verbs{"create"}
+	}
+	return servedVerbs
+}
+
+// serveReview answers a self review under a view; other methods on its
+// path are 405, as in kube. It reports false for other paths.
+func (h *Handler) serveReview(w http.ResponseWriter, r *http.Request, cluster, rest string) bool {
+	if !strings.HasPrefix(rest, "/apis/"+authorizationv1.GroupName+"/") {
+		return false
+	}
+	info, err := memberRequestInfo(r, rest)
+	if err != nil {
+		return false
+	}
+	res, ok := selfReview(info)
+	if !ok {
+		return false
+	}
+	gr := res.GVR.GroupResource()
+	if r.Method != http.MethodPost {
+		writeError(w, apierrors.NewMethodNotSupported(gr, info.Verb), gr)
+		return true
+	}
+	if cluster != "" && !h.seesCluster(r, cluster) {
+		writeError(w, clusterNotFound(cluster), schema.GroupResource{})
+		return true
+	}
+	obj, err := decodeReview(r, res)
+	if err != nil {
+		writeError(w, err, gr)
+		return true
+	}
+	switch review := obj.(type) {
+	case *authorizationv1.SelfSubjectAccessReview:
+		review.Status = h.accessReview(r, cluster, review.Spec)
+	case *authorizationv1.SelfSubjectRulesReview:
+		review.Status = h.rulesReview(r, cluster, review.Spec.Namespace)
+	}
+	writeJSON(w, http.StatusCreated, obj)
+	return true
+}
+
+// decodeReview reads a review of res's kind (JSON, YAML or protobuf, the
+// kind from the path when the body has none). A bad one is a 4xx error,
+// as kube-apiserver answers it.
+func decodeReview(r *http.Request, res storage.Resource) (runtime.Object, error) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxReviewBytes+1))
+	switch {
+	case err != nil:
+		return nil, apierrors.NewBadRequest("reading the body: " + err.Error())
+	case len(body) > maxReviewBytes:
+		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d bytes", maxReviewBytes))
+	}
+	gvk := res.GVR.GroupVersion().WithKind(res.Kind)
+	obj, got, err := reviewCodecs.UniversalDeserializer().Decode(body, &gvk, nil)
+	if err == nil && *got != gvk {
+		err = fmt.Errorf("got %s, want %s", got.Kind, gvk.Kind)
+	}
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the body is not a %s: %v", gvk.Kind, err))
+	}
+	if review, ok := obj.(*authorizationv1.SelfSubjectAccessReview); ok &&
+		(review.Spec.ResourceAttributes == nil) == (review.Spec.NonResourceAttributes == nil) {
+		return nil, apierrors.NewInvalid(gvk.GroupKind(), "", field.ErrorList{field.Invalid(field.NewPath("spec"), review.Spec,
+			"exactly one of nonResourceAttributes or resourceAttributes must be specified")})
+	}
+	obj.GetObjectKind().SetGroupVersionKind(gvk)
+	return obj, nil
+}
+
+// accessReview decides one self access review in the view of cluster (""
+// for all clusters).
+func (h *Handler) accessReview(r *http.Request, cluster string, spec authorizationv1.SelfSubjectAccessReviewSpec) authorizationv1.SubjectAccessReviewStatus {
+	if na := spec.NonResourceAttributes; na != nil {
+		if na.Verb == "get" && (isDiscovery(na.Path) || na.Path == "/version") {
+			return authorizationv1.SubjectAccessReviewStatus{Allowed: true, Reason: "discovery and /version are open to who sees the view"}
+		}
+		return authorizationv1.SubjectAccessReviewStatus{Reason: "a view serves only get of discovery and /version as non-resource paths"}
+	}
+	a := spec.ResourceAttributes
+	switch {
+	case !slices.Contains(servedVerbs, a.Verb):
+		return authorizationv1.SubjectAccessReviewStatus{Denied: true,
+			Reason: fmt.Sprintf("Panorama serves member objects read-only (get, list, watch): %s is never allowed through it", a.Verb)}
+	case a.Subresource != "":
+		return authorizationv1.SubjectAccessReviewStatus{Reason: fmt.Sprintf("Panorama serves no subresource of member objects, %s neither", a.Subresource)}
+	}
+	resource, namespace := h.reviewedResource(cluster, a)
+	where := "in any namespace"
+	if namespace != "" {
+		where = "in namespace " + namespace
+	}
+	clusters := []string{cluster}
+	if cluster == "" {
+		clusters = h.registry.Names()
+	}
+	var allowed, leftOut []string
+	for _, c := range clusters {
+		if h.allowed(r.Context(), a.Verb, resource, c, namespace) {
+			allowed = append(allowed, c)
+		} else {
+			leftOut = append(leftOut, c)
+		}
+	}
+	switch {
+	case len(allowed) == 0:
+		return authorizationv1.SubjectAccessReviewStatus{Reason: fmt.Sprintf("the host's RBAC allows %s %s (search.panorama.io) %s of no cluster of this view",
+			a.Verb, resource, where)}
+	case len(leftOut) == 0:
+		return authorizationv1.SubjectAccessReviewStatus{Allowed: true, Reason: fmt.Sprintf("the host's RBAC allows %s %s (search.panorama.io) %s of clusters %s",
+			a.Verb, resource, where, strings.Join(allowed, ", "))}
+	}
+	return authorizationv1.SubjectAccessReviewStatus{Allowed: true, Reason: fmt.Sprintf("the host's RBAC allows %s %s (search.panorama.io) %s of clusters %s; reads across clusters leave out %s",
+		a.Verb, resource, where, strings.Join(allowed, ", "), strings.Join(leftOut, ", "))}
+}
+
+// reviewedResource is how Panorama names a reviewed resource and namespace
+// when it authorizes a read: a type's attribute name, and no namespace for
+// a type that has none in this view.
+func (h *Handler) reviewedResource(cluster string, a *authorizationv1.ResourceAttributes) (resource, namespace string) {
+	gr := schema.GroupResource{Group: a.Group, Resource: a.Resource}
+	resource, namespace = memberResource(gr), a.Namespace
+	if a.Resource == "*" {
+		resource = "*" // every type of every group, as RBAC's "*" grants them
+	}
+	for _, res := range h.registry.Resources(cluster) {
+		if res.GVR.GroupResource() == gr && !res.Namespaced {
+			namespace = ""
+		}
+	}
+	return resource, namespace
+}
+
+// rulesReview lists what the user may read in namespace through the view
+// of cluster ("" for all clusters): each of its types with the read verbs
+// allowed (in any cluster across clusters, as accessReview), then what
+// every view serves to who sees it. Object names cannot be restricted, so
+// no rule has resourceNames.
+func (h *Handler) rulesReview(r *http.Request, cluster, namespace string) authorizationv1.SubjectRulesReviewStatus {
+	clusters := []string{cluster}
+	if cluster == "" {
+		clusters = h.registry.Names()
+	}
+	st := authorizationv1.SubjectRulesReviewStatus{ResourceRules: []authorizationv1.ResourceRule{}}
+	seen := map[schema.GroupResource]bool{}
+	for _, res := range h.registry.Resources(cluster) {
+		gr := res.GVR.GroupResource()
+		if seen[gr] {
+			continue // another version of the same type
+		}
+		seen[gr] = true
+		ns := namespace
+		if !res.Namespaced {
+			ns = ""
+		}
+		var verbs []string
+		for _, verb := range servedVerbs {
+			if slices.ContainsFunc(clusters, func(c string) bool { return h.allowed(r.Context(), verb, memberResource(gr), c, ns) }) {
+				verbs = append(verbs, verb)
+			}
+		}
+		if len(verbs) > 0 {
+			st.ResourceRules = append(st.ResourceRules, authorizationv1.ResourceRule{Verbs: verbs, APIGroups: []string{gr.Group}, Resources: []string{gr.Resource}})
+		}
+	}
+	reviews := authorizationv1.ResourceRule{Verbs: []string{"create"}, APIGroups: []string{authorizationv1.GroupName}}
+	for _, res := range selfReviewResources {
+		reviews.Resources = append(reviews.Resources, res.GVR.Resource)
+	}
+	st.ResourceRules = append(st.ResourceRules, reviews)
+	st.NonResourceRules = []authorizationv1.NonResourceRule{{Verbs: []string{"get"}, NonResourceURLs: []string{"/api", "/api/*", "/apis", "/apis/*", "/version"}}}
+	return st
+}
