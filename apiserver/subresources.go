@@ -1,14 +1,18 @@
 package apiserver
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/remotecommand"
 	apirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/streaming/pkg/httpstream/wsstream"
 
 	"github.com/panorama-io/panorama/storage"
 )
@@ -57,11 +61,46 @@ func (h *Handler) refuseSubresource(w http.ResponseWriter, r *http.Request, clus
 	}) {
 		return false
 	}
-	writeStatus(w, &metav1.Status{
-		Code: http.StatusMethodNotAllowed, Reason: metav1.StatusReasonMethodNotAllowed,
+	st := &metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusMethodNotAllowed, Reason: metav1.StatusReasonMethodNotAllowed,
 		Message: subresourceMessage(cluster, info),
 		Details: &metav1.StatusDetails{Group: gvr.Group, Kind: info.Resource, Name: info.Name},
+	}
+	if (info.Subresource == "exec" || info.Subresource == "attach") && refuseOverWebSocket(w, r, st) {
+		return true
+	}
+	writeStatus(w, st)
+	return true
+}
+
+// refuseOverWebSocket answers a WebSocket exec or attach (kubectl's first
+// try) as kubelet answers a command that cannot start: the upgrade
+// succeeds and the Status comes on the error channel. A refused upgrade
+// would make kubectl fall back to SPDY, a POST that the host authorizes as
+// create, which read-only users are denied before Panorama can say why.
+// It reports false for clients that do not speak v5 of the protocol.
+func refuseOverWebSocket(w http.ResponseWriter, r *http.Request, st *metav1.Status) bool {
+	if !wsstream.IsWebSocketRequest(r) || !slices.ContainsFunc(r.Header.Values("Sec-WebSocket-Protocol"), func(v string) bool {
+		return slices.Contains(strings.Split(strings.ReplaceAll(v, " ", ""), ","), remotecommand.StreamProtocolV5Name)
+	}) {
+		return false
+	}
+	channels := make([]wsstream.ChannelType, remotecommand.StreamResize+1) // all ignored but errors
+	channels[remotecommand.StreamErr] = wsstream.WriteChannel
+	conn := wsstream.NewConn(map[string]wsstream.ChannelProtocolConfig{
+		remotecommand.StreamProtocolV5Name: {Binary: true, Channels: channels},
 	})
+	_, streams, err := conn.Open(w, r)
+	if err != nil {
+		return true // the handshake failed and was answered
+	}
+	defer func() { _ = conn.Close() }()
+	data, err := json.Marshal(st)
+	if err != nil {
+		return true
+	}
+	conn.SetWriteDeadline(10 * time.Second)
+	_, _ = streams[remotecommand.StreamErr].Write(data)
 	return true
 }
 

@@ -13,6 +13,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	clientscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/remotecommand"
+	"k8s.io/streaming/pkg/httpstream"
 )
 
 // TestSubresources refuses at once, with a Status saying where to go, the
@@ -31,6 +34,19 @@ func TestSubresources(t *testing.T) {
 	}
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("logs answered in %v", d)
+	}
+	// kubectl exec's first try, a WebSocket, gets the message itself (it
+	// falls back to a POST only when the upgrade fails).
+	url := east.CoreV1().RESTClient().Post().Namespace("ns").Resource("pods").Name("a").SubResource("exec").
+		VersionedParams(&corev1.PodExecOptions{Command: []string{"sh"}, Stdout: true}, clientscheme.ParameterCodec).URL()
+	ws, err := remotecommand.NewWebSocketExecutor(as(cfg, "admin", "east"), "GET", url.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = ws.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: io.Discard})
+	t.Logf("DEBUG %T %v", err, err)
+	if err == nil || httpstream.IsUpgradeFailure(err) || !strings.Contains(err.Error(), "cannot run commands in containers; ask cluster \"east\" directly") {
+		t.Fatalf("WebSocket exec: %v", err)
 	}
 	for _, c := range []struct {
 		method, path, want string
