@@ -33,7 +33,9 @@ func testCRDsAndSubresources(t *testing.T, kubeconfig string) {
 	}{
 		{[]string{"--context", "east", "logs", "-n", "web", "web-1"},
 			`Error from server (MethodNotAllowed): Panorama only syncs objects and holds no logs; ask cluster "east" directly: kubectl --context <context of east> logs -n web pods/web-1`},
-		{[]string{"--context", "east", "logs", "-f", "-n", "web", "web-1"}, "holds no logs"},
+		// kubectl logs -f asks again each second on any Status until
+		// --pod-running-timeout (20s by default), printing the message.
+		{[]string{"--context", "east", "logs", "-f", "--pod-running-timeout=2s", "-n", "web", "web-1"}, "holds no logs"},
 		// A read-only user: the WebSocket exec gets the message, without
 		// falling back to a POST the host would deny.
 		{[]string{"--context", "east", "exec", "-n", "web", "web-1", "--", "true"},
