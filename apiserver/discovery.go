@@ -105,6 +105,7 @@ var shortNames = map[schema.GroupResource][]string{
 	{Group: "apps", Resource: "deployments"}: {"deploy"}, {Group: "apps", Resource: "replicasets"}: {"rs"},
 	{Group: "apps", Resource: "statefulsets"}: {"sts"}, {Group: "apps", Resource: "daemonsets"}: {"ds"},
 	{Group: "batch", Resource: "cronjobs"}: {"cj"}, {Group: "networking.k8s.io", Resource: "ingresses"}: {"ing"},
+	{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}: {"crd", "crds"}, // crds.go
 }
 
 // groupVersions lists the group versions of resources, core or not, in the

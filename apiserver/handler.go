@@ -92,6 +92,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h.serveVersion(w, r, cluster, rest) || h.serveReview(w, r, cluster, rest) {
 		return // under every view: /version (version.go) and self reviews (selfreview.go)
 	}
+	if h.refuseSubresource(w, r, cluster, rest) { // subresources.go
+		return
+	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		info, _ := memberRequestInfo(r, rest)
 		gr := schema.GroupResource{}
@@ -188,6 +191,10 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, res storage.Resour
 		writeError(w, err, gr)
 		return
 	}
+	if !h.onlySyncedCRDs(&q) { // crds.go
+		writeError(w, apierrors.NewNotFound(gr, name), gr)
+		return
+	}
 	h.warnNotReady(w, q.Clusters)
 	var objs []storage.Object
 	if cluster != "" {
@@ -245,6 +252,9 @@ func (h *Handler) parse(w http.ResponseWriter, r *http.Request, res storage.Reso
 			verb = "watch"
 		}
 		err = h.restrict(w, r, verb, res.GVR.GroupResource(), &req.query)
+	}
+	if err == nil {
+		h.onlySyncedCRDs(&req.query) // crds.go; nothing left lists nothing
 	}
 	if err != nil {
 		writeError(w, err, res.GVR.GroupResource())

@@ -145,7 +145,7 @@ func TestBadRequests(t *testing.T) {
 		"/api/v1/widgets":                                            "404",
 		"/api/v1/pods?names=a%00b":                                   "400",
 		"/clusters/nowhere/api/v1/pods":                              "404",
-		"/api/v1/namespaces/ns/pods/a/log":                           "404",
+		"/api/v1/namespaces/ns/pods/a/log":                           "405", // subresources.go
 	} {
 		resp, err := http.Get(cfg.Host + path)
 		if err != nil {

@@ -75,7 +75,7 @@ func (r *Registry) set(o any) {
 
 // Set records one Cluster.
 func (r *Registry) Set(c *clusterv1alpha1.Cluster) {
-	info := &clusterInfo{resources: map[schema.GroupVersionResource]storage.Resource{}, version: c.Status.Version}
+	info := &clusterInfo{resources: map[schema.GroupVersionResource]storage.Resource{storage.CRDResource: crdResource}, version: c.Status.Version} // crds.go
 	if cond := meta.FindStatusCondition(c.Status.Conditions, clusterv1alpha1.ConditionReady); cond != nil {
 		info.ready = cond.Status == "True"
 		info.readyMessage = cond.Message

@@ -295,7 +295,7 @@ func (r *ClusterReconciler) sync(ctx context.Context, c *clusterv1alpha1.Cluster
 		}
 		// The CRDs themselves too: the API server takes their printer columns
 		// for Table output of the custom resources.
-		selections = append(selections, clusterv1alpha1.GroupResources{Group: storage.CRDResource.Group, Resources: []string{storage.CRDResource.Resource}})
+		selections = append(selections, crdsSelection)
 		selections = append(selections, crds...)
 	}
 	member, err := discover(dc)
@@ -305,6 +305,14 @@ func (r *ClusterReconciler) sync(ctx context.Context, c *clusterv1alpha1.Cluster
 		return requeue, nil
 	}
 	resources := member.resolve(selections)
+	if !c.Spec.SyncAllCustomResources { // crds.go; with it, the CRDs are selected above
+		extra, err := crdSelection(ctx, cfg, resources)
+		if err != nil {
+			problems = append(problems, "listing CRDs: "+err.Error())
+			partial = true
+		}
+		resources = member.resolve(append(selections, extra...))
+	}
 	for i := range resources {
 		resources[i].KeepSecretData = c.Spec.SecretData == clusterv1alpha1.SecretDataKeep
 	}

@@ -327,6 +327,7 @@ func TestAPIServer(t *testing.T) {
 			}
 		}
 	})
+	t.Run("CRDs and subresources", func(t *testing.T) { testCRDsAndSubresources(t, alice) })
 }
 
 func waitLine(t *testing.T, lines <-chan string, want string) {
