@@ -219,7 +219,7 @@ func TestAPIServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The "all" context's server is the host's URL + the resources prefix.
+		// The "all" context's server is the host's URL + apiserver.ViewPath("").
 		inf := dynamicinformer.NewDynamicSharedInformerFactory(dynamic.NewForConfigOrDie(cfg), 0).
 			ForResource(schema.GroupVersionResource{Version: "v1", Resource: "pods"}).Informer()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
