@@ -30,7 +30,7 @@ import (
 // (its discovery): get "clusters" named after it.
 const clustersResource = "clusters"
 
-// pathShapeNames are the names the host sees in every path under the prefix
+// pathShapeNames are the names the host sees in every deprecated path
 // (.../resources/api/v1/pods is "resources/v1" named "api"), which every
 // user is granted for any resource: a cluster so named would be granted
 // too, so nobody may read one.

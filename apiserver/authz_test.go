@@ -60,7 +60,7 @@ func as(cfg *rest.Config, name, cluster string) *rest.Config {
 	c := rest.CopyConfig(cfg)
 	c.Impersonate.UserName = name
 	if cluster != "" {
-		c.Host += "/clusters/" + cluster
+		c.Host = strings.TrimSuffix(c.Host, ViewPath("")) + ViewPath(cluster)
 	}
 	return c
 }
@@ -154,7 +154,7 @@ func TestAuthorization(t *testing.T) {
 		user, cluster string
 		code          int
 	}{{"east", "east", 200}, {"east", "west", 404}, {"nobody", "east", 404}, {"admin", "west", 200}} {
-		req, _ := http.NewRequest(http.MethodGet, cfg.Host+"/clusters/"+c.cluster+"/api/v1", nil)
+		req, _ := http.NewRequest(http.MethodGet, viewURL(cfg, "/clusters/"+c.cluster+"/api/v1"), nil)
 		req.Header.Set("Impersonate-User", c.user)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -188,7 +188,7 @@ func TestCollectionAuthorization(t *testing.T) {
 		putObject(t, store, c, svcGVR, u)
 	}
 	get := func(user, query string) (int, string) {
-		req, _ := http.NewRequest(http.MethodGet, strings.TrimSuffix(cfg.Host, ResourcesPrefix)+CollectionsPath+"/networking?"+query, nil)
+		req, _ := http.NewRequest(http.MethodGet, strings.TrimSuffix(cfg.Host, ViewPath(""))+CollectionsPath+"/networking?"+query, nil)
 		req.Header.Set("Impersonate-User", user)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {

@@ -25,8 +25,8 @@ import (
 	"github.com/panorama-io/panorama/storage"
 )
 
-// ResourcesPrefix is where every synced resource is served, across all
-// clusters; ResourcesPrefix + "/clusters/{name}" serves one cluster.
+// ResourcesPrefix is the deprecated prefix of the views (see ViewsPrefix):
+// across all clusters, and ResourcesPrefix + "/clusters/{name}" for one.
 var ResourcesPrefix = "/apis/" + searchv1alpha1.SchemeGroupVersion.String() + "/resources"
 
 // Default and longest watch durations, as kube-apiserver's.
@@ -52,21 +52,14 @@ type Handler struct {
 	authz authorizer.Authorizer
 }
 
-// splitPath takes the prefix off path: the cluster ("" for all) and the
-// member-style rest ("/api/v1/pods").
+// splitPath takes a view's prefix off path (ViewPath's, or the deprecated
+// ResourcesPrefix's): the cluster ("" for all) and the member-style rest
+// ("/api/v1/pods").
 func splitPath(path string) (cluster, rest string, ok bool) {
-	rest, ok = strings.CutPrefix(path, ResourcesPrefix)
-	if !ok || (rest != "" && rest[0] != '/') {
-		return "", "", false
+	if cluster, rest, ok = splitView(path); ok {
+		return cluster, rest, true
 	}
-	if after, isCluster := strings.CutPrefix(rest, "/clusters/"); isCluster {
-		cluster, rest, _ = strings.Cut(after, "/")
-		rest = "/" + rest
-		if cluster == "" {
-			return "", "", false // .../clusters//api/v1/pods names no cluster, it does not mean all
-		}
-	}
-	return cluster, rest, true
+	return splitDeprecatedPath(path)
 }
 
 // memberRequestInfo parses the member-style part of a request.
@@ -89,6 +82,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, notFound(), schema.GroupResource{})
 		return
 	}
+	warnDeprecatedPath(w, r.URL.Path, cluster, rest)
 	if h.serveVersion(w, r, cluster, rest) || h.serveReview(w, r, cluster, rest) {
 		return // under every view: /version (version.go) and self reviews (selfreview.go)
 	}
@@ -228,8 +222,8 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, res storage.Resour
 		for _, o := range objs {
 			clusters = append(clusters, o.Cluster)
 		}
-		warn(w, fmt.Sprintf("%s %q exists in %d clusters (%s); this is the one of %s, ask %s/clusters/<name>/... for another",
-			gr, name, len(objs), strings.Join(clusters, ", "), objs[0].Cluster, ResourcesPrefix))
+		warn(w, fmt.Sprintf("%s %q exists in %d clusters (%s); this is the one of %s, ask %s/... for another",
+			gr, name, len(objs), strings.Join(clusters, ", "), objs[0].Cluster, ViewPath("<name>")))
 	}
 	f := formatOf(r, res, false)
 	data, err := f.item(objs[0].Data)

@@ -42,11 +42,12 @@ func testServer(t testing.TB) (storage.Interface, *rest.Config, *Registry) {
 func testServerWith(t testing.TB, opts watchcache.Options) (storage.Interface, *rest.Config, *Registry) {
 	h := testHandlerWith(t, opts)
 	mux := http.NewServeMux()
+	mux.Handle(ViewsPrefix+"/", h)
 	mux.Handle(ResourcesPrefix+"/", h)
 	mux.HandleFunc(CollectionsPath+"/", h.ServeCollections)
 	srv := httptest.NewServer(asUser(mux))
 	t.Cleanup(srv.Close)
-	return h.store, &rest.Config{Host: srv.URL + ResourcesPrefix}, h.registry
+	return h.store, &rest.Config{Host: srv.URL + ViewPath("")}, h.registry
 }
 
 // testHandler is a handler over a real store (SQLite) and watch cache, with
@@ -147,7 +148,7 @@ func TestBadRequests(t *testing.T) {
 		"/clusters/nowhere/api/v1/pods":                              "404",
 		"/api/v1/namespaces/ns/pods/a/log":                           "405", // subresources.go
 	} {
-		resp, err := http.Get(cfg.Host + path)
+		resp, err := http.Get(viewURL(cfg, path))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -159,10 +160,10 @@ func TestBadRequests(t *testing.T) {
 		}
 	}
 	// A cluster path and a clusters parameter that disagree select nothing.
-	if code, _, body := getJSON(t, cfg.Host+"/clusters/east/api/v1/pods?clusters=west", ""); code != 200 || len(body["items"].([]any)) != 0 {
+	if code, _, body := getJSON(t, viewURL(cfg, "/clusters/east/api/v1/pods?clusters=west"), ""); code != 200 || len(body["items"].([]any)) != 0 {
 		t.Errorf("disagreeing clusters: %d %v", code, body)
 	}
-	req, _ := http.NewRequest(http.MethodDelete, cfg.Host+"/clusters/east/api/v1/namespaces/ns/pods/a", nil)
+	req, _ := http.NewRequest(http.MethodDelete, viewURL(cfg, "/clusters/east/api/v1/namespaces/ns/pods/a"), nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -227,7 +228,7 @@ func TestListSemantics(t *testing.T) {
 	if code, _, body = getJSON(t, cfg.Host+"/api/v1/pods?resourceVersion=1&resourceVersionMatch=Exact", ""); code != http.StatusGone || body["reason"] != "Expired" {
 		t.Fatalf("list at a compacted revision: %d %v", code, body)
 	}
-	code, _, body = getJSON(t, cfg.Host+"/clusters/east/api/v1/pods", "application/json;as=Table;v=v1;g=meta.k8s.io")
+	code, _, body = getJSON(t, viewURL(cfg, "/clusters/east/api/v1/pods"), "application/json;as=Table;v=v1;g=meta.k8s.io")
 	cols := body["columnDefinitions"].([]any)
 	var names []string
 	for _, c := range cols {
@@ -242,7 +243,7 @@ func TestListSemantics(t *testing.T) {
 	cl.Status.SyncResources = []clusterv1alpha1.ResourceSyncStatus{{Version: "v1", Resource: "pods", Kind: "Pod", Namespaced: true}}
 	registry.Set(cl)
 	for _, path := range []string{"/clusters/down/api/v1/pods", "/api/v1/pods?clusters=down,east"} {
-		code, header, _ := getJSON(t, cfg.Host+path, "")
+		code, header, _ := getJSON(t, viewURL(cfg, path), "")
 		if code != 200 || !strings.Contains(header.Get("Warning"), `cluster \"down\" is not ready`) {
 			t.Fatalf("%s: %d, warning %q", path, code, header.Get("Warning"))
 		}
@@ -264,7 +265,7 @@ func TestCollections(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	base := strings.TrimSuffix(cfg.Host, ResourcesPrefix) + CollectionsPath
+	base := strings.TrimSuffix(cfg.Host, ViewPath("")) + CollectionsPath
 	_, _, list := getJSON(t, base+"/", "")
 	if items := list["items"].([]any); len(items) != 2 || len(items[1].(map[string]any)["resourceTypes"].([]any)) != 2 {
 		t.Fatalf("collections: %v", list)
@@ -324,7 +325,7 @@ func TestGetClusterScoped(t *testing.T) {
 		"/api/v1/namespaces/default/nodes/n1":       "404", // no node lives in a namespace
 		"/clusters/east/api/v1/namespaces/x/nodes/": "404",
 	} {
-		code, _, body := getJSON(t, cfg.Host+path, "")
+		code, _, body := getJSON(t, viewURL(cfg, path), "")
 		got := fmt.Sprint(code)
 		if code == http.StatusOK {
 			u := unstructured.Unstructured{Object: body}
@@ -377,7 +378,7 @@ func TestRequestContextEnds(t *testing.T) {
 		for _, path := range []string{"/api/v1/pods", "/clusters/east/api/v1/namespaces/ns/pods/a", "/api/v1/namespaces/ns/pods/a",
 			"/api/v1/pods?resourceVersion=1", "/api/v1/pods?limit=1&resourceVersion=1&resourceVersionMatch=Exact"} {
 			rec := httptest.NewRecorder()
-			req := httptest.NewRequest(http.MethodGet, ResourcesPrefix+path, nil).WithContext(ctx)
+			req := httptest.NewRequest(http.MethodGet, viewURL(&rest.Config{}, path), nil).WithContext(ctx)
 			asUser(h).ServeHTTP(rec, req)
 			var st metav1.Status
 			_ = json.Unmarshal(rec.Body.Bytes(), &st)

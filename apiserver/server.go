@@ -207,10 +207,12 @@ func (s *Server) install() {
 			APIResources: []metav1.APIResource{
 				{Name: "resources", Kind: "Resources", Verbs: servedVerbs},
 				{Name: "collectionresources", SingularName: "collectionresource", Kind: "CollectionResource", Verbs: metav1.Verbs{"get", "list"}},
+				viewsResource,
 			},
 		})
 	}))
 	h := &Handler{registry: s.registry, store: s.store, cache: s.cache, crds: crdColumns{store: s.store}, authz: s.authz}
+	mux.HandlePrefix(ViewsPrefix+"/", h)
 	mux.Handle(ResourcesPrefix, h)
 	mux.HandlePrefix(ResourcesPrefix+"/", h)
 	mux.HandleFunc(CollectionsPath, h.ServeCollections)

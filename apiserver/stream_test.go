@@ -90,7 +90,7 @@ func TestStreamedListsAsEncodedWhole(t *testing.T) {
 		{accept: tableContentType, query: "includeObject=Object&limit=1", includeObject: "Object", q: storage.ListQuery{Limit: 1}},
 		{accept: tableContentType, query: "names=none", q: storage.ListQuery{Names: []string{"none"}}},
 	} {
-		req, _ := http.NewRequest(http.MethodGet, srv.URL+ResourcesPrefix+"/api/v1/pods?"+tc.query, nil)
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+ViewPath("")+"/api/v1/pods?"+tc.query, nil)
 		req.Header.Set("Accept", tc.accept)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {

@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/panorama-io/panorama/apiserver"
 	"github.com/panorama-io/panorama/internal/viewconfig"
 	"github.com/panorama-io/panorama/storage/storagetest"
 	"github.com/panorama-io/panorama/test/testenv"
@@ -40,7 +41,9 @@ const waitFor = 90 * time.Second
 // registered as an APIService of a real host kube-apiserver, two real
 // member clusters, and real kubectl and client-go talking to the host.
 func TestAPIServer(t *testing.T) {
-	host := testenv.Start(t, testenv.WithAggregation(t))
+	// A short request timeout, which the host applies to every request it
+	// does not count as long-running; see testLongWatch.
+	host := testenv.Start(t, testenv.WithAggregation(t), testenv.WithFlags(map[string]string{"request-timeout": hostRequestTimeout.String()}))
 	east := testenv.Start(t, testenv.WithoutCRDs())
 	west := testenv.Start(t, testenv.WithoutCRDs())
 	eastKube, westKube := kubernetes.NewForConfigOrDie(east.Config), kubernetes.NewForConfigOrDie(west.Config)
@@ -210,12 +213,13 @@ func TestAPIServer(t *testing.T) {
 		createPod(t, eastKube, "web", "watched", "web")
 		waitLine(t, lines, "watched")
 	})
+	t.Run("watch outlives the host's request timeout", func(t *testing.T) { testLongWatch(t, host, alice, eastKube) })
 	t.Run("informer across clusters", func(t *testing.T) {
 		cfg, err := clientcmd.BuildConfigFromFlags("", alice)
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The "all" context's server is the host's URL + the resources prefix.
+		// The "all" context's server is the host's URL + apiserver.ViewPath("").
 		inf := dynamicinformer.NewDynamicSharedInformerFactory(dynamic.NewForConfigOrDie(cfg), 0).
 			ForResource(schema.GroupVersionResource{Version: "v1", Resource: "pods"}).Informer()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -256,8 +260,9 @@ func TestAPIServer(t *testing.T) {
 		has("api-1", false)
 	})
 	t.Run("authorization", func(t *testing.T) {
-		// A cluster named like a path shape would be granted to everyone.
-		if _, stderr, err := testenv.Kubectl(alice, "get", "--raw", "/clusters/api/api/v1/pods"); err == nil || !strings.Contains(stderr, "Forbidden") {
+		// A cluster named like a shape of the deprecated paths would be
+		// granted to everyone there.
+		if _, stderr, err := testenv.Kubectl(alice, "--context", "host", "get", "--raw", apiserver.ViewPath("api")+"/api/v1/pods"); err == nil || !strings.Contains(stderr, "Forbidden") {
 			t.Errorf("cluster named api: %v %s", err, stderr)
 		}
 		_, stderr, err := testenv.Kubectl(mallory, "get", "pods", "-A")
@@ -276,7 +281,7 @@ func TestAPIServer(t *testing.T) {
 		if out, stderr, err := testenv.Kubectl(bob, "--context", "west", "get", "pods", "-A"); err == nil {
 			t.Fatalf("bob on west must not even see it (discovery of west is 404): %s %s", out, stderr)
 		}
-		if _, stderr, err := testenv.Kubectl(bob, "get", "--raw", "/clusters/west/api/v1/pods"); err == nil || !strings.Contains(stderr, "Forbidden") {
+		if _, stderr, err := testenv.Kubectl(bob, "--context", "west", "get", "--raw", "/api/v1/pods"); err == nil || !strings.Contains(stderr, "Forbidden") {
 			t.Fatalf("bob reads west: %v %s", err, stderr)
 		}
 		testAuthzMatrix(t, map[string]string{"alice": alice, "bob": bob, "carol": carol, "dave": dave, "mallory": mallory})
@@ -310,7 +315,7 @@ func TestAPIServer(t *testing.T) {
 			{[]string{"get", "pods", "-A", "-l", "search.panorama.io/bogus=1"}, "unknown search label"},
 			{[]string{"--context", "east", "get", "pod", "nope", "-n", "web"}, "NotFound"},
 			{[]string{"--context", "east", "delete", "pod", "web-1", "-n", "web"}, "Forbidden"}, // by the host: alice may only read
-			{[]string{"get", "--raw", "/clusters/nowhere/api/v1/pods"}, "NotFound"},
+			{[]string{"--context", "host", "get", "--raw", apiserver.ViewPath("nowhere") + "/api/v1/pods"}, "NotFound"},
 		} {
 			_, stderr, err := testenv.Kubectl(alice, c.args...)
 			if err == nil || !strings.Contains(stderr, c.want) {

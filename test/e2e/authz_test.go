@@ -9,7 +9,8 @@ import (
 )
 
 // authzOps are the reads of the matrix, as kubectl arguments against a
-// user's kubeconfig (server: the resources prefix across clusters; context
+// user's kubeconfig (viewconfig's: the current context is the view across
+// clusters, contexts east and west the views of one cluster, context
 // "host" the host itself). Member east has pods, Secret token, Deployment
 // frontend and StatefulSet ledger in namespace web; west has pods and
 // Deployment backend in default (authzMemberObjects).
@@ -17,15 +18,15 @@ var authzOps = map[string][]string{
 	"all-clusters list":        {"get", "pods", "-n", "web"},
 	"all-clusters list -A":     {"get", "pods", "-A"},
 	"one cluster list":         {"--context", "east", "get", "pods", "-n", "web"},
-	"other cluster list":       {"get", "--raw", "/clusters/west/api/v1/pods"},
-	"other namespace list":     {"get", "--raw", "/clusters/east/api/v1/namespaces/kube-system/pods"},
-	"other resource type list": {"get", "--raw", "/clusters/east/api/v1/namespaces"},
-	"watch":                    {"get", "--raw", "/clusters/east/api/v1/namespaces/web/pods?watch=true&timeoutSeconds=1"},
-	"other cluster watch":      {"get", "--raw", "/clusters/west/api/v1/namespaces/web/pods?watch=true&timeoutSeconds=1"},
+	"other cluster list":       {"--context", "west", "get", "--raw", "/api/v1/pods"},
+	"other namespace list":     {"--context", "east", "get", "--raw", "/api/v1/namespaces/kube-system/pods"},
+	"other resource type list": {"--context", "east", "get", "--raw", "/api/v1/namespaces"},
+	"watch":                    {"--context", "east", "get", "--raw", "/api/v1/namespaces/web/pods?watch=true&timeoutSeconds=1"},
+	"other cluster watch":      {"--context", "west", "get", "--raw", "/api/v1/namespaces/web/pods?watch=true&timeoutSeconds=1"},
 	"get":                      {"--context", "east", "get", "pod", "web-1", "-n", "web"},
 	"all-clusters get":         {"get", "pod", "web-1", "-n", "web"},
-	"discovery":                {"get", "--raw", "/clusters/east/api/v1"},
-	"other cluster discovery":  {"get", "--raw", "/clusters/west/api/v1"},
+	"discovery":                {"--context", "east", "get", "--raw", "/api/v1"},
+	"other cluster discovery":  {"--context", "west", "get", "--raw", "/api/v1"},
 	"secrets list":             {"get", "secrets", "-n", "web"},
 	"secrets list -A":          {"get", "secrets", "-A"},
 	"secret get":               {"--context", "east", "get", "secret", "token", "-n", "web", "-o", "yaml"},
@@ -67,17 +68,15 @@ spec:%s
 // README's examples); mallory nothing.
 //
 // Two checks authorize a request. The host's kube-apiserver, before it
-// proxies, sees only the path's shape (.../resources/clusters/east/api/v1/pods
-// is "get resources/east" named "clusters"; .../resources/version "get
-// resources" named "version"; a self review "create" of those shapes):
-// panorama-paths grants those and no data. Panorama then checks each member
-// read: verb, resource as kubectl spells it (pods, widgets.example.com), the
-// member namespace, and the cluster as the name.
+// proxies, sees only the path's shape (.../clusters/east/proxy/api/v1/pods
+// is "get clusters/proxy" named "east", the view across clusters is named
+// "_all"; a self review is "create" of the same): panorama-paths grants that
+// and no data. Panorama then checks each member read: verb, resource as
+// kubectl spells it (pods, widgets.example.com), the member namespace, and
+// the cluster as the name.
 var rbacManifest = "apiVersion: v1\nkind: Namespace\nmetadata: {name: web}\n" +
 	grant("panorama-paths", "", []string{
-		`{apiGroups: [search.panorama.io], resources: ["*"], resourceNames: [api, apis, clusters], verbs: [get, list, watch]}`,
-		`{apiGroups: [search.panorama.io], resources: [resources], resourceNames: [version], verbs: [get]}`,
-		`{apiGroups: [search.panorama.io], resources: ["*"], resourceNames: [apis, clusters], verbs: [create]}`,
+		`{apiGroups: [search.panorama.io], resources: [clusters/proxy], verbs: [get, create]}`,
 		`{apiGroups: [search.panorama.io], resources: [collectionresources], verbs: [get, list]}`,
 	}, "bob", "carol", "dave") +
 	grant("alice-search", "", []string{readRule(`"*"`)}, "alice") +

@@ -97,7 +97,7 @@ func TestSoak(t *testing.T) {
 	// request timeout would otherwise cut every watch after a minute.
 	client := func(cluster string) dynamic.Interface {
 		cfg := &rest.Config{
-			Host:  fmt.Sprintf("https://127.0.0.1:%d%s", port, apiserver.ResourcesPrefix),
+			Host:  fmt.Sprintf("https://127.0.0.1:%d%s", port, apiserver.ViewPath(cluster)),
 			QPS:   -1,
 			Burst: -1,
 			TLSClientConfig: rest.TLSClientConfig{
@@ -105,9 +105,6 @@ func TestSoak(t *testing.T) {
 				NextProtos: []string{"http/1.1"}, // a connection per watch, as many clients have
 			},
 			WrapTransport: func(rt http.RoundTripper) http.RoundTripper { return asUser{rt, "alice"} },
-		}
-		if cluster != "" {
-			cfg.Host += "/clusters/" + cluster
 		}
 		return dynamic.NewForConfigOrDie(cfg)
 	}

@@ -31,6 +31,11 @@ func WithAggregation(t testing.TB) Option {
 	return func(e *envtest.Environment) { SetFlags(e, flags) }
 }
 
+// WithFlags sets kube-apiserver flags, such as "request-timeout".
+func WithFlags(flags map[string]string) Option {
+	return func(e *envtest.Environment) { SetFlags(e, flags) }
+}
+
 // SetFlags sets kube-apiserver flags of an environment before it starts.
 func SetFlags(e *envtest.Environment, flags map[string]string) {
 	args := e.ControlPlane.GetAPIServer().Configure()
