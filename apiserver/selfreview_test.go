@@ -109,7 +109,8 @@ func TestSelfSubjectRulesReview(t *testing.T) {
 		{"nsuser", "", "ns", []string{"pods [get list watch]"}},
 		{"nsuser", "", "other", nil},
 		{"services", "", "default", nil}, // no cluster of the view syncs services
-		{"admin", "east", "default", []string{"pods [get list watch]", "secrets [get list watch]"}},
+		// Every view serves the CRDs of what it syncs (crds.go).
+		{"admin", "east", "default", []string{"pods [get list watch]", "secrets [get list watch]", "customresourcedefinitions [get list watch]"}},
 		{"nobody", "", "default", nil},
 	} {
 		review, err := kubernetes.NewForConfigOrDie(as(cfg, c.user, c.cluster)).AuthorizationV1().SelfSubjectRulesReviews().Create(context.Background(),
@@ -159,7 +160,7 @@ func TestSelfReviewDiscovery(t *testing.T) {
 		for _, r := range resources {
 			gvs = append(gvs, r.GroupVersion)
 		}
-		if slices.Sort(gvs); !slices.Equal(gvs, []string{"authorization.k8s.io/v1", "v1"}) {
+		if slices.Sort(gvs); !slices.Equal(gvs, []string{"apiextensions.k8s.io/v1", "authorization.k8s.io/v1", "v1"}) {
 			t.Errorf("view %q: aggregated discovery has %v", cluster, gvs)
 		}
 	}
@@ -169,8 +170,8 @@ func TestSelfReviewDiscovery(t *testing.T) {
 // Status, never a 500.
 func TestSelfReviewBadRequests(t *testing.T) {
 	cfg := reviewServer(t)
-	access := cfg.Host + "/clusters/east/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
-	rules := cfg.Host + "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews"
+	access := viewURL(cfg, "/clusters/east/apis/authorization.k8s.io/v1/selfsubjectaccessreviews")
+	rules := viewURL(cfg, "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews")
 	for _, c := range []struct {
 		method, url, body string
 		code              int
@@ -186,7 +187,7 @@ func TestSelfReviewBadRequests(t *testing.T) {
 		{http.MethodPost, rules, `{"spec":{"namespace":1}}`, http.StatusBadRequest},
 		{http.MethodGet, access, ``, http.StatusMethodNotAllowed},
 		{http.MethodDelete, rules, ``, http.StatusMethodNotAllowed},
-		{http.MethodPost, cfg.Host + "/version", `{}`, http.StatusMethodNotAllowed},
+		{http.MethodPost, viewURL(cfg, "/version"), `{}`, http.StatusMethodNotAllowed},
 	} {
 		req, _ := http.NewRequest(c.method, c.url, strings.NewReader(c.body))
 		resp, err := http.DefaultClient.Do(req)
@@ -197,7 +198,7 @@ func TestSelfReviewBadRequests(t *testing.T) {
 		_ = json.NewDecoder(resp.Body).Decode(&st)
 		resp.Body.Close()
 		if resp.StatusCode != c.code || (c.code != http.StatusCreated && st.Kind != "Status") {
-			t.Errorf("%s %s %.40q: %d %+v, want %d", c.method, strings.TrimPrefix(c.url, cfg.Host), c.body, resp.StatusCode, st, c.code)
+			t.Errorf("%s %s %.40q: %d %+v, want %d", c.method, c.url, c.body, resp.StatusCode, st, c.code)
 		}
 	}
 }

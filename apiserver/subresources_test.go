@@ -59,7 +59,7 @@ func TestSubresources(t *testing.T) {
 		{http.MethodGet, "/clusters/east/api/v1/namespaces/ns/pods/a/status", `without their "status" subresource`},
 		{http.MethodGet, "/api/v1/namespaces/ns/pods/a/log", "ask the member cluster its panorama.io/cluster annotation names directly"},
 	} {
-		req, _ := http.NewRequest(c.method, cfg.Host+c.path, nil)
+		req, _ := http.NewRequest(c.method, viewURL(cfg, c.path), nil)
 		code, body := do(t, req)
 		var st metav1.Status
 		_ = json.Unmarshal([]byte(body), &st)
@@ -73,7 +73,7 @@ func TestSubresources(t *testing.T) {
 		"/clusters/east/api/v1/namespaces/ns/services/a/proxy/": http.StatusNotFound,
 		"/clusters/west/api/v1/namespaces/ns/pods/a/log":        http.StatusNotFound,
 	} {
-		req, _ := http.NewRequest(http.MethodGet, cfg.Host+path, nil)
+		req, _ := http.NewRequest(http.MethodGet, viewURL(cfg, path), nil)
 		req.Header.Set("Impersonate-User", "east")
 		if code, body := do(t, req); code != want || strings.Contains(body, "Panorama") {
 			t.Errorf("user east, %s: %d %s, want %d", path, code, body, want)

@@ -333,6 +333,7 @@ func TestAPIServer(t *testing.T) {
 		}
 	})
 	t.Run("CRDs and subresources", func(t *testing.T) { testCRDsAndSubresources(t, alice) })
+	t.Run("k9s", func(t *testing.T) { testK9s(t, host, dir, eastKube) })
 }
 
 func waitLine(t *testing.T, lines <-chan string, want string) {

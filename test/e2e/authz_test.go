@@ -76,7 +76,7 @@ spec:%s
 // the cluster as the name.
 var rbacManifest = "apiVersion: v1\nkind: Namespace\nmetadata: {name: web}\n" +
 	grant("panorama-paths", "", []string{
-		`{apiGroups: [search.panorama.io], resources: [clusters/proxy], verbs: [get, create]}`,
+		pathsRule,
 		`{apiGroups: [search.panorama.io], resources: [collectionresources], verbs: [get, list]}`,
 	}, "bob", "carol", "dave") +
 	grant("alice-search", "", []string{readRule(`"*"`)}, "alice") +
@@ -86,6 +86,9 @@ var rbacManifest = "apiVersion: v1\nkind: Namespace\nmetadata: {name: web}\n" +
 	grant("carol-see-clusters", "", []string{seeClusters}, "carol") +
 	grant("dave-pods-deployments", "", []string{readRule("pods, deployments.apps"), seeClusters}, "dave") +
 	grant("dave-secrets", "web", []string{readRule("secrets")}, "dave")
+
+// pathsRule grants the views' paths on the host (README "Authorization").
+const pathsRule = `{apiGroups: [search.panorama.io], resources: [clusters/proxy], verbs: [get, create]}`
 
 const seeClusters = `{apiGroups: [search.panorama.io], resources: [clusters], verbs: [get]}`
 
