@@ -45,18 +45,7 @@ spec:
   apiServer: https://127.0.0.1:1
   syncResources: [{group: "", resources: [pods]}]
 `)
-	controllerKC, apiserverKC := testenv.ShippedIdentities(t, host, dir)
-	cm := startProcess(t, "controller-manager", "--kubeconfig", controllerKC, "--storage=mysql", "--storage-dsn", db.DSN,
-		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--cluster-health-interval=2s")
-	serving := testenv.ChartServingCert(t, dir)
-	port := freePort(t)
-	api := startProcess(t, "apiserver", "--secure-port", strconv.Itoa(port), "--bind-address=127.0.0.1",
-		"--tls-cert-file", serving.CertFile, "--tls-private-key-file", serving.KeyFile, "--kubeconfig", apiserverKC,
-		"--storage=mysql", "--storage-dsn", db.DSN, "--watch-cache-poll-interval=200ms")
-	failIfDenied(t, cm, api)
-	waitReady(t, port)
-	host.RegisterAPIService(t, serving.APIService, port)
-	waitAvailable(t, host, "True", "")
+	startRegistered(t, host, dir, db.DSN)
 	host.Kubectl(t, "wait", "--for=condition=Ready", "--timeout=90s", "cluster/east")
 	host.Kubectl(t, "wait", "--for=condition=Ready=False", "--timeout=90s", "cluster/down")
 
@@ -67,7 +56,7 @@ spec:
 	hostServer := loadKubeconfig(t, kate).Clusters["host"].Server
 
 	out := filepath.Join(dir, "views.kubeconfig")
-	stderr := runPanorama(t, "kubeconfig", "--kubeconfig", kate, "-o", out)
+	stderr := runCommand(t, "kubeconfig", "--kubeconfig", kate, "-o", out)
 	if !strings.Contains(stderr, "left out cluster down: Ready is False") {
 		t.Errorf("the command did not say why down is left out:\n%s", stderr)
 	}
@@ -113,7 +102,7 @@ spec:
 	t.Run("merge", func(t *testing.T) {
 		merged := filepath.Join(dir, "merged.kubeconfig")
 		copyFile(t, kate, merged)
-		runPanorama(t, "kubeconfig", "--kubeconfig", kate, "--merge", "-o", merged, "--prefix", "pano-", "--all-context", "all")
+		runCommand(t, "kubeconfig", "--kubeconfig", kate, "--merge", "-o", merged, "--prefix", "pano-", "--all-context", "all")
 		got, stderr, err := testenv.Kubectl(merged, "config", "get-contexts", "-o", "name")
 		if err != nil {
 			t.Fatal(stderr)
@@ -134,7 +123,7 @@ spec:
 			t.Fatalf("lou listing Clusters: %v %s", err, msg)
 		}
 		named := filepath.Join(dir, "lou-views.kubeconfig")
-		runPanorama(t, "kubeconfig", "--kubeconfig", lou, "--clusters", "east", "-o", named)
+		runCommand(t, "kubeconfig", "--kubeconfig", lou, "--clusters", "east", "-o", named)
 		if _, stderr, err := testenv.Kubectl(named, "--context", "panorama-east", "get", "pods", "-n", "web", "web-2"); err != nil {
 			t.Fatalf("lou through panorama-east: %v %s", err, stderr)
 		}
@@ -175,7 +164,7 @@ func execUserKubeconfig(t *testing.T, host *testenv.Env, dir, name string) strin
 
 // runPanorama runs the panorama command, fails the test if it fails, and
 // returns its standard error.
-func runPanorama(t *testing.T, args ...string) string {
+func runCommand(t *testing.T, args ...string) string {
 	t.Helper()
 	var stderr bytes.Buffer
 	cmd := exec.Command(filepath.Join(binDir, "panorama"), args...)
