@@ -53,7 +53,7 @@ spec:
 	apply(t, host, dir, grant("kate-search", "", []string{readRule(`"*"`), `{apiGroups: [cluster.panorama.io], resources: [clusters], verbs: [list]}`}, "kate")+
 		grant("lou-search", "", []string{readRule(`"*"`)}, "lou"))
 	kate, lou := execUserKubeconfig(t, host, dir, "kate"), execUserKubeconfig(t, host, dir, "lou")
-	hostServer := loadKubeconfig(t, kate).Clusters["host"].Server
+	hostServer := strings.TrimSuffix(loadKubeconfig(t, kate).Clusters["host"].Server, "/")
 
 	out := filepath.Join(dir, "views.kubeconfig")
 	stderr := runCommand(t, "kubeconfig", "--kubeconfig", kate, "-o", out)
