@@ -175,6 +175,7 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if err := r.Get(ctx, req.NamespacedName, &c); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Pool.Stop(req.Name)
+			forgetCluster(req.Name)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -202,6 +203,7 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	status := c.Status.DeepCopy()
 	result, err := r.sync(ctx, &c, status)
 	status.ObservedGeneration = c.Generation
+	recordConditions(c.Name, status)
 	if !equality.Semantic.DeepEqual(status, &c.Status) {
 		c.Status = *status
 		if uerr := r.Status().Update(ctx, &c); apierrors.IsConflict(uerr) {

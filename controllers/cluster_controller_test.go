@@ -233,6 +233,9 @@ func TestClusterSync(t *testing.T) {
 		if v := gauge(t, "panorama_synced_objects", map[string]string{"cluster": "east", "resource": "pods"}); v != 20 {
 			t.Fatalf("panorama_synced_objects{east,pods} = %v, want 20", v)
 		}
+		if v := gauge(t, "panorama_cluster_condition", map[string]string{"cluster": "east", "condition": "Ready"}); v != 1 {
+			t.Fatalf("panorama_cluster_condition{east,Ready} = %v, want 1", v)
+		}
 		// Stored objects are stripped of what is not worth keeping.
 		o, err := store.Get(ctx, storage.Key{Cluster: "east", GVR: podsGVR, Namespace: "web", Name: "web-0"})
 		if err != nil {
@@ -371,6 +374,8 @@ func TestClusterSync(t *testing.T) {
 				t.Fatalf("west %s still stored: %d (%v)", gvr.Resource, len(v), err)
 			}
 		}
+		// Its series are gone from /metrics, dashboards and alerts.
+		eventually(t, func() error { return seriesOf(t, "west") })
 		waitConverged(t, store, "east", east, podsGVR)
 	})
 }

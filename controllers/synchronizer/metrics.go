@@ -26,5 +26,19 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(syncEvents, syncErrors, syncLag, syncedObjects)
+	metrics.Registry.MustRegister(Collectors()...)
+}
+
+// Collectors are the synchronizers' metrics, for a registry other than
+// controller-runtime's too (the all-in-one binary serves the API server's).
+func Collectors() []prometheus.Collector {
+	return []prometheus.Collector{syncEvents, syncErrors, syncLag, syncedObjects}
+}
+
+// ForgetCluster drops the series of a cluster no longer synced, so that
+// dashboards stop showing its last object counts.
+func ForgetCluster(cluster string) {
+	for _, v := range []*prometheus.MetricVec{syncEvents.MetricVec, syncErrors.MetricVec, syncLag.MetricVec, syncedObjects.MetricVec} {
+		v.DeletePartialMatch(prometheus.Labels{"cluster": cluster})
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -22,6 +23,11 @@ import (
 	"github.com/panorama-io/panorama/controllers"
 	"github.com/panorama-io/panorama/storage/sqlstore"
 )
+
+// The API server's /metrics is the process's: it serves the controller
+// manager's metrics too, which controller-runtime keeps in a registry of its
+// own (its metrics server is off here).
+func init() { legacyregistry.Registerer().MustRegister(controllers.Collectors()...) }
 
 // Options are both components' flags.
 type Options struct {
@@ -88,7 +94,7 @@ func Run(ctx context.Context, o *Options, host *rest.Config) error {
 	if err := clusterv1alpha1.AddToScheme(scheme); err != nil {
 		return err
 	}
-	// Metrics are the API server's (/metrics on its secure port).
+	// Metrics are the API server's (/metrics on its secure port, see init).
 	mgr, err := ctrl.NewManager(host, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
 	if err != nil {
 		return errors.Join(errors.New("creating the controller manager"), err)

@@ -1,8 +1,11 @@
 // Package viewconfig writes kubeconfigs whose contexts are Panorama's views
-// through the host: every cluster, one cluster each, and the host itself.
+// through the host: every cluster and one cluster each, with a user's own
+// host credentials.
 package viewconfig
 
 import (
+	"strings"
+
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -10,20 +13,54 @@ import (
 	"github.com/panorama-io/panorama/apiserver"
 )
 
+// Views are the contexts of Panorama's views through one host.
+type Views struct {
+	// Host is the host as a kubeconfig names it. Every view's server is
+	// Host.Server + apiserver.ViewPath; the rest (CA, TLS server name,
+	// proxy) is kept, since the host answers every view.
+	Host *clientcmdapi.Cluster
+	// User and AuthInfo are the credentials of every context, kept as they
+	// are: client certificates, token, exec plugin, all the same on
+	// Panorama's paths as on the host's.
+	User     string
+	AuthInfo *clientcmdapi.AuthInfo
+	// All names the context of every cluster; Prefix + a cluster's name
+	// names that cluster's context.
+	All, Prefix string
+	Clusters    []string
+}
+
+// AddTo adds the views to kc, replacing entries of the same names, and
+// returns the names of the contexts added, All first.
+func (v Views) AddTo(kc *clientcmdapi.Config) []string {
+	kc.AuthInfos[v.User] = v.AuthInfo.DeepCopy()
+	names := []string{v.All}
+	add := func(name, cluster string) {
+		c := v.Host.DeepCopy()
+		c.Server = strings.TrimSuffix(v.Host.Server, "/") + apiserver.ViewPath(cluster)
+		kc.Clusters[name] = c
+		kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: v.User}
+	}
+	add(v.All, "")
+	for _, c := range v.Clusters {
+		add(v.Prefix+c, c)
+		names = append(names, v.Prefix+c)
+	}
+	return names
+}
+
 // Write writes a kubeconfig with the credentials of cfg and one
 // context per view of Panorama through the host: "all" (the current one),
 // one per cluster name, and "host" for the host itself (collections).
 func Write(path string, cfg *rest.Config, user string, clusters ...string) error {
 	kc := clientcmdapi.NewConfig()
-	kc.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
-	views := map[string]string{"all": apiserver.ViewPath(""), "host": ""}
-	for _, c := range clusters {
-		views[c] = apiserver.ViewPath(c)
-	}
-	for name, urlPath := range views {
-		kc.Clusters[name] = &clientcmdapi.Cluster{Server: cfg.Host + urlPath, CertificateAuthorityData: cfg.CAData}
-		kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: user}
-	}
+	host := &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	Views{
+		Host: host, User: user, All: "all", Clusters: clusters,
+		AuthInfo: &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken},
+	}.AddTo(kc)
+	kc.Clusters["host"] = host
+	kc.Contexts["host"] = &clientcmdapi.Context{Cluster: "host", AuthInfo: user}
 	kc.CurrentContext = "all"
 	return clientcmd.WriteToFile(*kc, path)
 }

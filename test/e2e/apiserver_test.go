@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -65,23 +64,7 @@ func TestAPIServer(t *testing.T) {
 	apply(t, east, dir, authzMemberObjects[0])
 	apply(t, west, dir, authzMemberObjects[1])
 	apply(t, host, dir, clustersManifest(t, east, west))
-	// Both components run as the chart's ServiceAccounts with the chart's
-	// RBAC, never as admin: whatever they need and are not shipped with
-	// fails the test.
-	controllerKC, apiserverKC := testenv.ShippedIdentities(t, host, dir)
-	cm := startProcess(t, "controller-manager", "--kubeconfig", controllerKC, "--storage=mysql", "--storage-dsn", db.DSN,
-		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--cluster-health-interval=2s")
-	// The API server serves with the certificate the chart issues, and the
-	// host verifies it against the chart's caBundle.
-	serving := testenv.ChartServingCert(t, dir)
-	port := freePort(t)
-	api := startProcess(t, "apiserver", "--secure-port", strconv.Itoa(port), "--bind-address=127.0.0.1",
-		"--tls-cert-file", serving.CertFile, "--tls-private-key-file", serving.KeyFile, "--kubeconfig", apiserverKC,
-		"--storage=mysql", "--storage-dsn", db.DSN, "--watch-cache-poll-interval=200ms")
-	failIfDenied(t, cm, api)
-	waitReady(t, port)
-	host.RegisterAPIService(t, serving.APIService, port)
-	waitAvailable(t, host, "True", "")
+	api, port := startRegistered(t, host, dir, db.DSN)
 
 	alice := userKubeconfig(t, host, dir, "alice")
 	bob := userKubeconfig(t, host, dir, "bob")
