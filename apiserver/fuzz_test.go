@@ -11,6 +11,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
 	"github.com/panorama-io/panorama/storage"
 )
 
@@ -94,9 +95,13 @@ func FuzzParseRequest(f *testing.F) {
 // (a revision the store has not reached), and every failure is a JSON
 // Status.
 func FuzzServePath(f *testing.F) {
+	// Paths are fuzzed below the group version, so that both the views'
+	// paths and the deprecated ones are explored.
+	groupVersion := "/apis/" + searchv1alpha1.SchemeGroupVersion.String()
 	for _, p := range fuzzPaths {
 		for _, q := range fuzzQueries {
-			f.Add(p, q)
+			f.Add(strings.TrimPrefix(ResourcesPrefix, groupVersion)+p, q)
+			f.Add(strings.TrimPrefix(viewPathOf(p), groupVersion), q)
 		}
 	}
 	h := testHandler(f)
@@ -105,7 +110,7 @@ func FuzzServePath(f *testing.F) {
 	}
 	srv := asUser(h)
 	f.Fuzz(func(t *testing.T, path, query string) {
-		u := &url.URL{Path: ResourcesPrefix + path, RawQuery: query}
+		u := &url.URL{Path: groupVersion + path, RawQuery: query}
 		req, err := http.NewRequest(http.MethodGet, u.String(), nil)
 		if err != nil || req.URL.Path != u.Path {
 			return // not a path a client can send
@@ -153,4 +158,14 @@ func FuzzSplitPath(f *testing.F) {
 			t.Fatalf("%q: cluster %q and rest %q make %q", path, cluster, rest, rebuilt)
 		}
 	})
+}
+
+// viewPathOf is the view path of a path written as under the deprecated
+// prefix ("/clusters/east/api/v1/pods", "/api/v1/pods").
+func viewPathOf(p string) string {
+	if after, ok := strings.CutPrefix(p, "/clusters/"); ok {
+		cluster, rest, _ := strings.Cut(after, "/")
+		return ViewPath(cluster) + "/" + rest
+	}
+	return ViewPath("") + p
 }

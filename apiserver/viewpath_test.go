@@ -11,12 +11,7 @@ import (
 // viewURL is the URL of path under the all-clusters view of cfg's server,
 // or under cluster X's view for "/clusters/X/...", the tests' shorthand.
 func viewURL(cfg *rest.Config, path string) string {
-	host := strings.TrimSuffix(cfg.Host, ViewPath(""))
-	if after, ok := strings.CutPrefix(path, "/clusters/"); ok {
-		cluster, rest, _ := strings.Cut(after, "/")
-		return host + ViewPath(cluster) + "/" + rest
-	}
-	return host + ViewPath("") + path
+	return strings.TrimSuffix(cfg.Host, ViewPath("")) + viewPathOf(path)
 }
 
 func TestSplitPath(t *testing.T) {
