@@ -41,7 +41,7 @@ func testK9s(t *testing.T, host *testenv.Env, dir string, east kubernetes.Interf
 
 	t.Run("one cluster", func(t *testing.T) {
 		term, log := k9s(t, "east")
-		term.WaitFor(waitFor, "web-0", "web-4", "db-0")
+		term.WaitFor(waitFor, "web-1", "web-4", "db-0") // web-0 is deleted by an earlier subtest
 
 		createPod(t, east, "web", "k9s-live", "web")
 		t.Cleanup(func() { deletePod(t, east, "web", "k9s-live") })
@@ -77,6 +77,6 @@ func testK9s(t *testing.T, host *testenv.Env, dir string, east kubernetes.Interf
 
 	t.Run("all clusters", func(t *testing.T) {
 		term, _ := k9s(t, "all")
-		term.WaitFor(waitFor, "web-0", "db-0", "api-2")
+		term.WaitFor(waitFor, "web-1", "db-0", "api-2")
 	})
 }
