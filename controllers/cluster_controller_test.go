@@ -57,6 +57,16 @@ func newScheme() *runtime.Scheme {
 	return s
 }
 
+// hostClient is a client of the host's API for the tests' own objects.
+func hostClient(t *testing.T, host *testenv.Env) client.Client {
+	t.Helper()
+	hc, err := client.New(host.Config, client.Options{Scheme: newScheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hc
+}
+
 // member is a member cluster under test.
 type member struct {
 	env   *testenv.Env
@@ -129,10 +139,7 @@ func TestClusterSync(t *testing.T) {
 	host := testenv.Start(t)
 	east, west := startMember(t), startMember(t)
 	store := storagetest.Backends()[1].Open(t) // MariaDB: many synchronizers write at once
-	hc, err := client.New(host.Config, client.Options{Scheme: newScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	hc := hostClient(t, host)
 	ctx := context.Background()
 
 	// Member content before Panorama starts.

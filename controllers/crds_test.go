@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/panorama-io/panorama/apis/cluster/v1alpha1"
 	"github.com/panorama-io/panorama/storage"
@@ -27,10 +26,7 @@ func TestCRDsOfSelectedCustomResources(t *testing.T) {
 	host := testenv.Start(t)
 	east, west := startMember(t), startMember(t)
 	store := storagetest.Backends()[0].Open(t)
-	hc, err := client.New(host.Config, client.Options{Scheme: newScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	hc := hostClient(t, host)
 	createCRD(t, east, "example.com", "v1", "widgets", "Widget")
 	createCRD(t, east, "example.com", "v1", "gadgets", "Gadget")
 	createCRD(t, west, "example.com", "v1", "widgets", "Widget")

@@ -32,10 +32,7 @@ func TestClusterCredentialsRefused(t *testing.T) {
 		http.Error(w, "not a member", http.StatusTeapot)
 	}))
 	t.Cleanup(member.Close)
-	hc, err := client.New(host.Config, client.Options{Scheme: newScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	hc := hostClient(t, host)
 	ctx := context.Background()
 	mustCreate(t, hc, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "host-admin"},

@@ -30,10 +30,7 @@ const controllerNamespace = "panorama-system"
 // it is shipped with.
 func shippedIdentity(t *testing.T, host *testenv.Env) *rest.Config {
 	t.Helper()
-	hc, err := client.New(host.Config, client.Options{Scheme: newScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	hc := hostClient(t, host)
 	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(t), "config", "rbac", "role.yaml"))
 	if err != nil {
 		t.Fatal(err)

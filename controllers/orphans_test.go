@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/panorama-io/panorama/apis/cluster/v1alpha1"
 	"github.com/panorama-io/panorama/storage"
@@ -28,10 +27,7 @@ func TestOrphansSweptAtStart(t *testing.T) {
 	host := testenv.Start(t)
 	east := startMember(t)
 	store := storagetest.Backends()[2].Open(t)
-	hc, err := client.New(host.Config, client.Options{Scheme: newScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	hc := hostClient(t, host)
 	ctx := context.Background()
 	createNamespace(t, east, "web")
 	createPod(t, east, "web", "web-0", nil)

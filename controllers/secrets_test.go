@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/panorama-io/panorama/apis/cluster/v1alpha1"
 	"github.com/panorama-io/panorama/controllers/synchronizer"
@@ -26,10 +25,7 @@ func TestSecretSync(t *testing.T) {
 	host := testenv.Start(t)
 	m := startMember(t)
 	store := storagetest.Backends()[0].Open(t)
-	hc, err := client.New(host.Config, client.Options{Scheme: newScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	hc := hostClient(t, host)
 	ctx := context.Background()
 	secretsGVR := schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 	const password = "hunter2-the-password"

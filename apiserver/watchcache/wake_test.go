@@ -7,7 +7,6 @@ import (
 
 	"github.com/panorama-io/panorama/apiserver/watchcache"
 	"github.com/panorama-io/panorama/storage"
-	"github.com/panorama-io/panorama/storage/sqlstore"
 	"github.com/panorama-io/panorama/storage/storagetest"
 )
 
@@ -21,16 +20,7 @@ func TestWatchSeesOtherProcessesWithoutPoll(t *testing.T) {
 			t.Skip("SQLite is not followed: one process owns its file")
 		}
 		opts := b.Options(t)
-		var stores [2]*sqlstore.Store
-		for i := range stores {
-			s, err := sqlstore.Open(context.Background(), opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			stores[i] = s
-		}
-		served, writer := stores[0], stores[1]
+		served, writer := storagetest.OpenStore(t, opts), storagetest.OpenStore(t, opts)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		c := watchcache.New(served, watchcache.Options{PollInterval: time.Hour})

@@ -13,7 +13,6 @@ import (
 
 	"github.com/panorama-io/panorama/apiserver/watchcache"
 	"github.com/panorama-io/panorama/storage"
-	"github.com/panorama-io/panorama/storage/sqlstore"
 	"github.com/panorama-io/panorama/storage/storagetest"
 )
 
@@ -71,16 +70,7 @@ func TestWatchCache(t *testing.T) {
 	// One backend is enough: the cache only reads the storage interface. A
 	// second store on the same database plays another replica's writer.
 	opts := storagetest.Backends()[0].Options(t)
-	s, err := sqlstore.Open(context.Background(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	replica, err := sqlstore.Open(context.Background(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer replica.Close()
+	s, replica := storagetest.OpenStore(t, opts), storagetest.OpenStore(t, opts)
 	apply(t, s, pod("a", "1", "web"), pod("b", "1", "db"))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -216,7 +216,7 @@ func TestFailingBatchFailsAlone(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
 				opts := b.Options(t)
-				s := openStore(t, opts)
+				s := storagetest.OpenStore(t, opts)
 				if tc.refuse {
 					for _, stmt := range refuse[b.Name] {
 						if err := sqlstore.GormDB(s).Exec(stmt).Error; err != nil {
@@ -276,7 +276,7 @@ func TestFailingBatchFailsAlone(t *testing.T) {
 func TestGroupedWritesOfOneKey(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
 		opts := b.Options(t)
-		s := openStore(t, opts)
+		s := storagetest.OpenStore(t, opts)
 		locks := countCounterLocks(t, s)
 		release, waitBlocked := holdCounter(t, opts, s)
 		ctx := context.Background()
@@ -318,7 +318,7 @@ func TestGroupedWritesOfOneKey(t *testing.T) {
 func TestCancelledWrites(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
 		opts := b.Options(t)
-		s := openStore(t, opts)
+		s := storagetest.OpenStore(t, opts)
 		release, waitBlocked := holdCounter(t, opts, s)
 		waiting, cancelWaiting := context.WithCancel(context.Background())
 		first := applyAsync(waiting, s, "first", "1") // its group waits for the counter
@@ -361,7 +361,7 @@ func TestCancelledWrites(t *testing.T) {
 func TestCloseWritesWhatIsQueued(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
 		opts := b.Options(t)
-		s := openStore(t, opts)
+		s := storagetest.OpenStore(t, opts)
 		release, waitBlocked := holdCounter(t, opts, s)
 		ctx := context.Background()
 		first := applyAsync(ctx, s, "first", "1")
@@ -395,19 +395,8 @@ func TestCloseWritesWhatIsQueued(t *testing.T) {
 			}
 			batches = append(batches, r)
 		}
-		checkLog(t, openStore(t, opts), batches)
+		checkLog(t, storagetest.OpenStore(t, opts), batches)
 	})
-}
-
-// openStore opens a store on opts, closed when the test ends.
-func openStore(t *testing.T, opts sqlstore.Options) *sqlstore.Store {
-	t.Helper()
-	s, err := sqlstore.Open(context.Background(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s
 }
 
 // holdCounter keeps s's writer from writing until release, as another
@@ -433,7 +422,7 @@ func holdCounter(t *testing.T, opts sqlstore.Options, s *sqlstore.Store) (releas
 		blocked = func() int64 { return sqlDB.Stats().WaitCount }
 	} else {
 		locks := countCounterLocks(t, s)
-		tx := sqlstore.GormDB(openStore(t, opts)).Begin()
+		tx := sqlstore.GormDB(storagetest.OpenStore(t, opts)).Begin()
 		if err := tx.Exec("UPDATE panorama_meta SET value = value WHERE name = 'revision'").Error; err != nil {
 			t.Fatal(err)
 		}

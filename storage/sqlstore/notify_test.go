@@ -21,7 +21,7 @@ func TestFollow(t *testing.T) {
 			t.Skip("SQLite is not followed: one process owns its file, and Changed wakes its reader")
 		}
 		opts := b.Options(t)
-		reader, writer := openStore(t, opts), openStore(t, opts)
+		reader, writer := storagetest.OpenStore(t, opts), storagetest.OpenStore(t, opts)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		wakes := make(chan int64, 100)

@@ -65,9 +65,17 @@ func (b Backend) Options(t testing.TB) sqlstore.Options { return b.open(t) }
 // Open opens a new, empty store of this backend, closed when the test ends.
 func (b Backend) Open(t testing.TB) *sqlstore.Store {
 	t.Helper()
-	s, err := sqlstore.Open(context.Background(), b.open(t))
+	return OpenStore(t, b.open(t))
+}
+
+// OpenStore opens a store on the database opts reach, closed when the
+// test ends: a second store on a Backend's Options plays another process
+// sharing that database.
+func OpenStore(t testing.TB, opts sqlstore.Options) *sqlstore.Store {
+	t.Helper()
+	s, err := sqlstore.Open(context.Background(), opts)
 	if err != nil {
-		t.Fatalf("opening %s: %v", b.Name, err)
+		t.Fatalf("opening %s: %v", opts.Driver, err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	return s
