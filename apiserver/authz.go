@@ -144,3 +144,26 @@ var handledByPanorama = authorizer.AuthorizerFunc(func(_ context.Context, a auth
 	}
 	return authorizer.DecisionNoOpinion, "", nil
 })
+
+// seesCluster reports whether the request's user may see cluster at all:
+// it exists and they may get "clusters" named after it. Who may not is
+// answered 404, as for a cluster that does not exist.
+func (h *Handler) seesCluster(r *http.Request, cluster string) bool {
+	exists, _, _ := h.registry.Cluster(cluster)
+	return exists && h.allowed(r.Context(), "get", clustersResource, cluster, "")
+}
+
+// viewClusters are the clusters of the view of cluster: it alone, or every
+// cluster the registry knows for the view across clusters ("").
+func (h *Handler) viewClusters(cluster string) []string {
+	if cluster == "" {
+		return h.registry.Names()
+	}
+	return []string{cluster}
+}
+
+// clusterNotFound is the answer to who may not see cluster, the same as
+// for a cluster that does not exist.
+func clusterNotFound(cluster string) error {
+	return apierrors.NewNotFound(schema.GroupResource{Group: "cluster.panorama.io", Resource: "clusters"}, cluster)
+}

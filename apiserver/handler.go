@@ -101,12 +101,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if cluster != "" && isDiscovery(rest) {
 		// Only users who may see a cluster learn it exists.
-		exists, ready, message := h.registry.Cluster(cluster)
-		if !exists || !h.allowed(r.Context(), "get", clustersResource, cluster, "") {
-			writeError(w, apierrors.NewNotFound(schema.GroupResource{Group: "cluster.panorama.io", Resource: "clusters"}, cluster), schema.GroupResource{})
+		if !h.seesCluster(r, cluster) {
+			writeError(w, clusterNotFound(cluster), schema.GroupResource{})
 			return
 		}
-		if !ready {
+		if _, ready, message := h.registry.Cluster(cluster); !ready {
 			warn(w, fmt.Sprintf("cluster %q is not ready, its objects may be stale: %s", cluster, message))
 		}
 	}

@@ -170,10 +170,7 @@ func (h *Handler) accessReview(r *http.Request, cluster string, spec authorizati
 	if namespace != "" {
 		where = "in namespace " + namespace
 	}
-	clusters := []string{cluster}
-	if cluster == "" {
-		clusters = h.registry.Names()
-	}
+	clusters := h.viewClusters(cluster)
 	var allowed, leftOut []string
 	for _, c := range clusters {
 		if h.allowed(r.Context(), a.Verb, resource, c, namespace) {
@@ -217,10 +214,7 @@ func (h *Handler) reviewedResource(cluster string, a *authorizationv1.ResourceAt
 // every view serves to who sees it. Object names cannot be restricted, so
 // no rule has resourceNames.
 func (h *Handler) rulesReview(r *http.Request, cluster, namespace string) authorizationv1.SubjectRulesReviewStatus {
-	clusters := []string{cluster}
-	if cluster == "" {
-		clusters = h.registry.Names()
-	}
+	clusters := h.viewClusters(cluster)
 	st := authorizationv1.SubjectRulesReviewStatus{ResourceRules: []authorizationv1.ResourceRule{}}
 	seen := map[schema.GroupResource]bool{}
 	for _, res := range h.registry.Resources(cluster) {

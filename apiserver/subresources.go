@@ -52,10 +52,7 @@ func (h *Handler) refuseSubresource(w http.ResponseWriter, r *http.Request, clus
 	if _, ok := h.registry.Lookup(cluster, gvr); !ok {
 		return false
 	}
-	clusters := []string{cluster}
-	if cluster == "" {
-		clusters = h.registry.Names()
-	}
+	clusters := h.viewClusters(cluster)
 	if !slices.ContainsFunc(clusters, func(c string) bool {
 		return h.allowed(r.Context(), "get", memberResource(gvr.GroupResource()), c, info.Namespace)
 	}) {

@@ -106,15 +106,3 @@ func (h *Handler) serveVersion(w http.ResponseWriter, r *http.Request, cluster, 
 	writeJSON(w, http.StatusOK, info)
 	return true
 }
-
-// seesCluster reports whether the request's user may see cluster at all:
-// it exists and they may get "clusters" named after it. Who may not is
-// answered 404, as for a cluster that does not exist.
-func (h *Handler) seesCluster(r *http.Request, cluster string) bool {
-	exists, _, _ := h.registry.Cluster(cluster)
-	return exists && h.allowed(r.Context(), "get", clustersResource, cluster, "")
-}
-
-func clusterNotFound(cluster string) error {
-	return apierrors.NewNotFound(schema.GroupResource{Group: "cluster.panorama.io", Resource: "clusters"}, cluster)
-}
