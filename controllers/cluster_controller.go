@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	clusterv1alpha1 "github.com/panorama-io/panorama/apis/cluster/v1alpha1"
+	"github.com/panorama-io/panorama/controllers/importer"
 	"github.com/panorama-io/panorama/controllers/synchronizer"
 	"github.com/panorama-io/panorama/storage"
 )
@@ -70,9 +71,8 @@ type ClusterReconciler struct {
 	// cluster-wide, which the controller may not, and cost more than the few
 	// reads made.
 	APIReader client.Reader
-	// SecretNamespace is the only namespace whose Secrets may be member
-	// credentials.
-	SecretNamespace string
+	// Secrets says which Secrets may be member credentials.
+	Secrets SecretAccess
 	Store           storage.Interface
 	Pool            *synchronizer.Pool
 	// HealthInterval is how often a member is checked and rediscovered, so
@@ -91,7 +91,7 @@ func SetupWithManager(mgr ctrl.Manager, store storage.Interface, opts Options) e
 		opts.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
 	}
 	r := &ClusterReconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), SecretNamespace: opts.SecretNamespace,
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Secrets: SecretAccess{Namespace: opts.SecretNamespace, ClusterAPINamespaces: opts.ClusterAPISecretNamespaces},
 		Store: store, HealthInterval: opts.HealthInterval,
 		events: make(chan event.TypedGenericEvent[*clusterv1alpha1.Cluster], 1024),
 	}
@@ -121,6 +121,9 @@ func SetupWithManager(mgr ctrl.Manager, store storage.Interface, opts Options) e
 		})); err != nil {
 			return err
 		}
+	}
+	if err := importer.SetupWithManager(mgr, importer.Options{SecretNamespace: opts.SecretNamespace, RecheckInterval: opts.HealthInterval}); err != nil {
+		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&clusterv1alpha1.Cluster{}).
@@ -227,7 +230,7 @@ func (r *ClusterReconciler) sync(ctx context.Context, c *clusterv1alpha1.Cluster
 		setCondition(status, clusterv1alpha1.ConditionSynced, false, ReasonPaused, "syncing is paused; stored objects are kept")
 		return ctrl.Result{}, nil
 	}
-	cfg, configID, err := memberConfig(ctx, r.APIReader, r.SecretNamespace, c)
+	cfg, configID, err := memberConfig(ctx, r.APIReader, r.Secrets, c)
 	if err != nil {
 		reason := ReasonInvalidConfig
 		var refused *refusedError

@@ -85,8 +85,9 @@ func startMember(t *testing.T) *member {
 }
 
 // startManager runs the controller manager in process, as the shipped
-// ServiceAccount; the returned func stops it and waits until it has.
-func startManager(t *testing.T, host *testenv.Env, store storage.Interface) func() {
+// ServiceAccount, with the tests' options changed by opts; the returned
+// func stops it and waits until it has.
+func startManager(t *testing.T, host *testenv.Env, store storage.Interface, opts ...func(*controllers.Options)) func() {
 	ctx, cancel := context.WithCancel(context.Background())
 	mgr, err := ctrl.NewManager(shippedIdentity(t, host), ctrl.Options{
 		Scheme:                 newScheme(),
@@ -99,11 +100,15 @@ func startManager(t *testing.T, host *testenv.Env, store storage.Interface) func
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := controllers.SetupWithManager(mgr, store, controllers.Options{
+	o := controllers.Options{
 		HealthInterval:  2 * time.Second,
 		SecretNamespace: controllerNamespace,
 		Sync:            synchronizer.Options{FlushInterval: 20 * time.Millisecond},
-	}); err != nil {
+	}
+	for _, f := range opts {
+		f(&o)
+	}
+	if err := controllers.SetupWithManager(mgr, store, o); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)

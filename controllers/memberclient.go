@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
@@ -31,21 +32,56 @@ type refusedError struct {
 
 func (e *refusedError) Error() string { return e.Message }
 
+// Cluster API's kubeconfig Secrets: their type, the label naming their
+// cluster, and the key of the kubeconfig.
+const (
+	clusterAPISecretType  corev1.SecretType = "cluster.x-k8s.io/secret"
+	clusterAPIClusterName                   = "cluster.x-k8s.io/cluster-name"
+	clusterAPIKubeconfig                    = "value"
+)
+
+// SecretAccess says which Secrets of the host may hold member credentials.
+type SecretAccess struct {
+	// Namespace is the controller's own: any of its Secrets, tokens or
+	// kubeconfigs.
+	Namespace string
+	// ClusterAPINamespaces hold Cluster API kubeconfig Secrets (and only
+	// those may be named there, as a kubeconfig): the server is then the
+	// one Cluster API wrote into the Secret with the credentials, so no
+	// Cluster can send them elsewhere.
+	ClusterAPINamespaces []string
+}
+
+// check refuses a reference before any Secret is read, so a refused Cluster
+// costs no request.
+func (a SecretAccess) check(ref *clusterv1alpha1.SecretKeyRef, kubeconfig bool) error {
+	switch {
+	case ref == nil || ref.Namespace == a.Namespace:
+		return nil
+	case kubeconfig && slices.Contains(a.ClusterAPINamespaces, ref.Namespace):
+		if ref.Key != clusterAPIKubeconfig || !strings.HasSuffix(ref.Name, "-kubeconfig") {
+			return &refusedError{ReasonSecretNamespaceForbidden, fmt.Sprintf(
+				"secret %s/%s: in namespace %q only Cluster API kubeconfig Secrets (<cluster>-kubeconfig, key %q) may be named", ref.Namespace, ref.Name, ref.Namespace, clusterAPIKubeconfig)}
+		}
+		return nil
+	}
+	return &refusedError{ReasonSecretNamespaceForbidden, fmt.Sprintf(
+		"secret %s/%s: only Secrets in namespace %q (and Cluster API kubeconfigs in namespaces granted by --cluster-api-secret-namespaces) may hold member credentials", ref.Namespace, ref.Name, a.Namespace)}
+}
+
 // memberConfig builds the client config of a member from its Cluster spec
-// and the Secrets it names, which must be in secretNamespace. The returned
-// identity changes whenever anything that reaches the member changes, so that
+// and the Secrets it names, which access must allow. The returned identity
+// changes whenever anything that reaches the member changes, so that
 // synchronizers reconnect.
-func memberConfig(ctx context.Context, reader client.Reader, secretNamespace string, c *clusterv1alpha1.Cluster) (*rest.Config, string, error) {
-	// Checked before any Secret is read, so a refused Cluster costs no request.
-	for _, ref := range []*clusterv1alpha1.SecretKeyRef{c.Spec.KubeconfigSecretRef, c.Spec.TokenSecretRef} {
-		if ref != nil && ref.Namespace != secretNamespace {
-			return nil, "", &refusedError{ReasonSecretNamespaceForbidden, fmt.Sprintf(
-				"secret %s/%s: only Secrets in namespace %q may hold member credentials", ref.Namespace, ref.Name, secretNamespace)}
+func memberConfig(ctx context.Context, reader client.Reader, access SecretAccess, c *clusterv1alpha1.Cluster) (*rest.Config, string, error) {
+	for _, err := range []error{access.check(c.Spec.KubeconfigSecretRef, true), access.check(c.Spec.TokenSecretRef, false)} {
+		if err != nil {
+			return nil, "", err
 		}
 	}
 	var cfg *rest.Config
 	if ref := c.Spec.KubeconfigSecretRef; ref != nil {
-		data, err := secretValue(ctx, reader, ref, "kubeconfig")
+		data, err := secretValue(ctx, reader, ref, "kubeconfig", ref.Namespace != access.Namespace)
 		if err != nil {
 			return nil, "", err
 		}
@@ -61,7 +97,7 @@ func memberConfig(ctx context.Context, reader client.Reader, secretNamespace str
 			},
 		}
 		if ref := c.Spec.TokenSecretRef; ref != nil {
-			token, err := secretValue(ctx, reader, ref, "token")
+			token, err := secretValue(ctx, reader, ref, "token", false)
 			if err != nil {
 				return nil, "", err
 			}
@@ -88,10 +124,16 @@ func memberConfig(ctx context.Context, reader client.Reader, secretNamespace str
 	return cfg, hex.EncodeToString(h.Sum(nil)), nil
 }
 
-func secretValue(ctx context.Context, reader client.Reader, ref *clusterv1alpha1.SecretKeyRef, defaultKey string) ([]byte, error) {
+// secretValue reads one key of a Secret; clusterAPI requires the Secret to
+// be Cluster API's kubeconfig of the cluster it is named after.
+func secretValue(ctx context.Context, reader client.Reader, ref *clusterv1alpha1.SecretKeyRef, defaultKey string, clusterAPI bool) ([]byte, error) {
 	var s corev1.Secret
 	if err := reader.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, &s); err != nil {
 		return nil, fmt.Errorf("secret %s/%s: %w", ref.Namespace, ref.Name, err)
+	}
+	if clusterAPI && (s.Type != clusterAPISecretType || s.Labels[clusterAPIClusterName]+"-kubeconfig" != s.Name) {
+		return nil, &refusedError{ReasonSecretNamespaceForbidden, fmt.Sprintf(
+			"secret %s/%s is not a Cluster API kubeconfig (type %s, label %s naming the cluster)", ref.Namespace, ref.Name, clusterAPISecretType, clusterAPIClusterName)}
 	}
 	key := ref.Key
 	if key == "" {

@@ -20,6 +20,10 @@ type Options struct {
 	CompactionInterval time.Duration
 	// SecretNamespace is the only namespace whose Secrets Clusters may name.
 	SecretNamespace string
+	// ClusterAPISecretNamespaces are namespaces whose Cluster API kubeconfig
+	// Secrets Clusters may name too (the controller needs get of Secrets
+	// there).
+	ClusterAPISecretNamespaces []string
 	// MaxConcurrentReconciles is how many Clusters are reconciled at once;
 	// 0 is DefaultMaxConcurrentReconciles.
 	MaxConcurrentReconciles int
@@ -35,6 +39,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.CompactionInterval, "compaction-interval", 5*time.Minute, "How often the change log is compacted to the revision of the previous time (watches and continue tokens stay valid at least this long); 0 disables.")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", DefaultMaxConcurrentReconciles, "How many Clusters are reconciled (health-checked, rediscovered) at once.")
 	fs.StringVar(&o.SecretNamespace, "secret-namespace", podNamespace(), "The only namespace whose Secrets Clusters may name as member credentials (default: the pod's namespace).")
+	fs.StringSliceVar(&o.ClusterAPISecretNamespaces, "cluster-api-secret-namespaces", nil, "Namespaces whose Cluster API kubeconfig Secrets (<cluster>-kubeconfig, type cluster.x-k8s.io/secret) Clusters may name, as imported Clusters of Cluster API do; the controller must be granted get of Secrets there.")
 	fs.BoolVar(&o.Sync.KeepManagedFields, "keep-managed-fields", false, "Store metadata.managedFields (dropped by default).")
 	fs.BoolVar(&o.Sync.KeepLastApplied, "keep-last-applied", false, "Store the kubectl last-applied-configuration annotation (dropped by default; always dropped from Secrets whose data is).")
 	fs.Int64Var(&o.Sync.PageSize, "sync-page-size", synchronizer.DefaultPageSize, "Page size of initial lists.")

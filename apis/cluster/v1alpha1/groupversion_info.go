@@ -1,6 +1,7 @@
 // Package v1alpha1 holds the cluster.panorama.io API: Cluster, the member
-// clusters Panorama syncs, and ClusterSyncResources, resource lists that
-// several Clusters share.
+// clusters Panorama syncs, ClusterSyncResources, resource lists that
+// several Clusters share, and ClusterImportPolicy, which makes Clusters of a
+// cluster inventory's members.
 // +kubebuilder:object:generate=true
 // +groupName=cluster.panorama.io
 package v1alpha1
@@ -23,7 +24,8 @@ var (
 )
 
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &Cluster{}, &ClusterList{}, &ClusterSyncResources{}, &ClusterSyncResourcesList{})
+	s.AddKnownTypes(GroupVersion, &Cluster{}, &ClusterList{}, &ClusterSyncResources{}, &ClusterSyncResourcesList{},
+		&ClusterImportPolicy{}, &ClusterImportPolicyList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }
