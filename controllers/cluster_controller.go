@@ -73,8 +73,8 @@ type ClusterReconciler struct {
 	APIReader client.Reader
 	// Secrets says which Secrets may be member credentials.
 	Secrets SecretAccess
-	Store           storage.Interface
-	Pool            *synchronizer.Pool
+	Store   storage.Interface
+	Pool    *synchronizer.Pool
 	// HealthInterval is how often a member is checked and rediscovered, so
 	// new CRDs that wildcards cover start syncing without a restart.
 	HealthInterval time.Duration

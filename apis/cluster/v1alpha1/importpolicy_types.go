@@ -172,4 +172,3 @@ type ClusterImportPolicyList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []ClusterImportPolicy `json:"items"`
 }
-
