@@ -191,7 +191,10 @@ func (r *Reconciler) importSources(ctx context.Context, p *clusterv1alpha1.Clust
 		setCondition(status, false, ReasonSourceNotInstalled, fmt.Sprintf("the host serves no %s; checked again every %s", sourceKinds[p.Spec.Source].GroupKind, r.RecheckInterval))
 		return recheck, nil
 	}
-	selector, err := metav1.LabelSelectorAsSelector(p.Spec.Selector)
+	selector, err := labels.Everything(), error(nil) // no selector selects all; LabelSelectorAsSelector(nil) none
+	if p.Spec.Selector != nil {
+		selector, err = metav1.LabelSelectorAsSelector(p.Spec.Selector)
+	}
 	if err != nil {
 		setCondition(status, false, ReasonInvalidSelector, err.Error())
 		return ctrl.Result{}, nil
