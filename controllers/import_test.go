@@ -166,10 +166,16 @@ func TestClusterImport(t *testing.T) {
 			ObjectMeta: metav1.ObjectMeta{Namespace: capiNS, Name: "east-ca"},
 			Data:       map[string][]byte{"value": []byte("not a kubeconfig"), "token": []byte("a token")},
 		})
+		// Named as Cluster API names kubeconfigs, but not one of its Secrets.
+		mustCreate(t, hc, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: capiNS, Name: "other-kubeconfig"},
+			Data:       map[string][]byte{"value": kubeconfigVia(t, m)},
+		})
 		refs := map[string]clusterv1alpha1.ClusterSpec{
 			"borrow-kubeconfig": {KubeconfigSecretRef: &clusterv1alpha1.SecretKeyRef{Namespace: capiNS, Name: "east-ca", Key: "value"}},
 			"borrow-token":      {APIServer: "https://127.0.0.1:1", TokenSecretRef: &clusterv1alpha1.SecretKeyRef{Namespace: capiNS, Name: "east-kubeconfig", Key: "value"}},
 			"borrow-key":        {KubeconfigSecretRef: &clusterv1alpha1.SecretKeyRef{Namespace: capiNS, Name: "east-kubeconfig", Key: "token"}},
+			"borrow-untyped":    {KubeconfigSecretRef: &clusterv1alpha1.SecretKeyRef{Namespace: capiNS, Name: "other-kubeconfig", Key: "value"}},
 		}
 		for name, spec := range refs {
 			mustCreate(t, hc, &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec})

@@ -46,7 +46,7 @@ func TestInstall(t *testing.T) {
 				t.Fatalf("missing %s in:\n%s", want, out)
 			}
 		}
-		host.Kubectl(t, "get", "crd", "clusters.cluster.panorama.io", "clustersyncresources.cluster.panorama.io")
+		host.Kubectl(t, "get", "crd", "clusters.cluster.panorama.io", "clustersyncresources.cluster.panorama.io", "clusterimportpolicies.cluster.panorama.io")
 		if svc := host.Kubectl(t, "get", "apiservice", "v1alpha1.search.panorama.io", "-o", "jsonpath={.spec.service.namespace}/{.spec.service.name}"); svc != "panorama-system/panorama-apiserver" {
 			t.Fatalf("APIService points at %q", svc)
 		}
