@@ -56,31 +56,33 @@ func parseGroupBy(terms []string) ([]storage.GroupBy, error) {
 	return out, nil
 }
 
-// checkCountable refuses what a count cannot do: it is of the current
-// revision (resourceVersion "" or "0", which allows any), in one answer.
-func (r *request) checkCountable() error {
+// countQuery is the count a list with groupBy asks for. It refuses what
+// a count cannot do: it is of the current revision (resourceVersion "" or
+// "0", which allows any), in one answer, ordered by count. The list's
+// limit bounds the groups (kubectl sends 500), capped at storage.MaxLimit.
+func (r *request) countQuery() (*storage.CountQuery, error) {
 	switch {
 	case r.opts.ResourceVersion != "" && r.opts.ResourceVersion != "0":
-		return badRequest("groupBy counts at the current revision: resourceVersion must be unset or 0")
+		return nil, badRequest("groupBy counts at the current revision: resourceVersion must be unset or 0")
 	case r.query.Continue != "":
-		return badRequest("groupBy answers in one response: continue does not apply")
+		return nil, badRequest("groupBy answers in one response: continue does not apply")
 	case len(r.query.OrderBy) > 0:
-		return badRequest("groupBy orders groups by their count: orderby does not apply")
+		return nil, badRequest("groupBy orders groups by their count: orderby does not apply")
 	}
-	return nil
+	q := &storage.CountQuery{Query: r.query, GroupBy: r.groupBy, Limit: int(min(r.query.Limit, storage.MaxLimit))}
+	q.Query.Limit, q.Query.Revision = 0, 0
+	return q, nil
 }
 
-// count answers a parsed, authorized list with groupBy. Its limit bounds
-// the groups (kubectl sends limit=500), at most storage.MaxLimit.
+// count answers a parsed, authorized list with groupBy.
 func (h *Handler) count(w http.ResponseWriter, r *http.Request, res storage.Resource, req *request) {
 	gr := res.GVR.GroupResource()
-	if err := req.checkCountable(); err != nil {
+	q, err := req.countQuery()
+	if err != nil {
 		writeError(w, err, gr)
 		return
 	}
-	q := storage.CountQuery{Query: req.query, GroupBy: req.groupBy, Limit: int(min(req.query.Limit, storage.MaxLimit))}
-	q.Query.Limit, q.Query.Revision = 0, 0
-	result, err := h.store.Count(r.Context(), &q)
+	result, err := h.store.Count(r.Context(), q)
 	if err != nil {
 		writeError(w, err, gr)
 		return
