@@ -44,9 +44,9 @@ func (s *Store) Count(ctx context.Context, q *storage.CountQuery) (*storage.Coun
 				return err
 			}
 		}
+		cols := groupColumns(q.GroupBy)
 		grouped := func() *gorm.DB {
 			db := s.filter(tx.Table(resourcesTable), &q.Query, owners)
-			cols := groupColumns(q.GroupBy)
 			for i, g := range q.GroupBy {
 				if g.Kind == storage.GroupLabel || g.Kind == storage.GroupField {
 					kind := attrKindLabel
@@ -59,7 +59,6 @@ func (s *Store) Count(ctx context.Context, q *storage.CountQuery) (*storage.Coun
 			}
 			return db.Group(strings.Join(cols, ", "))
 		}
-		cols := groupColumns(q.GroupBy)
 		selects := make([]string, len(cols))
 		order := []string{"COUNT(*) DESC"}
 		for i, c := range cols {
