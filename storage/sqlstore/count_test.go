@@ -78,11 +78,19 @@ func checkCount(t *testing.T, s storage.Interface, w *world, q storage.ListQuery
 }
 
 // expectCounts is the brute-force count of q: the objects q.Query selects
-// (w.expect), grouped in Go, largest first, cut at q's limit.
+// (w.expect), grouped in Go.
 func (w *world) expectCounts(q *storage.CountQuery) ([]storage.CountGroup, int64) {
-	counts := map[string]*storage.CountGroup{}
+	var objs []*storage.Object
 	for _, key := range w.expect(&q.Query) {
-		o := w.objects[key]
+		objs = append(objs, w.objects[key])
+	}
+	return groupInGo(objs, q)
+}
+
+// groupInGo counts objs by q's terms, largest first, cut at q's limit.
+func groupInGo(objs []*storage.Object, q *storage.CountQuery) ([]storage.CountGroup, int64) {
+	counts := map[string]*storage.CountGroup{}
+	for _, o := range objs {
 		values := make([]*string, len(q.GroupBy))
 		for i, g := range q.GroupBy {
 			var v string
@@ -139,6 +147,67 @@ func formatGroups(groups []storage.CountGroup) string {
 		parts[i] = fmt.Sprintf("%s=%d", formatValues(g.Values), g.Count)
 	}
 	return "[" + strings.Join(parts, " ") + "]"
+}
+
+// TestCountUnderConcurrentWrites: while pods change, each count equals
+// the same grouping of the list at the revision the count reports.
+func TestCountUnderConcurrentWrites(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
+		s := b.Open(t)
+		rng := rand.New(rand.NewPCG(5, 6))
+		generate(t, s, rng, 30)
+		ctx, cancel := context.WithCancel(context.Background())
+		writer := make(chan error, 1)
+		go func() {
+			wrng := rand.New(rand.NewPCG(7, 8))
+			for i := 0; ctx.Err() == nil; i++ {
+				var changes []storage.Change
+				for j := range 10 {
+					name := fmt.Sprintf("churn-%d", wrng.IntN(40))
+					if j%4 == 0 {
+						changes = append(changes, storage.Delete("web", name))
+						continue
+					}
+					changes = append(changes, storage.Upsert(object("Pod", "web", name, fmt.Sprint(i*10+j+2), withLabels(wrng), withPodFields(wrng))))
+				}
+				if _, err := s.Apply(ctx, clusters[i%len(clusters)], podsGVR, changes); err != nil && ctx.Err() == nil {
+					writer <- err
+					return
+				}
+			}
+			writer <- nil
+		}()
+		var groupBy []storage.GroupBy
+		for _, term := range []string{"cluster", "field:status.phase", "label:app"} {
+			g, _ := storage.ParseGroupBy(term)
+			groupBy = append(groupBy, g)
+		}
+		for range 15 {
+			q := storage.CountQuery{Query: storage.ListQuery{GVR: podsGVR}, GroupBy: groupBy}
+			res, err := s.Count(context.Background(), &q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, listed, _ := listAll(t, s, storage.ListQuery{GVR: podsGVR, Revision: res.Revision}, nil)
+			objs := make([]*storage.Object, len(listed))
+			for i := range listed {
+				o, err := storage.DecodeStored(listed[i].Data)
+				if err != nil {
+					t.Fatal(err)
+				}
+				o.Cluster = listed[i].Cluster
+				objs[i] = &o
+			}
+			want, _ := groupInGo(objs, &q)
+			if got := formatGroups(res.Groups); got != formatGroups(want) {
+				t.Fatalf("count at revision %d:\n got %s\nwant %s (the list at that revision)", res.Revision, got, formatGroups(want))
+			}
+		}
+		cancel()
+		if err := <-writer; err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 // TestCountRefusesBadInput: what a count cannot mean is an Invalid error,
