@@ -73,6 +73,10 @@ bench: ## Benchmarks, each printed as ratios to a baseline measured in the same 
 	export KUBEBUILDER_ASSETS="$$(hack/test-assets.sh)"; \
 	go test -run '^$$' -bench . -benchtime 1x -timeout 60m ./storage/... ./controllers/ ./apiserver/
 
+.PHONY: bench-count-1m
+bench-count-1m: ## The count benchmark over 1,000,000 pods on MariaDB and PostgreSQL (ingesting them takes a while).
+	PANORAMA_BENCH_COUNT_OBJECTS=1000000 go test -run '^$$' -bench 'BenchmarkCount/(mysql|postgres)' -benchtime 1x -timeout 120m ./storage/sqlstore/
+
 .PHONY: run
 run: ## A local demo: member clusters, controller manager and API server, SQLite.
 	export KUBEBUILDER_ASSETS="$$(hack/test-assets.sh)"; \

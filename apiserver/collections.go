@@ -91,6 +91,9 @@ func (h *Handler) ServeCollections(w http.ResponseWriter, r *http.Request) {
 	var readable int
 	for _, res := range resources {
 		req, err := parseRequest(r.URL.Query(), res.GVR, "", "", false)
+		if err == nil && len(req.groupBy) > 0 {
+			err = badRequest("groupBy is not supported for collections: count each type")
+		}
 		if err != nil {
 			writeError(w, err, collectionsGR)
 			return

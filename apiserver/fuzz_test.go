@@ -42,6 +42,9 @@ var (
 		"orderby=name,name",
 		"ownerSeniority=100000",
 		"labelSelector=%zz",
+		"groupBy=cluster,label:app,field:status.phase&limit=3",
+		"labelSelector=search.panorama.io/groupBy%3Dlabel.app,search.panorama.io/groupBy%3Dnamespace",
+		"groupBy=label:&resourceVersion=5&continue=x",
 	}
 	fuzzPaths = []string{
 		"/api/v1/pods",
@@ -83,6 +86,13 @@ func FuzzParseRequest(f *testing.F) {
 		}
 		if err := r.query.Validate(); err != nil {
 			t.Fatalf("%q parsed, but storage refuses it: %v", query, err)
+		}
+		if len(r.groupBy) > 0 {
+			if q, err := r.countQuery(); err == nil {
+				if err := q.Validate(); err != nil {
+					t.Fatalf("%q parsed as a count, but storage refuses it: %v", query, err)
+				}
+			}
 		}
 		if r.version.rev < 0 || r.query.Revision < 0 {
 			t.Fatalf("%q: negative revision %+v", query, r.version)

@@ -263,6 +263,10 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, res storage.Resou
 	if !ok {
 		return
 	}
+	if len(req.groupBy) > 0 {
+		h.count(w, r, res, req) // counts.go
+		return
+	}
 	var err error
 	var page *storage.ListResult
 	switch {

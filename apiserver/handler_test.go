@@ -176,7 +176,19 @@ func TestBadRequests(t *testing.T) {
 
 func getJSON(t *testing.T, url, accept string) (int, http.Header, map[string]any) {
 	t.Helper()
+	var body map[string]any
+	code, header := getAs(t, url, "", accept, &body)
+	return code, header, body
+}
+
+// getAs gets url as user ("admin" when empty) and decodes the answer into
+// body.
+func getAs(t *testing.T, url, user, accept string, body any) (int, http.Header) {
+	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	if user != "" {
+		req.Header.Set("Impersonate-User", user)
+	}
 	if accept != "" {
 		req.Header.Set("Accept", accept)
 	}
@@ -185,9 +197,8 @@ func getJSON(t *testing.T, url, accept string) (int, http.Header, map[string]any
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var body map[string]any
-	_ = json.NewDecoder(resp.Body).Decode(&body)
-	return resp.StatusCode, resp.Header, body
+	_ = json.NewDecoder(resp.Body).Decode(body)
+	return resp.StatusCode, resp.Header
 }
 
 // TestListSemantics checks resourceVersion semantics, Table output and the

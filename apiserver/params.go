@@ -36,6 +36,8 @@ type request struct {
 	version        readVersion
 	allowBookmarks bool
 	timeout        time.Duration
+	// groupBy, when set, makes a list answer counts (counts.go).
+	groupBy []storage.GroupBy
 }
 
 type badRequest string
@@ -122,6 +124,9 @@ func parseRequest(values url.Values, gvr schema.GroupVersionResource, cluster, n
 		if r.query.HasOwnerFilter() {
 			return nil, badRequest("owner filters are not supported for watch")
 		}
+		if len(r.groupBy) > 0 {
+			return nil, badRequest("groupBy is not supported for watch")
+		}
 	}
 	// The watch cache serves queries that never reach the store, which
 	// would have refused them: refuse them here, for every source.
@@ -134,12 +139,12 @@ func parseRequest(values url.Values, gvr schema.GroupVersionResource, cluster, n
 var searchParams = map[string]bool{
 	"clusters": true, "namespaces": true, "names": true, "fuzzyName": true,
 	"ownerUID": true, "ownerName": true, "ownerGR": true, "ownerSeniority": true,
-	"since": true, "before": true, "orderby": true, "withRemainingCount": true, "onlyMetadata": true,
+	"since": true, "before": true, "orderby": true, "withRemainingCount": true, "onlyMetadata": true, "groupBy": true,
 }
 
 func searchParamNames() []string {
 	return []string{"clusters", "namespaces", "names", "fuzzyName", "ownerUID", "ownerName", "ownerGR", "ownerSeniority",
-		"since", "before", "orderby", "withRemainingCount", "onlyMetadata"}
+		"since", "before", "orderby", "withRemainingCount", "onlyMetadata", "groupBy"}
 }
 
 func (r *request) applySearch(v url.Values) error {
@@ -201,6 +206,9 @@ func (r *request) applySearch(v url.Values) error {
 			}
 			*dst = &t
 		}
+	}
+	if r.groupBy, err = parseGroupBy(list("groupBy")); err != nil {
+		return err
 	}
 	for _, term := range list("orderby") {
 		field, dir, _ := strings.Cut(strings.ReplaceAll(term, ".", " "), " ")

@@ -104,6 +104,9 @@ type Interface interface {
 	Get(ctx context.Context, key Key) (*Object, error)
 	// List returns the objects matching q at one revision, a page at a time.
 	List(ctx context.Context, q *ListQuery) (*ListResult, error)
+	// Count counts the objects matching q's query by its groups, at the
+	// current revision.
+	Count(ctx context.Context, q *CountQuery) (*CountResult, error)
 	// MemberVersions maps namespace/name to member resourceVersion for one
 	// resource of one cluster: what a synchronizer needs to resume or diff.
 	MemberVersions(ctx context.Context, cluster string, gvr schema.GroupVersionResource) (map[NamespacedName]string, error)

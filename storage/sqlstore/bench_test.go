@@ -27,7 +27,7 @@ func BenchmarkStore(b *testing.B) {
 		b.Run(be.Name, func(b *testing.B) {
 			s := be.Open(b)
 			ctx := context.Background()
-			mem := ingestPods(b, be.Name, s)
+			mem := ingestPods(b, be.Name, s, benchObjects)
 			for _, bq := range benchQueries() {
 				q := bq.q
 				var res *storage.ListResult
@@ -59,14 +59,14 @@ func BenchmarkStore(b *testing.B) {
 	}
 }
 
-// ingestPods stores benchObjects pods in batches as a synchronizer writes
-// them, reports the rate, and returns what it stored.
-func ingestPods(b *testing.B, backend string, s storage.Interface) []*storage.Object {
+// ingestPods stores n pods in batches as a synchronizer writes them,
+// reports the rate, and returns what it stored.
+func ingestPods(b *testing.B, backend string, s storage.Interface, n int) []*storage.Object {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(7, 7))
-	mem := make([]*storage.Object, 0, benchObjects)
+	mem := make([]*storage.Object, 0, n)
 	start := time.Now()
-	for i := 0; i < benchObjects; i += benchBatch {
+	for i := 0; i < n; i += benchBatch {
 		changes := make([]storage.Change, 0, benchBatch)
 		for j := i; j < i+benchBatch; j++ {
 			changes = append(changes, storage.Upsert(benchPod(rng, j, "1")))
@@ -82,8 +82,8 @@ func ingestPods(b *testing.B, backend string, s storage.Interface) []*storage.Ob
 		}
 	}
 	ingest := time.Since(start)
-	b.ReportMetric(float64(benchObjects)/ingest.Seconds(), "ingest-objects/s")
-	b.Logf("%s: ingested %d objects in %v (%.0f objects/s)", backend, benchObjects, ingest.Round(time.Millisecond), float64(benchObjects)/ingest.Seconds())
+	b.ReportMetric(float64(n)/ingest.Seconds(), "ingest-objects/s")
+	b.Logf("%s: ingested %d objects in %v (%.0f objects/s)", backend, n, ingest.Round(time.Millisecond), float64(n)/ingest.Seconds())
 	return mem
 }
 
@@ -105,7 +105,7 @@ func BenchmarkLatePageAfterChanges(b *testing.B) {
 			s := be.Open(b)
 			rec := newQueryRecorder(b, s)
 			ctx := context.Background()
-			ingestPods(b, be.Name, s)
+			ingestPods(b, be.Name, s, benchObjects)
 			pin, _, err := s.Revision(ctx)
 			if err != nil {
 				b.Fatal(err)

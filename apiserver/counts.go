@@ -1,0 +1,138 @@
+package apiserver
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
+	"github.com/panorama-io/panorama/storage"
+)
+
+// A list with the groupBy search parameter answers counts instead of
+// objects: how many of the objects the list would return each group
+// holds, at one revision. Being a list, it takes every filter, the
+// narrowing to what the user may list and the not-ready warnings of one,
+// unchanged; and kubectl reads it as the list of the type it asked for
+// (`kubectl get pods -A -l search.panorama.io/groupBy=cluster`), since
+// it asks for a Table, which the count answers with a column per group
+// term and a COUNT.
+
+// countsKind is the kind of the JSON answer.
+const countsKind = "Counts"
+
+// Counts is the JSON answer (search.panorama.io/v1alpha1, kind Counts).
+type Counts struct {
+	Kind       string `json:"kind"`
+	APIVersion string `json:"apiVersion"`
+	// Metadata: resourceVersion is the revision counted at;
+	// remainingItemCount the groups the limit left out.
+	Metadata metav1.ListMeta `json:"metadata"`
+	// GroupBy are the terms as the request spelled them.
+	GroupBy []string      `json:"groupBy"`
+	Items   []CountsGroup `json:"items"`
+}
+
+// CountsGroup is one group: its value of each term, by the term, leaving
+// out the terms whose label or field its objects lack.
+type CountsGroup struct {
+	Group map[string]string `json:"group"`
+	Count int64             `json:"count"`
+}
+
+// parseGroupBy reads the groupBy search parameter.
+func parseGroupBy(terms []string) ([]storage.GroupBy, error) {
+	out := make([]storage.GroupBy, 0, len(terms))
+	for _, t := range terms {
+		g, err := storage.ParseGroupBy(t)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, g)
+	}
+	return out, nil
+}
+
+// countQuery is the count a list with groupBy asks for. It refuses what
+// a count cannot do: it is of the current revision (resourceVersion "" or
+// "0", which allows any), in one answer, ordered by count. The list's
+// limit bounds the groups (kubectl sends 500), capped at storage.MaxLimit.
+func (r *request) countQuery() (*storage.CountQuery, error) {
+	switch {
+	case r.opts.ResourceVersion != "" && r.opts.ResourceVersion != "0":
+		return nil, badRequest("groupBy counts at the current revision: resourceVersion must be unset or 0")
+	case r.query.Continue != "":
+		return nil, badRequest("groupBy answers in one response: continue does not apply")
+	case len(r.query.OrderBy) > 0:
+		return nil, badRequest("groupBy orders groups by their count: orderby does not apply")
+	}
+	q := &storage.CountQuery{Query: r.query, GroupBy: r.groupBy, Limit: int(min(r.query.Limit, storage.MaxLimit))}
+	q.Query.Limit, q.Query.Revision = 0, 0
+	return q, nil
+}
+
+// count answers a parsed, authorized list with groupBy.
+func (h *Handler) count(w http.ResponseWriter, r *http.Request, res storage.Resource, req *request) {
+	gr := res.GVR.GroupResource()
+	q, err := req.countQuery()
+	if err != nil {
+		writeError(w, err, gr)
+		return
+	}
+	result, err := h.store.Count(r.Context(), q)
+	if err != nil {
+		writeError(w, err, gr)
+		return
+	}
+	meta := metav1.ListMeta{ResourceVersion: strconv.FormatInt(result.Revision, 10)}
+	if n := result.RemainingGroups; n > 0 {
+		meta.RemainingItemCount = &n
+		warn(w, fmt.Sprintf("%d more groups left out: raise limit (at most %d) or narrow the selection", n, storage.MaxLimit))
+	}
+	terms := make([]string, len(q.GroupBy))
+	for i, g := range q.GroupBy {
+		terms[i] = g.String()
+	}
+	if wantsTable(r) {
+		writeJSONAs(w, http.StatusOK, tableContentType, countsTable(terms, result.Groups, meta))
+		return
+	}
+	out := Counts{Kind: countsKind, APIVersion: searchv1alpha1.SchemeGroupVersion.String(), Metadata: meta, GroupBy: terms,
+		Items: make([]CountsGroup, len(result.Groups))}
+	for i, g := range result.Groups {
+		out.Items[i] = CountsGroup{Group: map[string]string{}, Count: g.Count}
+		for j, v := range g.Values {
+			if v != nil {
+				out.Items[i].Group[terms[j]] = *v
+			}
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// countsTable is the Table of a count: a column per term, headed by the
+// term ("cluster", "label:app", "field:status.phase"), then COUNT; a
+// missing value reads <none>, as kubectl prints missing columns.
+func countsTable(terms []string, groups []storage.CountGroup, meta metav1.ListMeta) *metav1.Table {
+	t := &metav1.Table{TypeMeta: metav1.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/v1"}, ListMeta: meta, Rows: []metav1.TableRow{}}
+	for _, term := range terms {
+		t.ColumnDefinitions = append(t.ColumnDefinitions, metav1.TableColumnDefinition{Name: term, Type: "string",
+			Description: "the objects' " + strings.Replace(term, ":", " ", 1)})
+	}
+	t.ColumnDefinitions = append(t.ColumnDefinitions, metav1.TableColumnDefinition{Name: "Count", Type: "integer", Description: "how many objects"})
+	for _, g := range groups {
+		cells := make([]any, 0, len(g.Values)+1)
+		for _, v := range g.Values {
+			if v == nil {
+				cells = append(cells, "<none>")
+			} else {
+				cells = append(cells, *v)
+			}
+		}
+		t.Rows = append(t.Rows, metav1.TableRow{Cells: append(cells, g.Count)})
+	}
+	return t
+}

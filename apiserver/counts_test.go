@@ -1,0 +1,147 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/panorama-io/panorama/storage"
+)
+
+// countsBody is the JSON of a count, of its Table or of a Status.
+type countsBody struct {
+	Counts
+	ColumnDefinitions []struct {
+		Name string `json:"name"`
+	} `json:"columnDefinitions"`
+	Rows []struct {
+		Cells []any `json:"cells"`
+	} `json:"rows"`
+}
+
+func getCounts(t *testing.T, url, user, accept string) (int, http.Header, countsBody) {
+	t.Helper()
+	var body countsBody
+	code, header := getAs(t, url, user, accept, &body)
+	return code, header, body
+}
+
+// groups spells a count's items as "value/value=count ...", in order; a
+// term the group lacks reads <none>.
+func (b Counts) groups() string {
+	var out []string
+	for _, it := range b.Items {
+		var values []string
+		for _, term := range b.GroupBy {
+			v, ok := it.Group[term]
+			if !ok {
+				v = "<none>"
+			}
+			values = append(values, v)
+		}
+		out = append(out, fmt.Sprintf("%s=%d", strings.Join(values, "/"), it.Count))
+	}
+	return strings.Join(out, " ")
+}
+
+// TestCounts: a list with groupBy answers counts under the list's filters
+// and authorization, as JSON and as a Table, and refuses what it cannot
+// mean with a 400 Status.
+func TestCounts(t *testing.T) {
+	store, cfg, registry := testServer(t)
+	pod := func(cluster, ns, name, phase string, labels map[string]any) {
+		meta := map[string]any{"name": name, "namespace": ns, "resourceVersion": "1", "uid": cluster + name}
+		if labels != nil {
+			meta["labels"] = labels
+		}
+		putObject(t, store, cluster, podsGVR, map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": meta,
+			"status": map[string]any{"phase": phase}})
+	}
+	pod("east", "ns", "a", "Running", map[string]any{"app": "web"})
+	pod("east", "ns", "c", "Pending", map[string]any{"app": "web"})
+	pod("east", "other", "d", "Running", nil)
+	pod("west", "ns", "b", "Running", map[string]any{"app": "db"})
+	rev, _, err := store.Revision(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	for _, c := range []struct {
+		path, user, want, warn string
+	}{
+		{"/api/v1/pods?groupBy=cluster,field:status.phase", "", "east/Running=2 east/Pending=1 west/Running=1", ""},
+		// As a label, for kubectl get -l; a missing label is a group first
+		// among equal counts.
+		{"/api/v1/pods?labelSelector=search.panorama.io/groupBy=label.app", "", "web=2 <none>=1 db=1", ""},
+		{"/api/v1/pods?labelSelector=app=web,search.panorama.io/groupBy=cluster", "", "east=2", ""},
+		{"/clusters/west/api/v1/pods?groupBy=namespace", "", "ns=1", ""},
+		{"/api/v1/pods?groupBy=namespace&fieldSelector=status.phase=Running&clusters=east", "", "ns=1 other=1", ""},
+		// Only what the user may list is counted.
+		{"/api/v1/pods?groupBy=cluster,namespace", "east", "east/ns=2 east/other=1", "1 clusters left out"},
+		{"/api/v1/namespaces/ns/pods?groupBy=cluster", "nsuser", "east=2 west=1", ""},
+		{"/api/v1/pods?groupBy=namespace&namespaces=ns,other", "nsuser", "ns=3", "1 namespaces left out"},
+		{"/api/v1/pods?groupBy=cluster,namespace&limit=1", "", "east/ns=2", "2 more groups left out"},
+	} {
+		code, header, body := getCounts(t, viewURL(cfg, c.path), c.user, "")
+		if code != 200 || body.Kind != "Counts" || body.groups() != c.want || body.Metadata.ResourceVersion != fmt.Sprint(rev) {
+			t.Errorf("%s as %q: %d %+v, want %s at %d", c.path, c.user, code, body, c.want, rev)
+		}
+		if warns := strings.Join(header.Values("Warning"), "\n"); !strings.Contains(warns, c.warn) {
+			t.Errorf("%s as %q: warnings %q, want %q", c.path, c.user, warns, c.warn)
+		}
+		if strings.Contains(c.path, "limit=1") && (body.Metadata.RemainingItemCount == nil || *body.Metadata.RemainingItemCount != 2) {
+			t.Errorf("%s: remainingItemCount %v, want 2", c.path, body.Metadata.RemainingItemCount)
+		}
+	}
+	for _, c := range []struct{ path, user string }{
+		{"/api/v1/pods?groupBy=cluster", "nsuser"}, // -A needs a cluster-wide grant, as lists do
+		{"/clusters/west/api/v1/pods?groupBy=cluster", "east"},
+	} {
+		if code, _, body := getCounts(t, viewURL(cfg, c.path), c.user, ""); code != http.StatusForbidden || body.Kind != "Status" {
+			t.Errorf("%s as %q: %d %+v, want 403", c.path, c.user, code, body)
+		}
+	}
+
+	code, _, table := getCounts(t, viewURL(cfg, "/api/v1/pods?groupBy=namespace,label:app"), "", tableContentType)
+	var cols []string
+	for _, c := range table.ColumnDefinitions {
+		cols = append(cols, c.Name)
+	}
+	var rows []string
+	for _, r := range table.Rows {
+		rows = append(rows, fmt.Sprint(r.Cells...))
+	}
+	if code != 200 || table.Kind != "Table" || strings.Join(cols, ",") != "namespace,label:app,Count" ||
+		strings.Join(rows, ",") != "nsweb2,nsdb1,other<none>1" || table.Metadata.ResourceVersion != fmt.Sprint(rev) {
+		t.Errorf("table: %d %+v", code, table)
+	}
+
+	for _, path := range []string{
+		"/api/v1/pods?groupBy=name",
+		"/api/v1/pods?groupBy=label:bad%20key",
+		"/api/v1/pods?groupBy=field:spec.unknown",
+		"/api/v1/pods?groupBy=cluster,cluster",
+		"/api/v1/pods?groupBy=cluster,namespace,label:a,label:b,label:c",
+		"/api/v1/pods?groupBy=cluster&watch=1",
+		"/api/v1/pods?groupBy=cluster&resourceVersion=1",
+		"/api/v1/pods?groupBy=cluster&continue=abc",
+		"/api/v1/pods?groupBy=cluster&orderby=name",
+		"/api/v1/pods?labelSelector=search.panorama.io/groupBy!=cluster",
+	} {
+		if code, _, body := getCounts(t, viewURL(cfg, path), "", ""); code != http.StatusBadRequest || body.Kind != "Status" {
+			t.Errorf("%s: %d %+v, want 400", path, code, body)
+		}
+	}
+	registry.Set(clusterServing("south", schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, "Deployment"))
+	if code, _, body := getCounts(t, strings.TrimSuffix(cfg.Host, ViewPath(""))+CollectionsPath+"/workloads?groupBy=cluster", "", ""); code != http.StatusBadRequest {
+		t.Errorf("collection with groupBy: %d %+v, want 400", code, body)
+	}
+	// The limit is kubectl's page size, capped rather than refused.
+	if code, _, body := getCounts(t, viewURL(cfg, fmt.Sprintf("/api/v1/pods?groupBy=cluster&limit=%d", storage.MaxLimit+1)), "", ""); code != 200 || body.groups() != "east=3 west=1" {
+		t.Errorf("large limit: %d %+v", code, body)
+	}
+}

@@ -1,0 +1,164 @@
+package storage
+
+import (
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// GroupKind is what a count groups objects by.
+type GroupKind string
+
+// Group kinds.
+const (
+	GroupCluster   GroupKind = "cluster"
+	GroupNamespace GroupKind = "namespace"
+	// GroupLabel groups by the value of the label Key.
+	GroupLabel GroupKind = "label"
+	// GroupField groups by the value of the indexed field Key; an object
+	// with several values of a field counts once in the group of each.
+	GroupField GroupKind = "field"
+)
+
+// Limits of a count.
+const (
+	// MaxGroupBy bounds the terms of one count, hence its joins.
+	MaxGroupBy = 4
+	// DefaultCountLimit is how many groups a count returns unless told.
+	DefaultCountLimit = 1000
+)
+
+// GroupBy is one term of a count's grouping.
+type GroupBy struct {
+	Kind GroupKind
+	// Key is the label key or field path of GroupLabel and GroupField.
+	Key string
+}
+
+// ParseGroupBy reads "cluster", "namespace", "label:<key>" or
+// "field:<path>". A "." may stand for the ":" ("label.app",
+// "field.status.phase"), since label values, which a search parameter
+// given as a label is, cannot hold a ":".
+func ParseGroupBy(s string) (GroupBy, error) {
+	switch s {
+	case string(GroupCluster), string(GroupNamespace):
+		return GroupBy{Kind: GroupKind(s)}, nil
+	}
+	i := strings.IndexAny(s, ":.")
+	if i < 0 {
+		return GroupBy{}, Invalid("groupBy", "%q: want cluster, namespace, label:<key> or field:<path>", s)
+	}
+	g := GroupBy{Kind: GroupKind(s[:i]), Key: s[i+1:]}
+	if g.Kind != GroupLabel && g.Kind != GroupField {
+		return GroupBy{}, Invalid("groupBy", "%q: want cluster, namespace, label:<key> or field:<path>", s)
+	}
+	return g, g.validate()
+}
+
+func (g GroupBy) String() string {
+	if g.Key == "" {
+		return string(g.Kind)
+	}
+	return string(g.Kind) + ":" + g.Key
+}
+
+func (g GroupBy) validate() error {
+	switch g.Kind {
+	case GroupCluster, GroupNamespace:
+		if g.Key != "" {
+			return Invalid("groupBy", "%s takes no key", g.Kind)
+		}
+	case GroupLabel:
+		if errs := validation.IsQualifiedName(g.Key); len(errs) > 0 {
+			return Invalid("groupBy", "label key %q: %s", g.Key, strings.Join(errs, "; "))
+		}
+	case GroupField:
+		// metadata.name and metadata.namespace are selectable but are no
+		// attribute: a group per name counts nothing, and namespace is a
+		// kind of its own.
+		if !IsSelectableField(g.Key) || strings.HasPrefix(g.Key, "metadata.") {
+			return Invalid("groupBy", "field %q is not an indexed field", g.Key)
+		}
+	default:
+		return Invalid("groupBy", "unknown kind %q", g.Kind)
+	}
+	return nil
+}
+
+// CountQuery counts the objects Query selects, grouped by GroupBy, at the
+// current revision. Query's paging and ordering do not apply: Continue
+// and Revision must be unset.
+type CountQuery struct {
+	Query   ListQuery
+	GroupBy []GroupBy
+	// Limit bounds the groups returned (the largest first); 0 means
+	// DefaultCountLimit, and it is at most MaxLimit.
+	Limit int
+}
+
+// Validate checks the query before any of it reaches a database.
+func (q *CountQuery) Validate() error {
+	if err := q.Query.Validate(); err != nil {
+		return err
+	}
+	if q.Query.Continue != "" || q.Query.Revision != 0 {
+		return Invalid("groupBy", "counts are of the current revision, without continue or resourceVersion")
+	}
+	if len(q.GroupBy) == 0 || len(q.GroupBy) > MaxGroupBy {
+		return Invalid("groupBy", "between 1 and %d terms", MaxGroupBy)
+	}
+	seen := map[GroupBy]bool{}
+	for _, g := range q.GroupBy {
+		if err := g.validate(); err != nil {
+			return err
+		}
+		if seen[g] {
+			return Invalid("groupBy", "%s given twice", g)
+		}
+		seen[g] = true
+	}
+	if q.Limit < 0 || q.Limit > MaxLimit {
+		return Invalid("limit", "a count returns between 1 and %d groups", MaxLimit)
+	}
+	return nil
+}
+
+// CountGroup is one group: its value of each GroupBy term, in order, nil
+// where its objects lack the label or field; and how many objects it has.
+type CountGroup struct {
+	Values []*string
+	Count  int64
+}
+
+// CountResult is a count's answer.
+type CountResult struct {
+	// Groups, the largest first; ties in order of their values (a missing
+	// value first, then in byte order).
+	Groups []CountGroup
+	// Revision the objects were counted at.
+	Revision int64
+	// RemainingGroups is how many groups the limit left out.
+	RemainingGroups int64
+}
+
+// CompareGroups orders groups as CountResult.Groups are.
+func CompareGroups(a, b *CountGroup) int {
+	if a.Count != b.Count {
+		return cmpInt(b.Count, a.Count)
+	}
+	for i := range a.Values {
+		x, y := a.Values[i], b.Values[i]
+		switch {
+		case x == nil && y == nil:
+			continue
+		case x == nil:
+			return -1
+		case y == nil:
+			return 1
+		}
+		if c := strings.Compare(*x, *y); c != 0 {
+			return c
+		}
+	}
+	return 0
+}
