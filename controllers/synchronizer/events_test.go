@@ -1,0 +1,193 @@
+package synchronizer
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/panorama-io/panorama/storage"
+	"github.com/panorama-io/panorama/storage/storagetest"
+)
+
+var (
+	coreEvents = Resource{Resource: storage.Resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "events"}, Kind: "Event", Namespaced: true}}
+	eventsV1   = Resource{Resource: storage.Resource{GVR: schema.GroupVersionResource{Group: "events.k8s.io", Version: "v1", Resource: "events"}, Kind: "Event", Namespaced: true}}
+)
+
+// event is an Event created at created with the given time fields
+// (a path, dotted, to an RFC3339 time, or nil as members serve an unset
+// eventTime).
+func event(apiVersion, name, memberRV string, created time.Time, times map[string]any) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": "Event",
+		"metadata": map[string]any{"name": name, "namespace": "ns", "resourceVersion": memberRV, "creationTimestamp": created.Format(time.RFC3339)}}}
+	for path, v := range times {
+		if err := unstructured.SetNestedField(u.Object, v, strings.Split(path, ".")...); err != nil {
+			panic(err)
+		}
+	}
+	return u
+}
+
+func TestIsEvents(t *testing.T) {
+	for gvr, want := range map[schema.GroupVersionResource]bool{
+		coreEvents.GVR: true, eventsV1.GVR: true,
+		{Group: "events.k8s.io", Version: "v1beta1", Resource: "events"}: true,
+		{Group: "example.com", Version: "v1", Resource: "events"}:        false,
+		{Version: "v1", Resource: "pods"}:                                false,
+	} {
+		if IsEvents(gvr) != want {
+			t.Errorf("IsEvents(%s) = %v", gvr, !want)
+		}
+	}
+}
+
+// TestLastSeen: an Event is as old as the latest time either API gives
+// it, whichever fields its reporter set; its creation when none.
+func TestLastSeen(t *testing.T) {
+	created := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) string { return created.Add(d).Format(time.RFC3339) }
+	micro := func(d time.Duration) string { return created.Add(d).Format("2006-01-02T15:04:05.000000Z07:00") }
+	for _, c := range []struct {
+		name       string
+		apiVersion string
+		times      map[string]any
+		want       time.Duration // after created
+	}{
+		{"core, by a client-go recorder", "v1", map[string]any{"firstTimestamp": at(0), "lastTimestamp": at(5 * time.Minute), "eventTime": nil}, 5 * time.Minute},
+		{"core, written through events.k8s.io", "v1", map[string]any{"eventTime": micro(90 * time.Second), "reportingComponent": "kubelet"}, 90 * time.Second},
+		{"core, a series", "v1", map[string]any{"eventTime": micro(time.Minute), "series.lastObservedTime": micro(40 * time.Minute), "series.count": int64(3)}, 40 * time.Minute},
+		{"events.k8s.io", "events.k8s.io/v1", map[string]any{"eventTime": micro(2 * time.Minute)}, 2 * time.Minute},
+		{"events.k8s.io, of a core recorder", "events.k8s.io/v1", map[string]any{"deprecatedFirstTimestamp": at(time.Minute), "deprecatedLastTimestamp": at(20 * time.Minute)}, 20 * time.Minute},
+		{"only a first time", "v1", map[string]any{"firstTimestamp": at(-time.Hour)}, -time.Hour},
+		{"no time at all", "v1", map[string]any{"lastTimestamp": nil, "eventTime": nil}, 0},
+		{"garbage", "v1", map[string]any{"lastTimestamp": "yesterday"}, 0},
+	} {
+		got := lastSeen(event(c.apiVersion, "e", "1", created, c.times))
+		if !got.Equal(created.Add(c.want)) {
+			t.Errorf("%s: last seen %s, want %s", c.name, got, created.Add(c.want))
+		}
+	}
+}
+
+// TestExpiredOnArrival: a watch's Event older than the retention is not
+// stored, an update that leaves one that old deletes it, and without a
+// retention (or for other resources) nothing is judged by age.
+func TestExpiredOnArrival(t *testing.T) {
+	now := time.Now()
+	old := event("v1", "old", "1", now.Add(-3*time.Hour), map[string]any{"lastTimestamp": now.Add(-2 * time.Hour).Format(time.RFC3339)})
+	fresh := event("v1", "fresh", "2", now.Add(-3*time.Hour), map[string]any{"lastTimestamp": now.Add(-time.Minute).Format(time.RFC3339)})
+	kept := coreEvents
+	kept.EventRetention = time.Hour
+	for _, c := range []struct {
+		res  Resource
+		want string // the pending changes after Add(old), Add(fresh), Update(old)
+	}{
+		{kept, "fresh delete:old"},
+		{coreEvents, "old fresh old"},
+	} {
+		s := New("east", c.res, nil, nil, Options{}, func() {})
+		s.ctx = context.Background()
+		sink := (*reflectorSink)(s)
+		for _, err := range []error{sink.Add(old.DeepCopy()), sink.Add(fresh.DeepCopy()), sink.Update(old.DeepCopy())} {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		var got []string
+		for _, p := range s.pending {
+			if p.change.Object == nil {
+				got = append(got, "delete:"+p.change.Name)
+			} else {
+				got = append(got, p.change.Name)
+			}
+		}
+		if strings.Join(got, " ") != c.want {
+			t.Errorf("retention %s: pending %v, want %s", c.res.EventRetention, got, c.want)
+		}
+	}
+}
+
+// TestPrune: stored Events that aged past the retention are deleted
+// through storage's delete path (so the log, and watchers, see them go),
+// on every database; those still within it stay, whatever their creation,
+// as do other clusters'; the status counts what is left.
+func TestPrune(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
+		store := b.Open(t)
+		ctx := context.Background()
+		now := time.Now().Truncate(time.Second)
+		ago := func(d time.Duration) string { return now.Add(-d).Format(time.RFC3339) }
+		res := eventsV1
+		res.EventRetention = 10 * time.Minute
+		s := New("east", res, nil, store, Options{PageSize: 2}, func() {})
+		write := func(cluster string, us ...*unstructured.Unstructured) {
+			t.Helper()
+			var changes []storage.Change
+			for _, u := range us {
+				changes = append(changes, storage.Upsert(u))
+			}
+			if _, err := store.Apply(ctx, cluster, res.GVR, changes); err != nil {
+				t.Fatal(err)
+			}
+		}
+		write("east",
+			event("events.k8s.io/v1", "expired-1", "1", now.Add(-time.Hour), map[string]any{"eventTime": ago(time.Hour)}),
+			event("events.k8s.io/v1", "expired-2", "2", now.Add(-time.Hour), map[string]any{"deprecatedLastTimestamp": ago(11 * time.Minute)}),
+			event("events.k8s.io/v1", "expired-3", "3", now.Add(-time.Hour), map[string]any{"eventTime": ago(50 * time.Minute), "series": map[string]any{"lastObservedTime": ago(30 * time.Minute), "count": int64(4)}}),
+			// Created long ago and recurring since: kept.
+			event("events.k8s.io/v1", "recurring", "4", now.Add(-time.Hour), map[string]any{"eventTime": ago(time.Hour), "series": map[string]any{"lastObservedTime": ago(time.Minute), "count": int64(40)}}),
+			event("events.k8s.io/v1", "new", "5", now, map[string]any{"eventTime": ago(0)}),
+		)
+		write("west", event("events.k8s.io/v1", "expired-1", "1", now.Add(-time.Hour), map[string]any{"eventTime": ago(time.Hour)}))
+		rev, _, err := store.Revision(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		if err := s.prune(ctx, now); err != nil {
+			t.Fatal(err)
+		}
+		left, err := store.List(ctx, &storage.ListQuery{GVR: res.GVR})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, o := range left.Objects {
+			names = append(names, o.Cluster+"/"+o.Name)
+		}
+		if strings.Join(names, " ") != "east/new east/recurring west/expired-1" {
+			t.Fatalf("after the prune storage holds %v", names)
+		}
+		log, err := store.Events(ctx, rev, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var deleted []string
+		for _, e := range log {
+			if e.Type != watch.Deleted || e.Key.Cluster != "east" {
+				t.Fatalf("prune logged %s of %v", e.Type, e.Key)
+			}
+			deleted = append(deleted, e.Key.Name)
+		}
+		slices.Sort(deleted)
+		if strings.Join(deleted, " ") != "expired-1 expired-2 expired-3" {
+			t.Fatalf("deletes logged: %v", deleted)
+		}
+		if st := s.Status(); st.Count != 2 {
+			t.Fatalf("status counts %d events, want the 2 left in east", st.Count)
+		}
+		// Later, the recurring one has stopped recurring.
+		if err := s.prune(ctx, now.Add(9*time.Minute+30*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		if st := s.Status(); st.Count != 1 {
+			t.Fatalf("status counts %d events, want 1", st.Count)
+		}
+	})
+}
