@@ -25,37 +25,10 @@ func IsEvents(gvr schema.GroupVersionResource) bool {
 	return gvr.Resource == "events" && (gvr.Group == "" || gvr.Group == "events.k8s.io")
 }
 
-// eventTimeFields are where the two APIs say when an Event was last
-// seen: core/v1 lastTimestamp, eventTime and series.lastObservedTime;
-// events.k8s.io eventTime, series.lastObservedTime and
-// deprecatedLastTimestamp. The first times count for Events that have
-// nothing later.
-var eventTimeFields = [][]string{
-	{"lastTimestamp"}, {"eventTime"}, {"series", "lastObservedTime"}, {"deprecatedLastTimestamp"},
-	{"firstTimestamp"}, {"deprecatedFirstTimestamp"},
-}
-
-// lastSeen is the latest time an Event says it happened; its creation
-// when it says none.
-func lastSeen(u *unstructured.Unstructured) time.Time {
-	var last time.Time
-	for _, path := range eventTimeFields {
-		s, _, _ := unstructured.NestedString(u.Object, path...)
-		// RFC3339 parses MicroTime's fractional seconds too.
-		if t, err := time.Parse(time.RFC3339, s); err == nil && t.After(last) {
-			last = t
-		}
-	}
-	if last.IsZero() {
-		return u.GetCreationTimestamp().Time
-	}
-	return last
-}
-
 // expired reports whether u is an Event older than the resource's
 // retention at now: one storage should not hold.
 func (s *Synchronizer) expired(u *unstructured.Unstructured, now time.Time) bool {
-	return s.resource.EventRetention > 0 && now.Sub(lastSeen(u)) > s.resource.EventRetention
+	return s.resource.EventRetention > 0 && now.Sub(storage.EventLastSeen(u)) > s.resource.EventRetention
 }
 
 // pruneInterval is how often stored Events are checked for their age: a

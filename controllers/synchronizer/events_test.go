@@ -20,9 +20,8 @@ var (
 	eventsV1   = Resource{Resource: storage.Resource{GVR: schema.GroupVersionResource{Group: "events.k8s.io", Version: "v1", Resource: "events"}, Kind: "Event", Namespaced: true}}
 )
 
-// event is an Event created at created with the given time fields
-// (a path, dotted, to an RFC3339 time, or nil as members serve an unset
-// eventTime).
+// event is an Event created at created with the given time fields (a
+// dotted path to an RFC3339 time).
 func event(apiVersion, name, memberRV string, created time.Time, times map[string]any) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": "Event",
 		"metadata": map[string]any{"name": name, "namespace": "ns", "resourceVersion": memberRV, "creationTimestamp": created.Format(time.RFC3339)}}}
@@ -43,34 +42,6 @@ func TestIsEvents(t *testing.T) {
 	} {
 		if IsEvents(gvr) != want {
 			t.Errorf("IsEvents(%s) = %v", gvr, !want)
-		}
-	}
-}
-
-// TestLastSeen: an Event is as old as the latest time either API gives
-// it, whichever fields its reporter set; its creation when none.
-func TestLastSeen(t *testing.T) {
-	created := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
-	at := func(d time.Duration) string { return created.Add(d).Format(time.RFC3339) }
-	micro := func(d time.Duration) string { return created.Add(d).Format("2006-01-02T15:04:05.000000Z07:00") }
-	for _, c := range []struct {
-		name       string
-		apiVersion string
-		times      map[string]any
-		want       time.Duration // after created
-	}{
-		{"core, by a client-go recorder", "v1", map[string]any{"firstTimestamp": at(0), "lastTimestamp": at(5 * time.Minute), "eventTime": nil}, 5 * time.Minute},
-		{"core, written through events.k8s.io", "v1", map[string]any{"eventTime": micro(90 * time.Second), "reportingComponent": "kubelet"}, 90 * time.Second},
-		{"core, a series", "v1", map[string]any{"eventTime": micro(time.Minute), "series.lastObservedTime": micro(40 * time.Minute), "series.count": int64(3)}, 40 * time.Minute},
-		{"events.k8s.io", "events.k8s.io/v1", map[string]any{"eventTime": micro(2 * time.Minute)}, 2 * time.Minute},
-		{"events.k8s.io, of a core recorder", "events.k8s.io/v1", map[string]any{"deprecatedFirstTimestamp": at(time.Minute), "deprecatedLastTimestamp": at(20 * time.Minute)}, 20 * time.Minute},
-		{"only a first time", "v1", map[string]any{"firstTimestamp": at(-time.Hour)}, -time.Hour},
-		{"no time at all", "v1", map[string]any{"lastTimestamp": nil, "eventTime": nil}, 0},
-		{"garbage", "v1", map[string]any{"lastTimestamp": "yesterday"}, 0},
-	} {
-		got := lastSeen(event(c.apiVersion, "e", "1", created, c.times))
-		if !got.Equal(created.Add(c.want)) {
-			t.Errorf("%s: last seen %s, want %s", c.name, got, created.Add(c.want))
 		}
 	}
 }
