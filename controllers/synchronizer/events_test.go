@@ -2,17 +2,22 @@ package synchronizer
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/panorama-io/panorama/storage"
 	"github.com/panorama-io/panorama/storage/storagetest"
+	"github.com/panorama-io/panorama/test/testenv"
 )
 
 var (
@@ -161,4 +166,132 @@ func TestPrune(t *testing.T) {
 			t.Fatalf("status counts %d events, want 1", st.Count)
 		}
 	})
+}
+
+// turnsStore is a real store that holds every Apply at a gate while
+// closed, and logs, in order, the resource of each Apply that returned.
+type turnsStore struct {
+	storage.Interface
+	mu   sync.Mutex
+	gate chan struct{} // nil: open
+	held map[string]int
+	done []string
+}
+
+// close holds the Applies to come, and returns how many have returned.
+func (s *turnsStore) close() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gate = make(chan struct{})
+	return len(s.done)
+}
+
+func (s *turnsStore) open() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	close(s.gate)
+	s.gate = nil
+}
+
+func (s *turnsStore) heldOf(resource string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.held[resource]
+}
+
+func (s *turnsStore) Apply(ctx context.Context, cluster string, gvr schema.GroupVersionResource, changes []storage.Change) (int64, error) {
+	s.mu.Lock()
+	gate := s.gate
+	if gate != nil {
+		s.held[gvr.Resource]++
+	}
+	s.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+	rev, err := s.Interface.Apply(ctx, cluster, gvr, changes)
+	s.mu.Lock()
+	s.done = append(s.done, gvr.Resource)
+	s.mu.Unlock()
+	return rev, err
+}
+
+// TestEventFloodTakesTurns: a member flooding Events does not hold back
+// another resource's changes. With storage held, the Events synchronizer
+// queues a batch and then as many changes as it may (its watch held
+// there), while a config map created meanwhile waits in its own
+// synchronizer's queue; once storage goes on, the config map is written
+// within the next Events batches, not after the whole backlog, since each
+// synchronizer has one batch at a time in storage's queue, which takes
+// them in turn.
+func TestEventFloodTakesTurns(t *testing.T) {
+	m := startMember(t)
+	store := &turnsStore{Interface: storagetest.Backends()[0].Open(t), held: map[string]int{}}
+	const batch = 20
+	p := NewPool(store, Options{BatchSize: batch, MaxPending: 10 * batch}, func(string) {})
+	t.Cleanup(p.StopAll)
+	if err := p.Ensure(context.Background(), "east", "id", m.dyn, Selection{Resources: []Resource{coreEvents, configMaps}}); err != nil {
+		t.Fatal(err)
+	}
+	synced := func(gvr schema.GroupVersionResource) func() error {
+		return func() error {
+			if st := p.synchronizer("east", gvr).Status(); st.State != "Synced" {
+				return fmt.Errorf("%s: %s", gvr.Resource, st.State)
+			}
+			return nil
+		}
+	}
+	testenv.Eventually(t, time.Minute, synced(coreEvents.GVR))
+	testenv.Eventually(t, time.Minute, synced(configMaps.GVR))
+
+	mark := store.close()
+	flood := 12 * batch
+	for i := range flood {
+		e := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("flood-%d", i)},
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "p"}, Reason: "Flood", Type: "Normal"}
+		if _, err := m.kube.CoreV1().Events("default").Create(context.Background(), e, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	events := p.synchronizer("east", coreEvents.GVR)
+	testenv.Eventually(t, time.Minute, func() error {
+		if n := events.pendingCount(); n < 10*batch || store.heldOf("events") != 1 {
+			return fmt.Errorf("events: %d pending, %d writes held", n, store.heldOf("events"))
+		}
+		return nil
+	})
+	m.createConfigMap(t, "meanwhile")
+	testenv.Eventually(t, time.Minute, func() error {
+		if n := store.heldOf("configmaps"); n != 1 {
+			return fmt.Errorf("%d config map writes held", n)
+		}
+		return nil
+	})
+	store.open()
+	testenv.Eventually(t, time.Minute, func() error {
+		if n, _ := store.Interface.MemberVersions(context.Background(), "east", coreEvents.GVR); len(n) < flood {
+			return fmt.Errorf("%d events stored", len(n))
+		}
+		return nil
+	})
+	store.mu.Lock()
+	order := slices.Clone(store.done[mark:])
+	store.mu.Unlock()
+	before := 0
+	for _, r := range order {
+		if r == "configmaps" {
+			break
+		}
+		before++
+	}
+	// One Events batch held with the config map's, and one that may have
+	// gone ahead of it while it was let through; more is starving it.
+	if before > 3 {
+		t.Fatalf("%d Events batches written before the config map, of %d (%v)", before, flood/batch, order)
+	}
+	t.Logf("Events batches written before the config map: %d of %d", before, flood/batch)
 }
