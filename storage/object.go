@@ -55,7 +55,7 @@ var IndexedFields = []string{
 	"involvedObject.apiVersion",
 	"involvedObject.resourceVersion",
 	"involvedObject.fieldPath",
-	"source", // of a core/v1 Event, derived: see eventSource
+	"source", // of a core/v1 Event, derived: see setEventSource
 	"regarding.kind",
 	"regarding.namespace",
 	"regarding.name",
