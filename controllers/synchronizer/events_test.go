@@ -295,3 +295,47 @@ func TestEventFloodTakesTurns(t *testing.T) {
 	}
 	t.Logf("Events batches written before the config map: %d of %d", before, flood/batch)
 }
+
+// TestRetentionChangeKeepsEvents: a Cluster's new retention restarts its
+// Events' synchronizer without removing what is stored, as a change of
+// Secret data policy would: watchers see no Event go and come back.
+func TestRetentionChangeKeepsEvents(t *testing.T) {
+	m := startMember(t)
+	now := metav1.Now()
+	e := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kept"},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "p"}, Reason: "Kept", Type: "Normal",
+		FirstTimestamp: now, LastTimestamp: now}
+	if _, err := m.kube.CoreV1().Events("default").Create(context.Background(), e, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	store := storagetest.Backends()[0].Open(t)
+	p := NewPool(store, Options{}, func(string) {})
+	t.Cleanup(p.StopAll)
+	ensure := func(retention time.Duration) *Synchronizer {
+		t.Helper()
+		res := coreEvents
+		res.EventRetention = retention
+		if err := p.Ensure(context.Background(), "east", "id", m.dyn, Selection{Resources: []Resource{res}}); err != nil {
+			t.Fatal(err)
+		}
+		s := p.synchronizer("east", coreEvents.GVR)
+		testenv.Eventually(t, time.Minute, func() error {
+			if st := s.Status(); st.State != "Synced" || st.Count != 1 {
+				return fmt.Errorf("state %s, %d events", st.State, st.Count)
+			}
+			return nil
+		})
+		return s
+	}
+	first := ensure(time.Hour)
+	rev, _, err := store.Revision(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second := ensure(2 * time.Hour); second == first {
+		t.Fatal("the synchronizer did not restart with the new retention")
+	}
+	if log, err := store.Events(context.Background(), rev, 10); err != nil || len(log) != 0 {
+		t.Fatalf("changes after the retention changed: %+v (%v)", log, err)
+	}
+}
