@@ -32,8 +32,8 @@ func (s *Synchronizer) expired(u *unstructured.Unstructured, now time.Time) bool
 }
 
 // pruneInterval is how often stored Events are checked for their age: a
-// tenth of the retention, at most a minute, so an Event outlives its
-// retention by that much at most.
+// tenth of the retention, at most a minute: how long an Event may outlive
+// its retention (beyond how late it reached its member, see prune).
 func pruneInterval(retention time.Duration) time.Duration {
 	return min(retention/10, time.Minute)
 }
@@ -55,12 +55,13 @@ func (s *Synchronizer) pruneLoop(ctx context.Context) {
 }
 
 // prune deletes the stored Events that have aged past the retention at
-// now, and then counts what is stored. Only Events created before the
-// retention began can have expired (an Event is last seen no earlier than
-// it was created, unless its reporter's clock is behind the member's), so
-// only those are read, by storage's index on creation time: an Event that
-// keeps recurring is read again at every prune, one that stopped is read
-// once. Each delete is at the member resourceVersion read, so an update
+// now, and then counts what is stored. It reads only the Events created
+// before the retention began, by storage's index on creation time: an
+// Event that keeps recurring is read again at every prune, one that
+// stopped is read once. An Event is created in its member when it is
+// posted, after it happened (later still if its reporter's clock is
+// behind the member's), so it is pruned that much after its retention
+// ends. Each delete is at the member resourceVersion read, so an update
 // arriving meanwhile is never removed.
 func (s *Synchronizer) prune(ctx context.Context, now time.Time) error {
 	before := now.Add(-s.resource.EventRetention)

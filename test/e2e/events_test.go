@@ -118,7 +118,16 @@ func TestEvents(t *testing.T) {
 				t.Errorf("the Events section shows %s:\n%s", not, events)
 			}
 		}
-		out, err := kubectl("--context", "west", "describe", "pod", "web-1", "-n", "web")
+		// kubectl events --for selects by involvedObject kind, apiVersion
+		// and name.
+		out, err := kubectl("--context", "east", "events", "-n", "web", "--for", "pod/web-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out, "PanoramaPulled") || !strings.Contains(out, "noted through events.k8s.io") || strings.Contains(out, "PanoramaOther") {
+			t.Errorf("kubectl events --for pod/web-1:\n%s", out)
+		}
+		out, err = kubectl("--context", "west", "describe", "pod", "web-1", "-n", "web")
 		if err != nil {
 			t.Fatal(err)
 		}
