@@ -132,6 +132,8 @@ var builtinColumns = map[schema.GroupResource][]column{
 		}),
 		ageColumn,
 	},
+	{Resource: "events"}:                         eventColumns,
+	{Group: "events.k8s.io", Resource: "events"}: eventColumns,
 	{Resource: "secrets"}: {
 		col("Type", "string", 0, str("", "type")),
 		col("Data", "integer", 0, func(u *unstructured.Unstructured) any {
@@ -140,6 +142,28 @@ var builtinColumns = map[schema.GroupResource][]column{
 		}),
 		ageColumn,
 	},
+}
+
+// eventColumns are kubectl's for Events, which kube-apiserver prints
+// alike for both APIs: core/v1 says involvedObject and message where
+// events.k8s.io says regarding and note.
+var eventColumns = []column{
+	col("Last Seen", "string", 0, func(u *unstructured.Unstructured) any { return age(metav1.NewTime(storage.EventLastSeen(u))) }),
+	col("Type", "string", 0, str("", "type")),
+	col("Reason", "string", 0, str("", "reason")),
+	col("Object", "string", 0, func(u *unstructured.Unstructured) any {
+		ref, found, _ := unstructured.NestedStringMap(u.Object, "involvedObject")
+		if !found {
+			ref, _, _ = unstructured.NestedStringMap(u.Object, "regarding")
+		}
+		return strings.ToLower(ref["kind"]) + "/" + ref["name"]
+	}),
+	col("Message", "string", 0, func(u *unstructured.Unstructured) any {
+		if m := str("", "message")(u); m != "" {
+			return m
+		}
+		return str("", "note")(u)
+	}),
 }
 
 // columnsFor returns the full column set of a resource: CLUSTER, NAME,

@@ -78,6 +78,8 @@ type ClusterReconciler struct {
 	// HealthInterval is how often a member is checked and rediscovered, so
 	// new CRDs that wildcards cover start syncing without a restart.
 	HealthInterval time.Duration
+	// EventRetention is that of Clusters that set none.
+	EventRetention time.Duration
 
 	events chan event.TypedGenericEvent[*clusterv1alpha1.Cluster]
 }
@@ -90,9 +92,12 @@ func SetupWithManager(mgr ctrl.Manager, store storage.Interface, opts Options) e
 	if opts.MaxConcurrentReconciles == 0 {
 		opts.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
 	}
+	if opts.EventRetention == 0 {
+		opts.EventRetention = DefaultEventRetention
+	}
 	r := &ClusterReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Secrets: SecretAccess{Namespace: opts.SecretNamespace, ClusterAPINamespaces: opts.ClusterAPISecretNamespaces},
-		Store: store, HealthInterval: opts.HealthInterval,
+		Store: store, HealthInterval: opts.HealthInterval, EventRetention: opts.EventRetention,
 		events: make(chan event.TypedGenericEvent[*clusterv1alpha1.Cluster], 1024),
 	}
 	r.Pool = synchronizer.NewPool(store, opts.Sync, r.syncStateChanged)
@@ -318,8 +323,15 @@ func (r *ClusterReconciler) sync(ctx context.Context, c *clusterv1alpha1.Cluster
 		}
 		resources = member.resolve(append(selections, extra...))
 	}
+	retention := r.EventRetention
+	if c.Spec.EventRetention != nil {
+		retention = c.Spec.EventRetention.Duration
+	}
 	for i := range resources {
 		resources[i].KeepSecretData = c.Spec.SecretData == clusterv1alpha1.SecretDataKeep
+		if synchronizer.IsEvents(resources[i].GVR) {
+			resources[i].EventRetention = retention
+		}
 	}
 	sel := synchronizer.Selection{Resources: resources, Partial: partial || member.partial}
 	if err := r.Pool.Ensure(ctx, c.Name, configID, dyn, sel); err != nil {

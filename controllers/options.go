@@ -27,7 +27,14 @@ type Options struct {
 	// MaxConcurrentReconciles is how many Clusters are reconciled at once;
 	// 0 is DefaultMaxConcurrentReconciles.
 	MaxConcurrentReconciles int
+	// EventRetention is the retention of synced Events of Clusters that set
+	// none (spec.eventRetention); 0 is DefaultEventRetention.
+	EventRetention time.Duration
 }
+
+// DefaultEventRetention is kube-apiserver's default --event-ttl: a member
+// keeps its Events that long, and Panorama as long, whatever the member's.
+const DefaultEventRetention = time.Hour
 
 // DefaultMaxConcurrentReconciles: a reconcile mostly waits on the member
 // (health check, discovery), so a few run side by side on any machine.
@@ -38,6 +45,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.HealthInterval, "cluster-health-interval", 30*time.Second, "How often each member is health-checked and its resources rediscovered.")
 	fs.DurationVar(&o.CompactionInterval, "compaction-interval", 5*time.Minute, "How often the change log is compacted to the revision of the previous time (watches and continue tokens stay valid at least this long); 0 disables.")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", DefaultMaxConcurrentReconciles, "How many Clusters are reconciled (health-checked, rediscovered) at once.")
+	fs.DurationVar(&o.EventRetention, "event-retention", DefaultEventRetention, "How long after it was last seen a synced Event is kept, for Clusters that set no spec.eventRetention.")
 	fs.StringVar(&o.SecretNamespace, "secret-namespace", podNamespace(), "The only namespace whose Secrets Clusters may name as member credentials (default: the pod's namespace).")
 	fs.StringSliceVar(&o.ClusterAPISecretNamespaces, "cluster-api-secret-namespaces", nil, "Namespaces whose Cluster API kubeconfig Secrets (<cluster>-kubeconfig, type cluster.x-k8s.io/secret) Clusters may name, as imported Clusters of Cluster API do; the controller must be granted get of Secrets there.")
 	fs.BoolVar(&o.Sync.KeepManagedFields, "keep-managed-fields", false, "Store metadata.managedFields (dropped by default).")
@@ -55,6 +63,9 @@ func (o *Options) Validate() error {
 	}
 	if o.MaxConcurrentReconciles < 0 {
 		errs = append(errs, errors.New("max-concurrent-reconciles must not be negative"))
+	}
+	if o.EventRetention < 0 {
+		errs = append(errs, errors.New("event-retention must not be negative"))
 	}
 	if o.CompactionInterval < 0 {
 		errs = append(errs, errors.New("compaction-interval must not be negative"))

@@ -3,6 +3,7 @@ package controllers_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -29,5 +30,25 @@ func TestMaxConcurrentReconcilesFlag(t *testing.T) {
 	}
 	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "max-concurrent-reconciles") {
 		t.Fatalf("negative concurrency: %v", err)
+	}
+}
+
+// TestEventRetentionFlag: Events are kept as long as kube-apiserver's
+// default --event-ttl unless told otherwise, and never a negative time.
+func TestEventRetentionFlag(t *testing.T) {
+	var o controllers.Options
+	fs := pflag.NewFlagSet("controller-manager", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse([]string{"--secret-namespace=panorama-system"}); err != nil {
+		t.Fatal(err)
+	}
+	if o.EventRetention != time.Hour || o.Validate() != nil {
+		t.Fatalf("default retention %v (%v)", o.EventRetention, o.Validate())
+	}
+	if err := fs.Parse([]string{"--event-retention=-1m"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "event-retention") {
+		t.Fatalf("negative retention: %v", err)
 	}
 }

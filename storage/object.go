@@ -53,7 +53,17 @@ var IndexedFields = []string{
 	"involvedObject.name",
 	"involvedObject.uid",
 	"involvedObject.apiVersion",
+	"involvedObject.resourceVersion",
 	"involvedObject.fieldPath",
+	"source", // of a core/v1 Event, derived: see setEventSource
+	"regarding.kind",
+	"regarding.namespace",
+	"regarding.name",
+	"regarding.uid",
+	"regarding.apiVersion",
+	"regarding.resourceVersion",
+	"regarding.fieldPath",
+	"reportingController",
 }
 
 var indexedFieldPaths = func() map[string][]string {
@@ -133,6 +143,7 @@ func Describe(u *unstructured.Unstructured) Object {
 		}
 		o.Fields[field] = s
 	}
+	setEventSource(u, &o)
 	return o
 }
 

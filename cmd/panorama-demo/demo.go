@@ -92,7 +92,7 @@ spec:
   kubeconfigSecretRef: {namespace: panorama-system, name: %s}
   syncResources:
   - group: ""
-    resources: [pods, configmaps, namespaces]
+    resources: [pods, configmaps, namespaces, events]
   - group: apps
     resources: ["*"]
 `, name, indented, name, name)
@@ -126,6 +126,7 @@ Panorama is serving 2 member clusters. Try:
   kubectl --kubeconfig %[1]s get pods -A                 # every cluster
   kubectl --kubeconfig %[1]s --context east get pods -n shop # one cluster (the demo runs no controllers, so no Deployments)
   kubectl --kubeconfig %[1]s get pods -A -l app=web,search.panorama.io/clusters=west
+  kubectl --kubeconfig %[1]s --context east describe pod web-0 -n shop # with its Events
   kubectl --kubeconfig %[2]s get clusters                 # the host's Cluster objects
 
 (kubectl is in %[3]s.) Ctrl-C stops everything.
@@ -181,16 +182,31 @@ func sampleWorkloads(ctx context.Context, c kubernetes.Interface, i int) error {
 	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}, metav1.CreateOptions{}); err != nil {
 		return err
 	}
+	var web0 *corev1.Pod
 	for j := range 3 + i {
 		for _, app := range []string{"web", "db"} {
 			pod := &corev1.Pod{
 				ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: fmt.Sprintf("%s-%d", app, j), Labels: map[string]string{"app": app}},
 				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: app, Image: "nginx:1.27"}}},
 			}
-			if _, err := c.CoreV1().Pods("shop").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			created, err := c.CoreV1().Pods("shop").Create(ctx, pod, metav1.CreateOptions{})
+			if err != nil {
 				return err
 			}
+			if pod.Name == "web-0" {
+				web0 = created
+			}
 		}
+	}
+	// What a scheduler would say, for kubectl describe to show.
+	now := metav1.Now()
+	if _, err := c.CoreV1().Events("shop").Create(ctx, &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Namespace: "shop", Name: "web-0.demo"},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: "shop", Name: "web-0", UID: web0.UID},
+		Type:           corev1.EventTypeWarning, Reason: "FailedScheduling", Source: corev1.EventSource{Component: "panorama-demo"},
+		Message: "the demo member runs no scheduler and no nodes", FirstTimestamp: now, LastTimestamp: now, Count: 1,
+	}, metav1.CreateOptions{}); err != nil {
+		return err
 	}
 	_, err := c.CoreV1().ConfigMaps("shop").Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "settings"}, Data: map[string]string{"currency": []string{"EUR", "USD"}[i%2]},

@@ -79,7 +79,7 @@ func (r *Reconciler) clusterSpec(ctx context.Context, p *clusterv1alpha1.Cluster
 	t := p.Spec.Template
 	spec := clusterv1alpha1.ClusterSpec{
 		SyncResources: t.SyncResources, SyncAllCustomResources: t.SyncAllCustomResources, SyncResourcesRef: t.SyncResourcesRef,
-		SecretData: t.SecretData, InsecureSkipTLSVerify: t.InsecureSkipTLSVerify, Paused: t.Paused,
+		SecretData: t.SecretData, EventRetention: t.EventRetention, InsecureSkipTLSVerify: t.InsecureSkipTLSVerify, Paused: t.Paused,
 	}
 	if spec.SecretData == "" {
 		spec.SecretData = clusterv1alpha1.SecretDataDrop // as the Cluster CRD defaults it, so updates compare equal

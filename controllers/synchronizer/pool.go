@@ -105,12 +105,20 @@ func (p *Pool) Ensure(ctx context.Context, cluster, configID string, client dyna
 	}
 	// A resource whose objects are now stored differently (Secret data kept
 	// or dropped) is removed and synced afresh: a resumed synchronizer would
-	// not rewrite the unchanged objects.
+	// not rewrite the unchanged objects. One whose Event retention changed
+	// only restarts: its list stores what the new retention keeps and
+	// deletes what it does not.
 	var removed []*running
 	for gvr, r := range cs.syncs {
 		res, ok := want[gvr]
-		if (!ok && !sel.Partial) || (ok && res != r.resource) {
+		retained := r.resource
+		retained.EventRetention = res.EventRetention
+		switch {
+		case (!ok && !sel.Partial) || (ok && res != retained):
 			removed = append(removed, r)
+			delete(cs.syncs, gvr)
+		case ok && res != r.resource:
+			restart = append(restart, r)
 			delete(cs.syncs, gvr)
 		}
 	}

@@ -75,6 +75,10 @@ type Resource struct {
 	// default: readers of the API server see Secrets that host RBAC grants
 	// them, but their contents are the member's credentials.
 	KeepSecretData bool
+	// EventRetention, for Events (IsEvents), is how long after it was last
+	// seen an Event is kept: older ones are not stored, and stored ones are
+	// pruned as they age past it. 0 keeps them as long as the member does.
+	EventRetention time.Duration
 }
 
 // Status is a synchronizer's state for the Cluster's status.
@@ -150,6 +154,13 @@ func (s *Synchronizer) Run(ctx context.Context) {
 		defer close(flushDone)
 		s.flushLoop(ctx)
 	}()
+	pruneDone := make(chan struct{})
+	go func() {
+		defer close(pruneDone)
+		if s.resource.EventRetention > 0 {
+			s.pruneLoop(ctx)
+		}
+	}()
 
 	ri := s.client.Resource(s.resource.GVR)
 	lw := listStreamedToStorage{&cache.ListWatch{
@@ -190,6 +201,7 @@ func (s *Synchronizer) Run(ctx context.Context) {
 		}
 	}
 	<-flushDone
+	<-pruneDone
 }
 
 // flushLoop writes pending changes when a batch is full or FlushInterval
@@ -277,6 +289,13 @@ func (s *Synchronizer) enqueue(obj any, deleted bool, added int64) error {
 	change := storage.Upsert(u)
 	typ := "update"
 	switch {
+	case !deleted && s.expired(u, time.Now()):
+		if added > 0 {
+			syncEvents.WithLabelValues(s.cluster, s.resource.GVR.Resource, "expired").Inc()
+			return nil // never stored
+		}
+		// An update that leaves an Event as old as that: what is stored goes.
+		change, typ, added = storage.DeleteAt(u.GetNamespace(), u.GetName(), u.GetResourceVersion()), "expired", -1
 	case deleted:
 		// At the deleted object's resourceVersion, so that a delete arriving
 		// late cannot remove a newer object of the same name.
@@ -370,8 +389,14 @@ func (s *Synchronizer) list(ctx context.Context, ri dynamic.ResourceInterface) (
 			return nil, err
 		}
 		var changes []storage.Change
+		now := time.Now()
 		for i := range page.Items {
 			u, _ := s.object(&page.Items[i])
+			if s.expired(u, now) {
+				// As if the member had it no more: deleted below if stored.
+				continue
+			}
+			count++
 			k := storage.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()}
 			if v, ok := stored[k]; !ok || v != u.GetResourceVersion() {
 				changes = append(changes, storage.Upsert(u))
@@ -381,7 +406,6 @@ func (s *Synchronizer) list(ctx context.Context, ri dynamic.ResourceInterface) (
 		if err := s.applyBatches(ctx, changes); err != nil {
 			return nil, err
 		}
-		count += int64(len(page.Items))
 		syncEvents.WithLabelValues(s.cluster, s.resource.GVR.Resource, "list").Add(float64(len(page.Items)))
 		if opts.Continue = page.GetContinue(); opts.Continue != "" {
 			continue
@@ -409,7 +433,7 @@ func (s *Synchronizer) list(ctx context.Context, ri dynamic.ResourceInterface) (
 func (s *Synchronizer) applyBatches(ctx context.Context, changes []storage.Change) error {
 	for start := 0; start < len(changes); start += s.opts.BatchSize {
 		if err := s.apply(ctx, changes[start:min(start+s.opts.BatchSize, len(changes))]); err != nil {
-			return fmt.Errorf("writing list: %w", err)
+			return fmt.Errorf("writing to storage: %w", err)
 		}
 	}
 	return nil

@@ -101,6 +101,15 @@ type ClusterSpec struct {
 	// +kubebuilder:default=Drop
 	// +optional
 	SecretData SecretDataPolicy `json:"secretData,omitempty"`
+	// EventRetention is how long after it was last seen (lastTimestamp,
+	// eventTime, series.lastObservedTime) a synced Event, core/v1 or
+	// events.k8s.io, is kept: older Events are not stored, and stored ones
+	// are deleted as they age past it. Unset, the controller manager's
+	// --event-retention (1h). Events are synced only when syncResources
+	// selects them (group "" or events.k8s.io, resource events, or "*").
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="must be positive"
+	// +optional
+	EventRetention *metav1.Duration `json:"eventRetention,omitempty"`
 	// Paused stops syncing; stored objects stay as they are.
 	// +optional
 	Paused bool `json:"paused,omitempty"`

@@ -85,6 +85,12 @@ type ImportedClusterSpec struct {
 	// +kubebuilder:default=Drop
 	// +optional
 	SecretData SecretDataPolicy `json:"secretData,omitempty"`
+	// EventRetention is the imported Clusters' eventRetention: how long
+	// after it was last seen a synced Event is kept. Unset, the controller
+	// manager's --event-retention.
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="must be positive"
+	// +optional
+	EventRetention *metav1.Duration `json:"eventRetention,omitempty"`
 	// InsecureSkipTLSVerify skips verification of the members' certificates.
 	// +optional
 	InsecureSkipTLSVerify bool `json:"insecureSkipTLSVerify,omitempty"`
