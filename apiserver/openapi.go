@@ -16,6 +16,7 @@ import (
 
 	"github.com/munnerz/goautoneg"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilversion "k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/klog/v2"
@@ -87,8 +88,7 @@ func (h *Handler) serveOpenAPI(w http.ResponseWriter, r *http.Request, cluster, 
 	contentType, protobuf, ok := openAPIContentType(r.Header.Get("Accept"))
 	w.Header().Add("Vary", "Accept")
 	if !ok {
-		writeError(w, apierrors.NewGenericServerResponse(http.StatusNotAcceptable, "get", schema.GroupResource{}, "",
-			"only application/json and "+protobufOpenAPIType+" are served", 0, false), schema.GroupResource{})
+		writeError(w, notAcceptable("only application/json and "+protobufOpenAPIType+" are served"), schema.GroupResource{})
 		return true
 	}
 	data, hash, err := h.openAPI.document(r.Context(), h.store, path, srcs, protobuf)
@@ -105,6 +105,12 @@ func (h *Handler) serveOpenAPI(w http.ResponseWriter, r *http.Request, cluster, 
 	}
 	serveOpenAPIContent(w, r, contentType, data, hash)
 	return true
+}
+
+func notAcceptable(message string) error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusNotAcceptable, Reason: metav1.StatusReasonNotAcceptable, Message: message,
+	}}
 }
 
 // serveOpenAPIContent answers with data, tagged hash, or 304 to a client
@@ -167,9 +173,10 @@ func (h *Handler) openAPISources(ctx context.Context, cluster string) (map[strin
 	return out, nil
 }
 
-// sortOpenAPISources puts the newest member first, then by cluster name:
-// mergeOpenAPI keeps the first definition of each name. A version that
-// does not parse counts as the oldest.
+// sortOpenAPISources puts the newest member first (by major, minor and
+// patch: a release candidate serves its release's API), then by cluster
+// name: mergeOpenAPI keeps the first definition of each name. A version
+// that does not parse counts as the oldest.
 func sortOpenAPISources(srcs []openAPISource) {
 	slices.SortFunc(srcs, func(a, b openAPISource) int {
 		va, erra := utilversion.ParseGeneric(a.memberVersion)
@@ -336,7 +343,8 @@ func (c *openAPICache) document(ctx context.Context, store storage.Interface, pa
 	if protobuf {
 		pb, err := handler3.ToV3ProtoBinary(data)
 		if err != nil {
-			return nil, "", err
+			// A member's document that JSON clients can still read.
+			return nil, "", notAcceptable("the document cannot be served as protobuf, ask for application/json: " + err.Error())
 		}
 		c.put(key(hash), pb)
 		data = pb
