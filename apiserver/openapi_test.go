@@ -281,7 +281,7 @@ func TestMergeOpenAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got struct {
-		Info       struct{ Version string }                          `json:"info"`
+		Info       struct{ Version string }                           `json:"info"`
 		Paths      map[string]map[string]struct{ Description string } `json:"paths"`
 		Components map[string]map[string]struct{ Description string } `json:"components"`
 	}
