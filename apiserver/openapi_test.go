@@ -206,6 +206,11 @@ func TestOpenAPIHash(t *testing.T) {
 	if want := east + "/openapi/v3/api/v1?hash=" + storage.Digest([]byte(doc)); u != want {
 		t.Fatalf("serverRelativeURL %q, want %q", u, want)
 	}
+	// The deprecated path's index points under it, with the same hash.
+	deprecated := ResourcesPrefix + "/clusters/east"
+	if d := indexURL(deprecated); d != deprecated+strings.TrimPrefix(u, east) {
+		t.Fatalf("deprecated path's serverRelativeURL %q", d)
+	}
 	resp := get(u)
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Cache-Control") != "public, immutable" || resp.Header.Get("Content-Type") != "application/json" {
 		t.Fatalf("by its hash: %d, %v", resp.StatusCode, resp.Header)
