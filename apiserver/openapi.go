@@ -326,7 +326,7 @@ func (c *openAPICache) document(ctx context.Context, store storage.Interface, pa
 		}
 		s.hash = doc.Hash
 		found = append(found, s)
-		docs = append(docs, doc.Document)
+		docs = append(docs, []byte(doc.Document))
 	}
 	if len(docs) == 0 {
 		return nil, "", notFound()

@@ -45,7 +45,7 @@ func putOpenAPI(t testing.TB, s storage.Interface, cluster, memberVersion string
 	for path, doc := range docs {
 		e := storage.OpenAPIEntry{Hash: storage.Digest([]byte(doc)), MemberURL: "/openapi/v3/" + path + "?hash=" + memberVersion}
 		index.GroupVersions[path] = e
-		u, err := storage.OpenAPIDocumentObject(path, storage.OpenAPIDocument{Hash: e.Hash, Document: json.RawMessage(doc)})
+		u, err := storage.OpenAPIDocumentObject(path, storage.OpenAPIDocument{Hash: e.Hash, Document: doc})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -111,7 +111,11 @@ func TestCRDsOfSelectedCustomResources(t *testing.T) {
 		})
 	}
 	o, err := store.Get(context.Background(), storage.Key{Cluster: "east", GVR: storage.OpenAPIResource, Name: "apis/example.com/v1"})
-	if err != nil || !strings.Contains(string(o.Data), `"com.example.v1.Widget"`) {
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc storage.OpenAPIDocument
+	if err := storage.DecodeOpenAPI(o.Data, &doc); err != nil || !strings.Contains(doc.Document, `"com.example.v1.Widget"`) {
 		t.Fatalf("east's OpenAPI of example.com/v1: %v", err)
 	}
 }

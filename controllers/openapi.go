@@ -142,7 +142,7 @@ func syncOpenAPI(ctx context.Context, store storage.Interface, cluster, memberVe
 		}
 		entry := storage.OpenAPIEntry{Hash: storage.Digest(doc), MemberURL: gv.ServerRelativeURL}
 		index.GroupVersions[path] = entry
-		u, err := storage.OpenAPIDocumentObject(path, storage.OpenAPIDocument{Hash: entry.Hash, Document: doc})
+		u, err := storage.OpenAPIDocumentObject(path, storage.OpenAPIDocument{Hash: entry.Hash, Document: string(doc)})
 		if err != nil {
 			return err
 		}

@@ -121,7 +121,7 @@ func TestSyncOpenAPI(t *testing.T) {
 		if err := storage.DecodeOpenAPI(o.Data, &doc); err != nil {
 			t.Fatal(err)
 		}
-		return string(doc.Document), nil
+		return doc.Document, nil
 	}
 	stored := func(want ...string) {
 		t.Helper()

@@ -8,7 +8,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utiljson "k8s.io/apimachinery/pkg/util/json"
 )
 
 // OpenAPIResource is where the controller stores, per cluster, the
@@ -57,10 +56,13 @@ type OpenAPIEntry struct {
 	MemberURL string `json:"memberURL"`
 }
 
-// OpenAPIDocument is what a document object holds.
+// OpenAPIDocument is what a document object holds. The document is a
+// string of the member's bytes, not a nested object: storing an object
+// would decode it into maps, ten times its size in memory (kube-apiserver's
+// api/v1 is 1.6 MB of JSON), and serve it re-encoded.
 type OpenAPIDocument struct {
-	Hash     string          `json:"hash"`
-	Document json.RawMessage `json:"document"`
+	Hash     string `json:"hash"`
+	Document string `json:"document"`
 }
 
 // OpenAPIParts are the parts of a document that the all-clusters view
@@ -96,10 +98,8 @@ func openAPIObject(kind, name string, content any) (*unstructured.Unstructured, 
 	if err != nil {
 		return nil, err
 	}
-	// As unstructured decodes: integers stay int64, where float64 would
-	// round a schema's large bounds.
 	var fields map[string]any
-	if err := utiljson.Unmarshal(data, &fields); err != nil {
+	if err := json.Unmarshal(data, &fields); err != nil {
 		return nil, err
 	}
 	u := &unstructured.Unstructured{Object: fields}
