@@ -81,15 +81,18 @@ func resourcesIn(gvs ...string) []synchronizer.Resource {
 	return out
 }
 
-// TestSyncOpenAPI: the documents of the synced group versions are stored
+// TestSyncOpenAPI, on every database: the documents of the synced group versions are stored
 // with an index; a document is fetched again only when the member's hash
 // of it changes, and nothing is written when nothing changed; what the
 // member sends too large or not as an OpenAPI document is left out and
 // named, the rest stored; a group version no longer synced is removed,
 // unless the selection is partial; a member without OpenAPI v3 has none.
 func TestSyncOpenAPI(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) { testSyncOpenAPI(t, b.Open(t)) })
+}
+
+func testSyncOpenAPI(t *testing.T, store storage.Interface) {
 	ctx := context.Background()
-	store := storagetest.Backends()[0].Open(t)
 	m := &fakeOpenAPIMember{docs: map[string]string{}, hashes: map[string]string{}, fetched: map[string]int{}}
 	m.set("api/v1", "c1", memberDoc("core 1"))
 	m.set("apis/apps/v1", "a1", memberDoc("apps 1"))
