@@ -60,6 +60,9 @@ var (
 		"/apis",
 		"",
 		"/",
+		"/openapi/v3",
+		"/clusters/east/openapi/v3/api/v1",
+		"/openapi/v3/apis/apps/v1",
 	}
 )
 
@@ -118,6 +121,7 @@ func FuzzServePath(f *testing.F) {
 	for _, name := range []string{"a", "b"} {
 		putPod(f, h.store, "east", name)
 	}
+	putOpenAPI(f, h.store, "east", "v1.37.2", map[string]string{"api/v1": openAPIDoc("v1.37.2", []string{"/api/v1/pods"}, map[string]string{"P": "p"})})
 	srv := asUser(h)
 	f.Fuzz(func(t *testing.T, path, query string) {
 		u := &url.URL{Path: groupVersion + path, RawQuery: query}

@@ -49,7 +49,8 @@ type Handler struct {
 	cache    *watchcache.Cache
 	crds     crdColumns
 	// authz is the host's delegated authorizer, asked for every member read.
-	authz authorizer.Authorizer
+	authz   authorizer.Authorizer
+	openAPI openAPICache // openapi.go
 }
 
 // splitPath takes a view's prefix off path (ViewPath's, or the deprecated
@@ -83,8 +84,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	warnDeprecatedPath(w, r.URL.Path, cluster, rest)
-	if h.serveVersion(w, r, cluster, rest) || h.serveReview(w, r, cluster, rest) {
-		return // under every view: /version (version.go) and self reviews (selfreview.go)
+	if h.serveVersion(w, r, cluster, rest) || h.serveOpenAPI(w, r, cluster, rest) || h.serveReview(w, r, cluster, rest) {
+		return // under every view: /version (version.go), /openapi/v3 (openapi.go) and self reviews (selfreview.go)
 	}
 	if h.refuseSubresource(w, r, cluster, rest) { // subresources.go
 		return

@@ -81,7 +81,8 @@ type ClusterReconciler struct {
 	// EventRetention is that of Clusters that set none.
 	EventRetention time.Duration
 
-	events chan event.TypedGenericEvent[*clusterv1alpha1.Cluster]
+	events  chan event.TypedGenericEvent[*clusterv1alpha1.Cluster]
+	openAPI openAPIChecks // openapi.go
 }
 
 // SetupWithManager registers the reconciler and its synchronizer pool.
@@ -184,6 +185,7 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		if apierrors.IsNotFound(err) {
 			r.Pool.Stop(req.Name)
 			forgetCluster(req.Name)
+			r.openAPI.forget(req.Name)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -337,6 +339,7 @@ func (r *ClusterReconciler) sync(ctx context.Context, c *clusterv1alpha1.Cluster
 	if err := r.Pool.Ensure(ctx, c.Name, configID, dyn, sel); err != nil {
 		return requeue, err
 	}
+	r.checkOpenAPI(ctx, c.Name, configID, status.Version, dc.RESTClient(), sel) // openapi.go
 	r.fillSyncStatus(c.Name, status)
 	switch {
 	case len(problems) > 0:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -86,5 +87,35 @@ func TestCRDsOfSelectedCustomResources(t *testing.T) {
 	page, err := store.List(context.Background(), &storage.ListQuery{GVR: storage.CRDResource, Clusters: []string{"west"}})
 	if err != nil || len(page.Objects) != 0 {
 		t.Fatalf("west's CRDs stored: %v %d", err, len(page.Objects))
+	}
+
+	// The members' OpenAPI documents of the group versions each syncs
+	// (openapi.go), which the API server serves for kubectl explain.
+	for cluster, want := range map[string][]string{
+		"east": {"api/v1", "apis/apiextensions.k8s.io/v1", "apis/example.com/v1"},
+		"west": {"api/v1", "apis/apps/v1"},
+	} {
+		eventually(t, func() error {
+			o, err := store.Get(context.Background(), storage.Key{Cluster: cluster, GVR: storage.OpenAPIResource, Name: storage.OpenAPIIndexName})
+			if err != nil {
+				return err
+			}
+			var index storage.OpenAPIIndex
+			if err := storage.DecodeOpenAPI(o.Data, &index); err != nil {
+				return err
+			}
+			if got := slices.Sorted(maps.Keys(index.GroupVersions)); !slices.Equal(got, want) {
+				return fmt.Errorf("%s's OpenAPI documents %v, want %v", cluster, got, want)
+			}
+			return nil
+		})
+	}
+	o, err := store.Get(context.Background(), storage.Key{Cluster: "east", GVR: storage.OpenAPIResource, Name: "apis/example.com/v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc storage.OpenAPIDocument
+	if err := storage.DecodeOpenAPI(o.Data, &doc); err != nil || !strings.Contains(doc.Document, `"com.example.v1.Widget"`) {
+		t.Fatalf("east's OpenAPI of example.com/v1: %v", err)
 	}
 }

@@ -273,8 +273,8 @@ func (p *Pool) sweep(ctx context.Context, clusters func(context.Context) ([]stri
 	return err
 }
 
-// keep is what a sweep keeps: the resources each resolved cluster syncs,
-// and everything of every other cluster that exists (a zero GVR keeps all of
+// keep is what a sweep keeps: the resources each resolved cluster syncs
+// and its OpenAPI documents, and everything of every other cluster that exists (a zero GVR keeps all of
 // a cluster's resources).
 func (p *Pool) keep(existing []string) []storage.ClusterResource {
 	p.mu.Lock()
@@ -288,6 +288,8 @@ func (p *Pool) keep(existing []string) []storage.ClusterResource {
 		for gvr := range cs.syncs {
 			keep = append(keep, storage.ClusterResource{Cluster: name, GVR: gvr})
 		}
+		// Written by the reconciler itself, for the resources synced.
+		keep = append(keep, storage.ClusterResource{Cluster: name, GVR: storage.OpenAPIResource})
 	}
 	for _, name := range existing {
 		if cs := p.clusters[name]; cs == nil {

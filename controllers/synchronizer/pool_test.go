@@ -341,6 +341,16 @@ func TestSweepOrphans(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The OpenAPI documents the reconciler stores beside what it syncs.
+	openAPIIndex, err := storage.OpenAPIIndexObject(storage.OpenAPIIndex{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cluster := range []string{"east", "gone"} {
+		if _, err := store.Apply(ctx, cluster, storage.OpenAPIResource, []storage.Change{storage.Upsert(openAPIIndex.DeepCopy())}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	p := NewPool(store, Options{}, func(string) {})
 	t.Cleanup(p.StopAll)
 	// Concurrently, as reconciles of different clusters run.
@@ -363,6 +373,11 @@ func TestSweepOrphans(t *testing.T) {
 	for cluster, kept := range map[string]bool{"east": false, "partial": true, "paused": true, "gone": false} {
 		if _, err := store.Get(ctx, storage.Key{Cluster: cluster, GVR: pods, Namespace: "ns", Name: "p"}); kept != (err == nil) {
 			t.Errorf("%s pods: want kept %v, got %v", cluster, kept, err)
+		}
+	}
+	for cluster, kept := range map[string]bool{"east": true, "gone": false} {
+		if _, err := store.Get(ctx, storage.Key{Cluster: cluster, GVR: storage.OpenAPIResource, Name: storage.OpenAPIIndexName}); kept != (err == nil) {
+			t.Errorf("%s OpenAPI index: want kept %v, got %v", cluster, kept, err)
 		}
 	}
 	waitConverged(t, store, "east", m)

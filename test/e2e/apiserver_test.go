@@ -317,6 +317,7 @@ func TestAPIServer(t *testing.T) {
 		}
 	})
 	t.Run("CRDs and subresources", func(t *testing.T) { testCRDsAndSubresources(t, alice) })
+	t.Run("kubectl explain", func(t *testing.T) { testExplain(t, alice) }) // openapi_test.go
 	t.Run("k9s", func(t *testing.T) { testK9s(t, host, dir, eastKube) })
 }
 
@@ -425,6 +426,7 @@ spec:
     schema:
       openAPIV3Schema:
         type: object
+        description: A widget, which east alone defines.
         x-kubernetes-preserve-unknown-fields: true
     additionalPrinterColumns:
     - {name: Size, type: integer, jsonPath: .spec.size}

@@ -1,0 +1,219 @@
+package controllers
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"slices"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/rest"
+	"k8s.io/kube-openapi/pkg/handler3"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/panorama-io/panorama/controllers/synchronizer"
+	"github.com/panorama-io/panorama/storage"
+)
+
+// Limits on what a member sends about its OpenAPI, which is untrusted
+// input: kube-apiserver 1.37's largest document (api/v1) is 1.6 MB, apps/v1
+// 0.7 MB, all 49 of its group versions 6.8 MB; its index a few KiB. The
+// log entry of a changed document holds it twice (object and pre-image),
+// which must stay under MariaDB's default max_allowed_packet (16 MiB). A
+// document over the limit is left out, the rest stored.
+const (
+	maxOpenAPIIndexBytes    = 1 << 20
+	maxOpenAPIDocumentBytes = 4 << 20
+)
+
+// openAPIChecks remembers, per cluster, what its stored documents were last
+// checked for and when, so that the member is asked again only every
+// HealthInterval or when that changes: a Cluster is reconciled at every
+// change of a synchronizer's state too.
+type openAPIChecks struct {
+	mu   sync.Mutex
+	last map[string]openAPICheck
+}
+
+type openAPICheck struct {
+	key string
+	at  time.Time
+}
+
+// due reports whether cluster's documents should be checked now for key,
+// and if so records the check.
+func (c *openAPIChecks) due(cluster, key string, interval time.Duration, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if last, ok := c.last[cluster]; ok && last.key == key && now.Sub(last.at) < interval {
+		return false
+	}
+	if c.last == nil {
+		c.last = map[string]openAPICheck{}
+	}
+	c.last[cluster] = openAPICheck{key: key, at: now}
+	return true
+}
+
+func (c *openAPIChecks) forget(cluster string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.last, cluster)
+}
+
+// checkOpenAPI runs syncOpenAPI when due: every HealthInterval, and at once
+// when the connection, the member's version or the selection changes. A
+// failure is logged, and the documents stored before are kept: they are
+// schemas, which a view serves as the member last had them.
+func (r *ClusterReconciler) checkOpenAPI(ctx context.Context, cluster, configID, memberVersion string, member rest.Interface, sel synchronizer.Selection) {
+	key := fmt.Sprint(configID, memberVersion, sel)
+	if !r.openAPI.due(cluster, key, r.HealthInterval, time.Now()) {
+		return
+	}
+	if err := syncOpenAPI(ctx, r.Store, cluster, memberVersion, member, sel); err != nil {
+		log.FromContext(ctx).Error(err, "storing the member's OpenAPI documents")
+	}
+}
+
+// syncOpenAPI keeps the member's OpenAPI v3 documents of the group versions
+// of sel's resources in storage (storage.OpenAPIResource), for the API server to
+// serve under the cluster's views. It reads the member's index and fetches a
+// document only when its URL, which carries the member's hash of it, has
+// changed since it was stored; documents of group versions no longer synced
+// are removed, unless sel is partial. A document the member fails to send, or sends too large or
+// not a JSON object, is left out (an older one of it stays) and named in
+// the error; the others are stored.
+func syncOpenAPI(ctx context.Context, store storage.Interface, cluster, memberVersion string, member rest.Interface, sel synchronizer.Selection) error {
+	var want []string
+	for _, res := range sel.Resources {
+		if p := storage.OpenAPIPath(res.GVR.GroupVersion()); !slices.Contains(want, p) {
+			want = append(want, p)
+		}
+	}
+	stored := storage.OpenAPIIndex{GroupVersions: map[string]storage.OpenAPIEntry{}}
+	if o, err := store.Get(ctx, storage.Key{Cluster: cluster, GVR: storage.OpenAPIResource, Name: storage.OpenAPIIndexName}); err == nil {
+		if err := storage.DecodeOpenAPI(o.Data, &stored); err != nil {
+			return err
+		}
+	} else if !errors.Is(err, storage.ErrNotFound) {
+		return err
+	}
+	var served handler3.OpenAPIV3Discovery
+	if len(want) > 0 {
+		data, err := readLimited(ctx, member.Get().AbsPath("/openapi/v3"), maxOpenAPIIndexBytes)
+		switch {
+		case apierrors.IsNotFound(err):
+			// A member without OpenAPI v3 (before Kubernetes 1.27, or
+			// turned off): nothing to explain there.
+		case err != nil:
+			return fmt.Errorf("reading the member's OpenAPI v3 index: %w", err)
+		default:
+			if err := json.Unmarshal(data, &served); err != nil {
+				return fmt.Errorf("the member's OpenAPI v3 index: %w", err)
+			}
+		}
+	}
+
+	index := storage.OpenAPIIndex{MemberVersion: memberVersion, GroupVersions: map[string]storage.OpenAPIEntry{}}
+	var changes []storage.Change
+	var problems []error
+	for _, path := range want {
+		gv, ok := served.Paths[path]
+		if !ok {
+			continue
+		}
+		if old, ok := stored.GroupVersions[path]; ok && old.MemberURL == gv.ServerRelativeURL {
+			index.GroupVersions[path] = old
+			continue
+		}
+		doc, err := fetchOpenAPIDocument(ctx, member, gv.ServerRelativeURL)
+		if err != nil {
+			problems = append(problems, fmt.Errorf("OpenAPI document %s: %w", path, err))
+			if old, ok := stored.GroupVersions[path]; ok {
+				index.GroupVersions[path] = old
+			}
+			continue
+		}
+		entry := storage.OpenAPIEntry{Hash: storage.Digest(doc), MemberURL: gv.ServerRelativeURL}
+		index.GroupVersions[path] = entry
+		u, err := storage.OpenAPIDocumentObject(path, storage.OpenAPIDocument{Hash: entry.Hash, Document: string(doc)})
+		if err != nil {
+			return err
+		}
+		changes = append(changes, storage.Upsert(u))
+	}
+	for path, old := range stored.GroupVersions {
+		switch _, ok := index.GroupVersions[path]; {
+		case ok:
+		case sel.Partial && !slices.Contains(want, path):
+			index.GroupVersions[path] = old // may still be synced
+		default:
+			changes = append(changes, storage.Delete("", path))
+		}
+	}
+	u, err := storage.OpenAPIIndexObject(index)
+	if err != nil {
+		return err
+	}
+	// The index last: the documents it names are written before it, in
+	// the same transaction.
+	changes = append(changes, storage.Upsert(u))
+	if _, err := store.Apply(ctx, cluster, storage.OpenAPIResource, changes); err != nil {
+		return fmt.Errorf("storing OpenAPI documents: %w", err)
+	}
+	return errors.Join(problems...)
+}
+
+// fetchOpenAPIDocument reads one document by the URL the member's index
+// gives, relative to the member's root as client-go's openapi client takes
+// it, and checks that it is an OpenAPI document in the shapes the API server
+// merges.
+func fetchOpenAPIDocument(ctx context.Context, member rest.Interface, serverRelativeURL string) ([]byte, error) {
+	u, err := url.Parse(serverRelativeURL)
+	if err != nil {
+		return nil, err
+	}
+	req := member.Get().AbsPath(u.Path).SetHeader("Accept", "application/json")
+	for k, vs := range u.Query() {
+		for _, v := range vs {
+			req.Param(k, v)
+		}
+	}
+	data, err := readLimited(ctx, req, maxOpenAPIDocumentBytes)
+	if err != nil {
+		return nil, err
+	}
+	var parts storage.OpenAPIParts
+	if err := json.Unmarshal(data, &parts); err != nil {
+		return nil, fmt.Errorf("not an OpenAPI document: %w", err)
+	}
+	if parts.OpenAPI == "" {
+		return nil, errors.New("not an OpenAPI document: no openapi version")
+	}
+	return data, nil
+}
+
+// readLimited reads the body of req, failing rather than reading more than
+// limit bytes.
+func readLimited(ctx context.Context, req *rest.Request, limit int64) ([]byte, error) {
+	body, err := req.Stream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	var buf bytes.Buffer
+	n, err := io.Copy(&buf, io.LimitReader(body, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if n > limit {
+		return nil, fmt.Errorf("larger than %d bytes", limit)
+	}
+	return buf.Bytes(), nil
+}
