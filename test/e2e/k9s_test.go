@@ -13,8 +13,8 @@ import (
 )
 
 // testK9s drives k9s, a client nobody here wrote, as a user would, in
-// tmux against Panorama through the host: the pods view of one cluster and
-// of all clusters, describe, yaml, a change made in the member appearing
+// tmux against Panorama through the host: the pods view of one cluster, of
+// all clusters and of the flat view, describe, yaml, a change made in the member appearing
 // live, and logs answered at once rather than waited for. Its user, kim,
 // has what the README tells to grant every user (the views' paths, reads
 // and self reviews) and reads everything.
@@ -78,5 +78,13 @@ func testK9s(t *testing.T, host *testenv.Env, dir string, east kubernetes.Interf
 	t.Run("all clusters", func(t *testing.T) {
 		term, _ := k9s(t, "all")
 		term.WaitFor(waitFor, "web-1", "db-0", "api-2")
+	})
+
+	// db-0 of namespace shop in east and in west (testFlatView's) are one
+	// row on the all-clusters context, which k9s keys by namespace/name;
+	// two on the flat one.
+	t.Run("flat", func(t *testing.T) {
+		term, _ := k9s(t, "flat")
+		term.WaitFor(waitFor, "east.shop", "west.shop", "db-0", "web-1")
 	})
 }
