@@ -189,6 +189,16 @@ func flatItems(t *testing.T, url string) ([]string, string) {
 	return out, cont
 }
 
+// getOne is the object at url as describe has it, or the status code.
+func getOne(t *testing.T, url string, describe func(u *unstructured.Unstructured) string) (string, http.Header) {
+	t.Helper()
+	code, header, body := getJSON(t, url, "")
+	if code != http.StatusOK {
+		return fmt.Sprint(code), header
+	}
+	return describe(&unstructured.Unstructured{Object: body}), header
+}
+
 // TestFlatView: in the flat view, same-named pods of two clusters are two
 // objects for get, list, Table, watch and informers, selected by flat
 // namespaces in paths, field selectors and search parameters, paged and
@@ -250,12 +260,9 @@ func TestFlatView(t *testing.T) {
 		"/api/v1/namespaces/ns/pods/a":      "404",
 		"/api/v1/namespaces/.ns/pods/a":     "404",
 	} {
-		code, header, body := getJSON(t, flat(path), "")
-		got := fmt.Sprint(code)
-		if code == http.StatusOK {
-			u := unstructured.Unstructured{Object: body}
-			got = u.GetNamespace() + "/" + u.GetName() + " " + string(u.GetUID())
-		}
+		got, header := getOne(t, flat(path), func(u *unstructured.Unstructured) string {
+			return u.GetNamespace() + "/" + u.GetName() + " " + string(u.GetUID())
+		})
 		if got != want || header.Get("Warning") != "" {
 			t.Errorf("GET %s: %s, want %s (warning %q)", path, got, want, header.Get("Warning"))
 		}
@@ -376,15 +383,9 @@ func TestFlatViewAround(t *testing.T) {
 		"/api/v1/namespaces/ns":             "404",
 		"/api/v1/namespaces/eu.prod.ns/x/y": "404",
 	} {
-		code, _, body := getJSON(t, flat(path), "")
-		got := fmt.Sprint(code)
-		if code == http.StatusOK {
-			u := unstructured.Unstructured{Object: body}
-			got = u.GetName() + " " + u.GetAnnotations()[storage.ClusterAnnotation]
-			if u.GetSelfLink() != "" {
-				t.Errorf("GET %s: selfLink %q", path, u.GetSelfLink())
-			}
-		}
+		got, _ := getOne(t, flat(path), func(u *unstructured.Unstructured) string {
+			return u.GetName() + " " + u.GetAnnotations()[storage.ClusterAnnotation] + u.GetSelfLink()
+		})
 		if got != want {
 			t.Errorf("GET %s: %s, want %s", path, got, want)
 		}

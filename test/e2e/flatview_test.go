@@ -1,11 +1,7 @@
 package e2e
 
 import (
-	"bufio"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -54,22 +50,8 @@ func testFlatView(t *testing.T, user string, east, west kubernetes.Interface) {
 	}
 
 	// A watch across clusters shows a change with its flat namespace.
-	cmd := exec.Command(filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl"), "--kubeconfig", user, "--context", "flat",
-		"get", "pods", "-A", "-w", "-o", "custom-columns=NS:.metadata.namespace,NAME:.metadata.name")
-	stdout, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	lines := make(chan string, 100)
-	go func() {
-		s := bufio.NewScanner(stdout)
-		for s.Scan() {
-			lines <- strings.Join(strings.Fields(s.Text()), " ")
-		}
-		close(lines)
-	}()
-	waitLine(t, lines, "east.shop db-0") // the initial listing
+	w := startWatch(t, user, "--context", "flat", "get", "pods", "-A", "-w", "-o", `jsonpath={.metadata.namespace}/{.metadata.name}{"\n"}`)
+	waitLine(t, w.lines, "east.shop/db-0") // the initial listing
 	createPod(t, west, "shop", "db-1", "db")
-	waitLine(t, lines, "west.shop db-1")
+	waitLine(t, w.lines, "west.shop/db-1")
 }
