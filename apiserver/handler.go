@@ -445,9 +445,11 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request, res storage.Reso
 	first := true
 	flat := flatOf(r)
 	for e := range watcher.ResultChan() {
-		if keep, err := flat.event(&e); err != nil {
+		keep, err := flat.event(&e)
+		if err != nil {
 			return
-		} else if !keep {
+		}
+		if !keep {
 			continue
 		}
 		var object any
