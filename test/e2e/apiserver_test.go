@@ -316,7 +316,7 @@ func TestAPIServer(t *testing.T) {
 		}
 	})
 	t.Run("CRDs and subresources", func(t *testing.T) { testCRDsAndSubresources(t, alice) })
-	t.Run("flat view", func(t *testing.T) { testFlatView(t, alice, eastKube, westKube) })
+	t.Run("flat view", func(t *testing.T) { testFlatView(t, alice, carol, eastKube, westKube) })
 	t.Run("k9s", func(t *testing.T) { testK9s(t, host, dir, eastKube) }) // after the flat view, whose pods it shows
 }
 

@@ -13,8 +13,10 @@ import (
 // testFlatView: pod db-0 of namespace shop in east and in west are one
 // namespace/name across clusters, and two objects in the flat view, for
 // real kubectl through the host: listed apart, each one got by its flat
-// namespace, and watched with it. It leaves both pods for testK9s.
-func testFlatView(t *testing.T, user string, east, west kubernetes.Interface) {
+// namespace, and watched with it; authorized on the member namespace, as
+// across clusters, for carol (pods of namespace web). It leaves both pods
+// for testK9s.
+func testFlatView(t *testing.T, user, carol string, east, west kubernetes.Interface) {
 	for _, member := range []kubernetes.Interface{east, west} {
 		createNS(t, member, "shop")
 		createPod(t, member, "shop", "db-0", "db")
@@ -47,6 +49,13 @@ func testFlatView(t *testing.T, user string, east, west kubernetes.Interface) {
 	}
 	if out := kubectl("get", "namespaces", "--field-selector", "metadata.name=west.shop", "-o", "name"); strings.TrimSpace(out) != "namespace/west.shop" {
 		t.Fatalf("namespace west.shop: %q", out)
+	}
+
+	if out, stderr, err := testenv.Kubectl(carol, "--context", "flat", "get", "pods", "-n", "east.web", "-o", "name"); err != nil || !strings.Contains(out, "pod/web-1") {
+		t.Errorf("carol's pods of east.web: %v %s %s", err, out, stderr)
+	}
+	if _, stderr, err := testenv.Kubectl(carol, "--context", "flat", "get", "pods", "-A"); err == nil || !strings.Contains(stderr, "Forbidden") {
+		t.Errorf("carol's pods of every namespace: %v %s", err, stderr)
 	}
 
 	// A watch across clusters shows a change with its flat namespace.
