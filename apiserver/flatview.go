@@ -246,23 +246,26 @@ func (v *flatView) event(e *watchcache.Event) (bool, error) {
 }
 
 // flatten gives o's JSON its flat namespace, or its flat name when it is
-// cluster-scoped, and no selfLink, which would name the member's path.
+// cluster-scoped, and no selfLink, which would name the member's path. The
+// rest is kept as raw JSON, never decoded into Go values (numbers stay
+// exact).
 func flatten(o *storage.Object) error {
-	var obj map[string]json.RawMessage
+	var obj, meta map[string]json.RawMessage
 	if err := json.Unmarshal(o.Data, &obj); err != nil {
 		return err
 	}
-	var meta map[string]any
 	if err := json.Unmarshal(obj["metadata"], &meta); err != nil {
 		return fmt.Errorf("the metadata of %s/%s: %w", o.Namespace, o.Name, err)
 	}
+	key, value := "name", flatName(o.Cluster, o.Name)
 	if o.Namespace != "" {
-		meta["namespace"] = flatNamespace(o.Cluster, o.Namespace)
-	} else {
-		meta["name"] = flatName(o.Cluster, o.Name)
+		key, value = "namespace", flatNamespace(o.Cluster, o.Namespace)
+	}
+	var err error
+	if meta[key], err = json.Marshal(value); err != nil {
+		return err
 	}
 	delete(meta, "selfLink")
-	var err error
 	if obj["metadata"], err = json.Marshal(meta); err != nil {
 		return err
 	}
