@@ -47,15 +47,16 @@ func testK9s(t *testing.T, host *testenv.Env, dir string, east kubernetes.Interf
 		t.Cleanup(func() { deletePod(t, east, "web", "k9s-live") })
 		term.WaitFor(waitFor, "k9s-live")
 
-		// Filter down to one pod, then describe it and show its YAML.
-		term.Send("/", "db-0", "Enter")
-		term.WaitFor(waitFor, "db-0")
+		// Filter down to one pod, then describe it and show its YAML (east
+		// has a db-0 in namespace shop too, testFlatView's).
+		term.Send("/", "web-1", "Enter")
+		term.WaitFor(waitFor, "web-1")
 		term.Send("d")
-		term.WaitFor(waitFor, "Name:", "db-0", "Namespace:", "web")
+		term.WaitFor(waitFor, "Name:", "web-1", "Namespace:", "web")
 		term.Send("Escape")
 		term.WaitFor(waitFor, "RESTARTS") // back in the pods list
 		term.Send("y")
-		term.WaitFor(waitFor, "apiVersion: v1", "kind: Pod", "name: db-0")
+		term.WaitFor(waitFor, "apiVersion: v1", "kind: Pod", "name: web-1")
 		term.Send("Escape")
 		term.WaitFor(waitFor, "RESTARTS")
 
@@ -85,6 +86,19 @@ func testK9s(t *testing.T, host *testenv.Env, dir string, east kubernetes.Interf
 	// two on the flat one.
 	t.Run("flat", func(t *testing.T) {
 		term, _ := k9s(t, "flat")
-		term.WaitFor(waitFor, "east.shop", "west.shop", "db-0", "web-1")
+		term.WaitFor(waitFor, "east.shop", "west.shop", "web-1")
+		term.Send("/", "shop", "Enter")
+		testenv.Eventually(t, waitFor, func() error {
+			var rows []string
+			for _, line := range strings.Split(term.Screen(), "\n") {
+				if strings.Contains(line, "shop") && strings.Contains(line, "db-0") {
+					rows = append(rows, strings.Join(strings.Fields(line), " "))
+				}
+			}
+			if len(rows) != 2 {
+				return fmt.Errorf("rows of db-0 in namespaces *.shop: %q, want one of east.shop and one of west.shop", rows)
+			}
+			return nil
+		})
 	})
 }
