@@ -50,7 +50,12 @@ func testK9s(t *testing.T, host *testenv.Env, dir string, east kubernetes.Interf
 		// Filter down to one pod, then describe it and show its YAML (east
 		// has a db-0 in namespace shop too, testFlatView's).
 		term.Send("/", "web-1", "Enter")
-		term.WaitFor(waitFor, "web-1")
+		testenv.Eventually(t, waitFor, func() error {
+			if screen := term.Screen(); !strings.Contains(screen, "web-1") || strings.Contains(screen, "db-0") {
+				return fmt.Errorf("k9s has not filtered down to web-1:\n%s", screen)
+			}
+			return nil
+		})
 		term.Send("d")
 		term.WaitFor(waitFor, "Name:", "web-1", "Namespace:", "web")
 		term.Send("Escape")
@@ -87,7 +92,6 @@ func testK9s(t *testing.T, host *testenv.Env, dir string, east kubernetes.Interf
 	t.Run("flat", func(t *testing.T) {
 		term, _ := k9s(t, "flat")
 		term.WaitFor(waitFor, "east.shop", "west.shop", "web-1")
-		term.Send("/", "shop", "Enter")
 		testenv.Eventually(t, waitFor, func() error {
 			var rows []string
 			for _, line := range strings.Split(term.Screen(), "\n") {
