@@ -1,9 +1,11 @@
 package apiserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -248,7 +250,8 @@ func (v *flatView) event(e *watchcache.Event) (bool, error) {
 // flatten gives o's JSON its flat namespace, or its flat name when it is
 // cluster-scoped, and no selfLink, which would name the member's path. The
 // rest is kept as raw JSON, never decoded into Go values (numbers stay
-// exact).
+// exact), and the object's other fields are written back as they were
+// read, not encoded again: the object is scanned once.
 func flatten(o *storage.Object) error {
 	var obj, meta map[string]json.RawMessage
 	if err := json.Unmarshal(o.Data, &obj); err != nil {
@@ -269,8 +272,23 @@ func flatten(o *storage.Object) error {
 	if obj["metadata"], err = json.Marshal(meta); err != nil {
 		return err
 	}
-	o.Data, err = json.Marshal(obj)
-	return err
+	out := bytes.NewBuffer(make([]byte, 0, len(o.Data)+len(o.Cluster)+8))
+	out.WriteByte('{')
+	for i, k := range slices.Sorted(maps.Keys(obj)) {
+		name, err := json.Marshal(k)
+		if err != nil {
+			return err
+		}
+		if i > 0 {
+			out.WriteByte(',')
+		}
+		out.Write(name)
+		out.WriteByte(':')
+		out.Write(obj[k])
+	}
+	out.WriteByte('}')
+	o.Data = out.Bytes()
+	return nil
 }
 
 // flatName is how the flat view names a cluster-scoped object of cluster.
