@@ -189,6 +189,17 @@ func flatItems(t *testing.T, url string) ([]string, string) {
 	return out, cont
 }
 
+// checkItems lists each path of want under view and checks its items, as
+// flatItems has them, against want's.
+func checkItems(t *testing.T, view func(path string) string, want map[string]string) {
+	t.Helper()
+	for path, items := range want {
+		if got, _ := flatItems(t, view(path)); strings.Join(got, ",") != items {
+			t.Errorf("GET %s: %q, want %q", path, got, items)
+		}
+	}
+}
+
 // getOne is the object at url as describe has it, or the status code.
 func getOne(t *testing.T, url string, describe func(u *unstructured.Unstructured) string) (string, http.Header) {
 	t.Helper()
@@ -210,7 +221,7 @@ func TestFlatView(t *testing.T) {
 	putPod(t, store, "east", "b")
 	flat := func(path string) string { return viewURL(cfg, "/clusters/"+FlatClusters+path) }
 
-	for path, want := range map[string]string{
+	checkItems(t, flat, map[string]string{
 		"/api/v1/pods":                                                                 "east.ns/a easta,east.ns/b eastb,west.ns/a westa",
 		"/api/v1/namespaces/east.ns/pods":                                              "east.ns/a easta,east.ns/b eastb",
 		"/api/v1/namespaces/ns/pods":                                                   "", // no flat namespace
@@ -225,12 +236,7 @@ func TestFlatView(t *testing.T) {
 		"/api/v1/namespaces/west.ns/pods?fieldSelector=metadata.namespace%3Dwest.ns":   "west.ns/a westa",
 		"/api/v1/namespaces/west.ns/pods?namespaces=east.ns":                           "",
 		"/api/v1/pods?resourceVersion=0&fieldSelector=metadata.namespace%21%3Deast.ns": "west.ns/a westa", // the watch cache's
-	} {
-		got, _ := flatItems(t, flat(path))
-		if strings.Join(got, ",") != want {
-			t.Errorf("GET %s: %q, want %q", path, got, want)
-		}
-	}
+	})
 
 	// Paging: every object once, also when the view filters pages short.
 	for query, want := range map[string]string{
@@ -362,19 +368,14 @@ func TestFlatViewAround(t *testing.T) {
 		registry.Set(cl)
 	}
 	flat := func(path string) string { return viewURL(cfg, "/clusters/"+FlatClusters+path) }
-	for path, want := range map[string]string{
+	checkItems(t, flat, map[string]string{
 		"/api/v1/namespaces": "east.ns ,eu.prod.ns ,west.ns ",
 		"/api/v1/nodes":      "east.n1.local ,eu.prod.n1.local ,west.n1.local ",
 		"/api/v1/nodes?fieldSelector=metadata.name%3Deu.prod.n1.local": "eu.prod.n1.local ",
 		"/api/v1/nodes?fieldSelector=metadata.name%21%3Deast.n1.local": "eu.prod.n1.local ,west.n1.local ",
 		"/api/v1/nodes?names=west.n1.local,east.nope":                  "west.n1.local ",
 		"/api/v1/nodes?fieldSelector=metadata.name%3Dn1.local":         "",
-	} {
-		got, _ := flatItems(t, flat(path))
-		if strings.Join(got, ",") != want {
-			t.Errorf("GET %s: %q, want %q", path, got, want)
-		}
-	}
+	})
 	for path, want := range map[string]string{
 		"/api/v1/namespaces/eu.prod.ns":     "eu.prod.ns eu.prod",
 		"/api/v1/nodes/west.n1.local":       "west.n1.local west",
