@@ -84,6 +84,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	warnDeprecatedPath(w, r.URL.Path, cluster, rest)
+	if cluster == FlatClusters { // flatview.go: across clusters, names translated
+		r, cluster = withFlatView(r, h.registry.Names()), ""
+	}
 	if h.serveVersion(w, r, cluster, rest) || h.serveOpenAPI(w, r, cluster, rest) || h.serveReview(w, r, cluster, rest) {
 		return // under every view: /version (version.go), /openapi/v3 (openapi.go) and self reviews (selfreview.go)
 	}
@@ -181,6 +184,10 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, res storage.Resour
 	if namespace != "" {
 		q.Namespaces = []string{namespace}
 	}
+	if err := flatOf(r).query(&q, res.Namespaced); err != nil {
+		writeError(w, err, gr)
+		return
+	}
 	if err := h.restrict(w, r, "get", gr, &q); err != nil {
 		writeError(w, err, gr)
 		return
@@ -203,6 +210,9 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, res storage.Resour
 		objs = []storage.Object{*o}
 	} else {
 		page, err := h.store.List(r.Context(), &q)
+		if err == nil {
+			err = flatOf(r).page(page)
+		}
 		if err != nil {
 			writeError(w, err, gr)
 			return
@@ -240,6 +250,9 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, res storage.Resour
 // clusters it reads that are not ready.
 func (h *Handler) parse(w http.ResponseWriter, r *http.Request, res storage.Resource, cluster, namespace string, watch bool) (*request, bool) {
 	req, err := parseRequest(r.URL.Query(), res.GVR, cluster, namespace, watch)
+	if err == nil {
+		err = flatOf(r).query(&req.query, res.Namespaced)
+	}
 	if err == nil {
 		verb := "list"
 		if watch {
@@ -293,6 +306,10 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, res storage.Resou
 			writeError(w, err, gr)
 			return
 		}
+	}
+	if err := flatOf(r).page(page); err != nil {
+		writeError(w, err, gr)
+		return
 	}
 	listMeta := metav1.ListMeta{ResourceVersion: strconv.FormatInt(page.Revision, 10), Continue: page.Continue, RemainingItemCount: page.RemainingCount}
 	if wantsTable(r) {
@@ -431,7 +448,15 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request, res storage.Reso
 		cols = h.columnsFor(ctx, res.GVR)
 	}
 	first := true
+	flat := flatOf(r)
 	for e := range watcher.ResultChan() {
+		keep, err := flat.event(&e)
+		if err != nil {
+			return
+		}
+		if !keep {
+			continue
+		}
 		var object any
 		switch {
 		case e.Object == nil:

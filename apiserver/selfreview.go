@@ -114,7 +114,8 @@ func (h *Handler) serveReview(w http.ResponseWriter, r *http.Request, cluster, r
 	case *authorizationv1.SelfSubjectAccessReview:
 		review.Status = h.accessReview(r, cluster, review.Spec)
 	case *authorizationv1.SelfSubjectRulesReview:
-		review.Status = h.rulesReview(r, cluster, review.Spec.Namespace)
+		c, ns := flatOf(r).rulesScope(cluster, review.Spec.Namespace) // flatview.go
+		review.Status = h.rulesReview(r, c, ns)
 	}
 	writeJSON(w, http.StatusCreated, obj)
 	return true
@@ -158,7 +159,10 @@ func (h *Handler) accessReview(r *http.Request, cluster string, spec authorizati
 		return authorizationv1.SubjectAccessReviewStatus{Reason: "a view serves only get of discovery and /version as non-resource paths"}
 	}
 	a := spec.ResourceAttributes
+	cluster, a, ok := flatOf(r).reviewed(cluster, a) // flatview.go
 	switch {
+	case !ok:
+		return authorizationv1.SubjectAccessReviewStatus{Reason: fmt.Sprintf("the flat view names namespaces <cluster>.<namespace>, and %q is none", a.Namespace)}
 	case !slices.Contains(servedVerbs, a.Verb):
 		return authorizationv1.SubjectAccessReviewStatus{Denied: true,
 			Reason: fmt.Sprintf("Panorama serves member objects read-only (get, list, watch): %s is never allowed through it", a.Verb)}

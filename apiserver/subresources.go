@@ -44,6 +44,7 @@ var memberOnly = map[string]struct{ cannot, command string }{
 // false for any other request, which the caller serves (or refuses) as
 // before, so that users who may not read learn nothing new.
 func (h *Handler) refuseSubresource(w http.ResponseWriter, r *http.Request, cluster, rest string) bool {
+	cluster, rest = flatOf(r).memberPath(r, cluster, rest) // flatview.go
 	info, err := memberRequestInfo(r, rest)
 	if err != nil || !info.IsResourceRequest || info.Subresource == "" {
 		return false

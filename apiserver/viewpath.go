@@ -65,8 +65,10 @@ func splitDeprecatedPath(path string) (cluster, rest string, ok bool) {
 	if after, isCluster := strings.CutPrefix(rest, "/clusters/"); isCluster {
 		cluster, rest, _ = strings.Cut(after, "/")
 		rest = "/" + rest
-		if cluster == "" {
-			return "", "", false // .../clusters//api/v1/pods names no cluster, it does not mean all
+		if cluster == "" || cluster == FlatClusters {
+			// .../clusters//api/v1/pods names no cluster, it does not mean
+			// all; the flat view has only its own path.
+			return "", "", false
 		}
 	}
 	return cluster, rest, true

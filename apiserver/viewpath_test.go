@@ -34,6 +34,9 @@ func TestSplitPath(t *testing.T) {
 		gv + "/resources/api/v1/pods":               " /api/v1/pods",
 		gv + "/resources/clusters/east/api/v1/pods": "east /api/v1/pods",
 		gv + "/resources/clusters//api/v1/pods":     "no",
+		// The flat view, only on its own path (flatview.go).
+		gv + "/clusters/_flat/proxy/api/v1/pods":     "_flat /api/v1/pods",
+		gv + "/resources/clusters/_flat/api/v1/pods": "no",
 	} {
 		cluster, rest, ok := splitPath(path)
 		got := cluster + " " + rest

@@ -15,9 +15,9 @@ import (
 )
 
 // kubeconfig is `panorama kubeconfig`: a kubeconfig with a context for
-// every cluster and one per Ready Cluster of the host, each with the
-// user's own host credentials, so that RBAC on the host decides what they
-// read through Panorama.
+// every cluster, one for every cluster flat and one per Ready Cluster of
+// the host, each with the user's own host credentials, so that RBAC on the
+// host decides what they read through Panorama.
 func kubeconfig(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := pflag.NewFlagSet("panorama kubeconfig", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -27,6 +27,7 @@ func kubeconfig(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	output := fs.StringP("output", "o", "-", "File to write, - for standard output.")
 	merge := fs.Bool("merge", false, "Merge into the --output file: entries of the same names are replaced, the others and the current context kept.")
 	all := fs.String("all-context", "panorama", "Name of the context of every cluster, and of the user entry.")
+	flat := fs.String("flat-context", "", "Name of the context of the flat view: every cluster, namespaces named <cluster>.<namespace>, for k9s, informers and other clients that key objects by namespace/name (default: the --all-context name + \"-flat\"; \"\" for none).")
 	prefix := fs.String("prefix", "panorama-", "Prefix of each cluster's context name.")
 	clusters := fs.StringSlice("clusters", nil, "Write these clusters' contexts instead of reading the host's Ready Clusters (for users who may not list Clusters).")
 	fs.Usage = func() {
@@ -42,7 +43,10 @@ func kubeconfig(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	views.User, views.All, views.Prefix, views.Clusters = *all, *all, *prefix, *clusters
+	if !fs.Changed("flat-context") {
+		*flat = *all + "-flat"
+	}
+	views.User, views.All, views.Flat, views.Prefix, views.Clusters = *all, *all, *flat, *prefix, *clusters
 	if !fs.Changed("clusters") {
 		ready, notReady, err := viewconfig.ReadyClusters(ctx, host)
 		if err != nil {
@@ -62,7 +66,10 @@ func kubeconfig(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return err
 		}
 	}
-	names := views.AddTo(kc)
+	names, err := views.AddTo(kc)
+	if err != nil {
+		return fmt.Errorf("%w (--all-context, --flat-context, --prefix)", err)
+	}
 	if kc.CurrentContext == "" {
 		kc.CurrentContext = views.All
 	}

@@ -3,6 +3,7 @@ package viewconfig
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"k8s.io/client-go/tools/clientcmd"
@@ -37,12 +38,16 @@ func TestFromKubeconfigKeepsTheUser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	views.User, views.All, views.Prefix, views.Clusters = "panorama", "panorama", "panorama-", []string{"east", "west"}
-	names := views.AddTo(kc)
-	if want := []string{"panorama", "panorama-east", "panorama-west"}; len(names) != 3 || names[0] != want[0] || names[2] != want[2] {
-		t.Fatalf("contexts %v, want %v", names, want)
+	views.User, views.All, views.Flat, views.Prefix, views.Clusters = "panorama", "panorama", "panorama-flat", "panorama-", []string{"flat", "west"}
+	if _, err := views.AddTo(kc); err == nil || kc.Contexts["panorama-west"] != nil {
+		t.Fatal("a cluster named flat took the flat view's context, or half the views were added")
 	}
-	for name, cluster := range map[string]string{"panorama": "", "panorama-west": "west"} {
+	views.Clusters = []string{"east", "west"}
+	names, err := views.AddTo(kc)
+	if want := []string{"panorama", "panorama-flat", "panorama-east", "panorama-west"}; err != nil || !slices.Equal(names, want) {
+		t.Fatalf("contexts %v, want %v (%v)", names, want, err)
+	}
+	for name, cluster := range map[string]string{"panorama": "", "panorama-west": "west", "panorama-flat": apiserver.FlatClusters} {
 		c := kc.Clusters[name]
 		if want := "https://prod.example.com:6443" + apiserver.ViewPath(cluster); c.Server != want {
 			t.Errorf("%s: server %q, want %q", name, c.Server, want)

@@ -318,7 +318,8 @@ func TestAPIServer(t *testing.T) {
 	})
 	t.Run("CRDs and subresources", func(t *testing.T) { testCRDsAndSubresources(t, alice) })
 	t.Run("kubectl explain", func(t *testing.T) { testExplain(t, alice) }) // openapi_test.go
-	t.Run("k9s", func(t *testing.T) { testK9s(t, host, dir, eastKube) })
+	t.Run("flat view", func(t *testing.T) { testFlatView(t, alice, carol, eastKube, westKube) })
+	t.Run("k9s", func(t *testing.T) { testK9s(t, host, dir, eastKube) }) // after the flat view, whose pods it shows
 }
 
 func waitLine(t *testing.T, lines <-chan string, want string) {

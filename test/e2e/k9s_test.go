@@ -13,8 +13,8 @@ import (
 )
 
 // testK9s drives k9s, a client nobody here wrote, as a user would, in
-// tmux against Panorama through the host: the pods view of one cluster and
-// of all clusters, describe, yaml, a change made in the member appearing
+// tmux against Panorama through the host: the pods view of one cluster, of
+// all clusters and of the flat view, describe, yaml, a change made in the member appearing
 // live, and logs answered at once rather than waited for. Its user, kim,
 // has what the README tells to grant every user (the views' paths, reads
 // and self reviews) and reads everything.
@@ -47,15 +47,21 @@ func testK9s(t *testing.T, host *testenv.Env, dir string, east kubernetes.Interf
 		t.Cleanup(func() { deletePod(t, east, "web", "k9s-live") })
 		term.WaitFor(waitFor, "k9s-live")
 
-		// Filter down to one pod, then describe it and show its YAML.
-		term.Send("/", "db-0", "Enter")
-		term.WaitFor(waitFor, "db-0")
+		// Filter down to one pod, then describe it and show its YAML (east
+		// has a db-0 in namespace shop too, testFlatView's).
+		term.Send("/", "web-1", "Enter")
+		testenv.Eventually(t, waitFor, func() error {
+			if screen := term.Screen(); !strings.Contains(screen, "web-1") || strings.Contains(screen, "db-0") {
+				return fmt.Errorf("k9s has not filtered down to web-1:\n%s", screen)
+			}
+			return nil
+		})
 		term.Send("d")
-		term.WaitFor(waitFor, "Name:", "db-0", "Namespace:", "web")
+		term.WaitFor(waitFor, "Name:", "web-1", "Namespace:", "web")
 		term.Send("Escape")
 		term.WaitFor(waitFor, "RESTARTS") // back in the pods list
 		term.Send("y")
-		term.WaitFor(waitFor, "apiVersion: v1", "kind: Pod", "name: db-0")
+		term.WaitFor(waitFor, "apiVersion: v1", "kind: Pod", "name: web-1")
 		term.Send("Escape")
 		term.WaitFor(waitFor, "RESTARTS")
 
@@ -78,5 +84,25 @@ func testK9s(t *testing.T, host *testenv.Env, dir string, east kubernetes.Interf
 	t.Run("all clusters", func(t *testing.T) {
 		term, _ := k9s(t, "all")
 		term.WaitFor(waitFor, "web-1", "db-0", "api-2")
+	})
+
+	// db-0 of namespace shop in east and in west (testFlatView's) are one
+	// row on the all-clusters context, which k9s keys by namespace/name;
+	// two on the flat one.
+	t.Run("flat", func(t *testing.T) {
+		term, _ := k9s(t, "flat")
+		term.WaitFor(waitFor, "east.shop", "west.shop", "web-1")
+		testenv.Eventually(t, waitFor, func() error {
+			var rows []string
+			for _, line := range strings.Split(term.Screen(), "\n") {
+				if strings.Contains(line, "shop") && strings.Contains(line, "db-0") {
+					rows = append(rows, strings.Join(strings.Fields(line), " "))
+				}
+			}
+			if len(rows) != 2 {
+				return fmt.Errorf("rows of db-0 in namespaces *.shop: %q, want one of east.shop and one of west.shop", rows)
+			}
+			return nil
+		})
 	})
 }

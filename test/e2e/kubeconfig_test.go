@@ -68,14 +68,15 @@ spec:
 		}
 		return stdout
 	}
-	if got := strings.Fields(kubectl("config", "get-contexts", "-o", "name")); !slices.Equal(got, []string{"panorama", "panorama-east"}) {
-		t.Fatalf("contexts %v, want panorama and panorama-east (down is not Ready)", got)
+	if got := strings.Fields(kubectl("config", "get-contexts", "-o", "name")); !slices.Equal(got, []string{"panorama", "panorama-east", "panorama-flat"}) {
+		t.Fatalf("contexts %v, want panorama, panorama-east and panorama-flat (down is not Ready)", got)
 	}
 	if cur := strings.TrimSpace(kubectl("config", "current-context")); cur != "panorama" {
 		t.Errorf("current context %q", cur)
 	}
 	written := loadKubeconfig(t, out)
-	for name, want := range map[string]string{"panorama": hostServer + apiserver.ViewPath(""), "panorama-east": hostServer + apiserver.ViewPath("east")} {
+	for name, want := range map[string]string{"panorama": hostServer + apiserver.ViewPath(""), "panorama-east": hostServer + apiserver.ViewPath("east"),
+		"panorama-flat": hostServer + apiserver.ViewPath(apiserver.FlatClusters)} {
 		if got := written.Clusters[name].Server; got != want {
 			t.Errorf("context %s: server %q, want %q", name, got, want)
 		}
@@ -98,6 +99,9 @@ spec:
 		}
 		return nil
 	})
+	if stdout := kubectl("--context", "panorama-flat", "get", "pods", "-n", "east.web", "-o", "name"); strings.Count(stdout, "pod/web-") != 3 {
+		t.Errorf("pods of east.web through panorama-flat:\n%s", stdout)
+	}
 
 	t.Run("merge", func(t *testing.T) {
 		merged := filepath.Join(dir, "merged.kubeconfig")
@@ -107,7 +111,7 @@ spec:
 		if err != nil {
 			t.Fatal(stderr)
 		}
-		if names := strings.Fields(got); !slices.Equal(names, []string{"all", "host", "pano-east"}) {
+		if names := strings.Fields(got); !slices.Equal(names, []string{"all", "all-flat", "host", "pano-east"}) {
 			t.Fatalf("merged contexts %v", names)
 		}
 		if cur, _, _ := testenv.Kubectl(merged, "config", "current-context"); strings.TrimSpace(cur) != "host" {

@@ -28,8 +28,8 @@ const hostRequestTimeout = 15 * time.Second
 // made in the member, the second has been cut.
 func testLongWatch(t *testing.T, host *testenv.Env, kubeconfig string, eastKube kubernetes.Interface) {
 	start := time.Now()
-	view := startWatch(t, kubeconfig, "--context", "east")
-	old := startWatch(t, kubeconfig, "--context", "host", "--server", host.Config.Host+apiserver.ResourcesPrefix+"/clusters/east")
+	view := startWatch(t, kubeconfig, "--context", "east", "get", "pods", "-n", "web", "-w")
+	old := startWatch(t, kubeconfig, "--context", "host", "--server", host.Config.Host+apiserver.ResourcesPrefix+"/clusters/east", "get", "pods", "-n", "web", "-w")
 	waitLine(t, view.lines, "web-4")
 	waitLine(t, old.lines, "web-4")
 
@@ -79,11 +79,10 @@ type watchProc struct {
 	ended  time.Time
 }
 
-// startWatch starts `kubectl get pods -n web -w` with args.
+// startWatch starts `kubectl args...`, a `get -w`.
 func startWatch(t *testing.T, kubeconfig string, args ...string) *watchProc {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl"),
-		append(append([]string{"--kubeconfig", kubeconfig}, args...), "get", "pods", "-n", "web", "-w")...)
+	cmd := exec.Command(filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl"), append([]string{"--kubeconfig", kubeconfig}, args...)...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,356 @@
+package apiserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/selection"
+
+	"github.com/panorama-io/panorama/apiserver/watchcache"
+	"github.com/panorama-io/panorama/storage"
+)
+
+// The flat view (ViewPath(FlatClusters)) is the view across clusters in
+// which no two objects share a namespace and name, for clients that key
+// objects by them: informers, k9s, anything with a map of namespace/name.
+// On the all-clusters view, pod db-0 of namespace shop in clusters east
+// and west is one key, and such a client keeps one of the two.
+//
+// Here every member namespace is <cluster>.<namespace> (metadata.namespace
+// of namespaced objects, and the name of Namespace objects), and every
+// other cluster-scoped object is named <cluster>.<name>. Member namespaces
+// are DNS labels, without dots, so a flat namespace splits at its last dot
+// whatever the cluster's name. Other cluster-scoped names may hold dots, as
+// cluster names may: a flat name is split at each dot whose left part is a
+// known cluster, and every such split is asked for. Only clusters named as
+// dotted prefixes of each other ("prod" and "prod.eu") can show two objects
+// under one flat name (a node eu.n1 of prod and a node n1 of prod.eu).
+//
+// Requests are translated into those of the all-clusters view: the path's
+// namespace, the cluster-scoped name of a get, the namespaces and names
+// search parameters, and field selectors on metadata.namespace,
+// metadata.name and involvedObject.namespace become clusters and member
+// values. What one query cannot select, since it selects the product of
+// its clusters and namespaces (namespaces=east.shop,west.web, a != on a
+// flat value, a name with several splits), is selected by the query's
+// product and filtered by key before anything is sent; pages may then come
+// short, with their continue token, as the list API allows. Answers are
+// translated back: objects of get, list and watch, the objects in Table
+// rows, and the cluster and namespace that self reviews and subresource
+// refusals speak of. Authorization is that of the all-clusters view on the
+// translated query.
+
+// FlatClusters is the cluster name of the flat view, which no Cluster can
+// have, as AllClusters.
+const FlatClusters = "_flat"
+
+// flatNamespace is how the flat view shows a namespace of cluster: ""
+// (cluster-scoped objects have none) stays "".
+func flatNamespace(cluster, namespace string) string {
+	if namespace == "" {
+		return ""
+	}
+	return cluster + "." + namespace
+}
+
+// splitFlatNamespace is the cluster and member namespace of a flat
+// namespace: split at the last dot, since member namespaces have none.
+func splitFlatNamespace(flat string) (cluster, namespace string, ok bool) {
+	i := strings.LastIndexByte(flat, '.')
+	if i <= 0 || i == len(flat)-1 {
+		return "", "", false
+	}
+	return flat[:i], flat[i+1:], true
+}
+
+// memberKey is a cluster and a member value (a namespace, a name).
+type memberKey struct{ cluster, value string }
+
+// splitFlatName is every cluster and member name that the flat name of a
+// cluster-scoped object can stand for: one per known cluster that, with a
+// dot, begins it.
+func splitFlatName(flat string, clusters []string) []memberKey {
+	var out []memberKey
+	for _, c := range clusters {
+		if name, ok := strings.CutPrefix(flat, c+"."); ok && name != "" {
+			out = append(out, memberKey{c, name})
+		}
+	}
+	return out
+}
+
+// flatView is the translation of one request of the flat view.
+type flatView struct {
+	clusters []string // the registry's, when the request came
+	// keep filters what the query selects beyond what it asked (see
+	// above); nil keeps everything.
+	keep func(o *storage.Object) bool
+}
+
+type flatViewKey struct{}
+
+// withFlatView marks r as a request of the flat view.
+func withFlatView(r *http.Request, clusters []string) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), flatViewKey{}, &flatView{clusters: clusters}))
+}
+
+// flatOf is the flat view of r, nil outside it: every method of a nil view
+// leaves things as they are.
+func flatOf(r *http.Request) *flatView {
+	v, _ := r.Context().Value(flatViewKey{}).(*flatView)
+	return v
+}
+
+// query translates q, as parsed from a request of the flat view, into
+// member terms.
+func (v *flatView) query(q *storage.ListQuery, namespaced bool) error {
+	if v == nil {
+		return nil
+	}
+	if len(q.Namespaces) > 0 {
+		q.Namespaces = v.narrow(q, "metadata.namespace", namespaceKeys(q.Namespaces))
+	}
+	if len(q.Names) > 0 && !namespaced {
+		q.Names = v.narrow(q, "metadata.name", v.nameKeys(q.Names))
+	}
+	var kept fields.Requirements
+	for _, req := range q.Fields {
+		var keys []memberKey
+		switch {
+		case req.Value == "" || (req.Field == "metadata.name" && namespaced):
+			kept = append(kept, req) // no namespace, or a name that is not flat
+			continue
+		case req.Field == "metadata.namespace":
+			keys = namespaceKeys([]string{req.Value})
+		case req.Field == "involvedObject.namespace":
+			if req.Operator == selection.NotEquals {
+				// Only keys are at hand to filter by; one flat namespace
+				// is one member namespace, so == needs no filter.
+				return badf("the flat view cannot select involvedObject.namespace!=%s; select metadata.namespace or in the member's view", req.Value)
+			}
+			keys = namespaceKeys([]string{req.Value})
+		case req.Field == "metadata.name":
+			keys = v.nameKeys([]string{req.Value})
+		default:
+			kept = append(kept, req)
+			continue
+		}
+		if req.Operator == selection.NotEquals {
+			v.and(func(o *storage.Object) bool {
+				return !slices.Contains(keys, memberKey{o.Cluster, o.FieldValue(req.Field)})
+			})
+			continue
+		}
+		if values := v.narrow(q, req.Field, keys); len(values) == 1 {
+			req.Value = values[0]
+			kept = append(kept, req)
+		} // else several, which narrow filters by, or none, which selects nothing
+	}
+	q.Fields = kept
+	return nil
+}
+
+// narrow narrows q's clusters to those of keys and filters by field what
+// the product of those clusters and the values of keys adds to keys. It
+// returns the values, for the caller to select; with no key left, q
+// selects nothing.
+func (v *flatView) narrow(q *storage.ListQuery, field string, keys []memberKey) []string {
+	if len(q.Clusters) > 0 {
+		keys = slices.DeleteFunc(keys, func(k memberKey) bool { return !slices.Contains(q.Clusters, k.cluster) })
+	}
+	if len(keys) == 0 {
+		q.Clusters = []string{matchNothing}
+		return nil
+	}
+	var clusters, values []string
+	for _, k := range keys {
+		clusters, values = append(clusters, k.cluster), append(values, k.value)
+	}
+	slices.Sort(clusters)
+	slices.Sort(values)
+	q.Clusters, values = slices.Compact(clusters), slices.Compact(values)
+	distinct := map[memberKey]bool{}
+	for _, k := range keys {
+		distinct[k] = true
+	}
+	if len(distinct) < len(q.Clusters)*len(values) {
+		v.and(func(o *storage.Object) bool { return distinct[memberKey{o.Cluster, o.FieldValue(field)}] })
+	}
+	return values
+}
+
+func (v *flatView) and(keep func(o *storage.Object) bool) {
+	if prev := v.keep; prev != nil {
+		v.keep = func(o *storage.Object) bool { return prev(o) && keep(o) }
+		return
+	}
+	v.keep = keep
+}
+
+// namespaceKeys are the clusters and member namespaces of flat namespaces;
+// a value that is none is left out.
+func namespaceKeys(flat []string) []memberKey {
+	var out []memberKey
+	for _, f := range flat {
+		if c, ns, ok := splitFlatNamespace(f); ok {
+			out = append(out, memberKey{c, ns})
+		}
+	}
+	return out
+}
+
+func (v *flatView) nameKeys(flat []string) []memberKey {
+	var out []memberKey
+	for _, f := range flat {
+		out = append(out, splitFlatName(f, v.clusters)...)
+	}
+	return out
+}
+
+// page filters and translates a page read for the flat view. A page that
+// was filtered has no remaining count, which counted what it dropped.
+func (v *flatView) page(page *storage.ListResult) error {
+	if v == nil {
+		return nil
+	}
+	if v.keep != nil {
+		page.Objects = slices.DeleteFunc(page.Objects, func(o storage.Object) bool { return !v.keep(&o) })
+		page.RemainingCount = nil
+	}
+	for i := range page.Objects {
+		if err := flatten(&page.Objects[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// event filters and translates a watch event of the flat view: false for
+// one to leave out. Bookmarks pass as they are.
+func (v *flatView) event(e *watchcache.Event) (bool, error) {
+	if v == nil || e.Object == nil {
+		return true, nil
+	}
+	if v.keep != nil && !v.keep(e.Object) {
+		return false, nil
+	}
+	o := *e.Object // the cache's own is shared with every watch
+	e.Object = &o
+	return true, flatten(e.Object)
+}
+
+// flatten gives o's JSON its flat namespace, or its flat name when it is
+// cluster-scoped, and no selfLink, which would name the member's path. The
+// rest is kept as raw JSON, never decoded into Go values (numbers stay
+// exact), and the object's other fields are written back as they were
+// read, not encoded again: the object is scanned once.
+func flatten(o *storage.Object) error {
+	var obj, meta map[string]json.RawMessage
+	if err := json.Unmarshal(o.Data, &obj); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(obj["metadata"], &meta); err != nil {
+		return fmt.Errorf("the metadata of %s/%s: %w", o.Namespace, o.Name, err)
+	}
+	key, value := "name", flatName(o.Cluster, o.Name)
+	if o.Namespace != "" {
+		key, value = "namespace", flatNamespace(o.Cluster, o.Namespace)
+	}
+	var err error
+	if meta[key], err = json.Marshal(value); err != nil {
+		return err
+	}
+	delete(meta, "selfLink")
+	if obj["metadata"], err = json.Marshal(meta); err != nil {
+		return err
+	}
+	out := bytes.NewBuffer(make([]byte, 0, len(o.Data)+len(o.Cluster)+8))
+	out.WriteByte('{')
+	for i, k := range slices.Sorted(maps.Keys(obj)) {
+		name, err := json.Marshal(k)
+		if err != nil {
+			return err
+		}
+		if i > 0 {
+			out.WriteByte(',')
+		}
+		out.Write(name)
+		out.WriteByte(':')
+		out.Write(obj[k])
+	}
+	out.WriteByte('}')
+	o.Data = out.Bytes()
+	return nil
+}
+
+// flatName is how the flat view names a cluster-scoped object of cluster.
+func flatName(cluster, name string) string { return cluster + "." + name }
+
+// memberPath is the cluster and member path that a path of the flat view
+// naming one object stands for, so that a refused subresource names the
+// member's cluster, namespace and object; anything else is left as it is.
+func (v *flatView) memberPath(r *http.Request, cluster, rest string) (string, string) {
+	if v == nil {
+		return cluster, rest
+	}
+	info, err := memberRequestInfo(r, rest)
+	if err != nil || !info.IsResourceRequest || info.Name == "" {
+		return cluster, rest
+	}
+	prefix := "/" + info.APIPrefix + "/" + info.APIVersion
+	if info.APIGroup != "" {
+		prefix = "/" + info.APIPrefix + "/" + info.APIGroup + "/" + info.APIVersion
+	}
+	tail := strings.TrimPrefix(rest, prefix)
+	if info.Namespace != "" {
+		c, ns, ok := splitFlatNamespace(info.Namespace)
+		after, cut := strings.CutPrefix(tail, "/namespaces/"+info.Namespace)
+		if !ok || !cut {
+			return cluster, rest
+		}
+		return c, prefix + "/namespaces/" + ns + after
+	}
+	keys := splitFlatName(info.Name, v.clusters)
+	after, cut := strings.CutPrefix(tail, "/"+info.Resource+"/"+info.Name)
+	if len(keys) != 1 || !cut {
+		return cluster, rest
+	}
+	return keys[0].cluster, prefix + "/" + info.Resource + "/" + keys[0].value + after
+}
+
+// reviewed is the cluster and the attributes, in member terms, that a self
+// access review of the flat view asks about; false when its namespace is
+// no flat namespace, where nothing can be read.
+func (v *flatView) reviewed(cluster string, a *authorizationv1.ResourceAttributes) (string, *authorizationv1.ResourceAttributes, bool) {
+	if v == nil || a.Namespace == "" {
+		return cluster, a, true
+	}
+	c, ns, ok := splitFlatNamespace(a.Namespace)
+	if !ok {
+		return cluster, a, false
+	}
+	member := *a // the review's spec is sent back as asked
+	member.Namespace = ns
+	return c, &member, true
+}
+
+// rulesScope is the cluster and member namespace that a self rules review
+// of the flat view asks about. A namespace that is no flat namespace is in
+// no cluster, whose view serves nothing but the reviews and discovery.
+func (v *flatView) rulesScope(cluster, namespace string) (string, string) {
+	if v == nil || namespace == "" {
+		return cluster, namespace
+	}
+	if c, ns, ok := splitFlatNamespace(namespace); ok {
+		return c, ns
+	}
+	return FlatClusters, namespace
+}
