@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	apirequest "k8s.io/apiserver/pkg/endpoints/request"
+	utilflowcontrol "k8s.io/apiserver/pkg/util/flowcontrol"
 
 	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
 	"github.com/panorama-io/panorama/apiserver/watchcache"
@@ -139,10 +140,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch info.Verb {
 	case "get":
-		h.get(w, r, res, cluster, namespace, info.Name)
+		timed(w, info.Verb, res.GVR.GroupResource(), func(w http.ResponseWriter) { h.get(w, r, res, cluster, namespace, info.Name) })
 	case "list":
-		h.list(w, r, res, cluster, namespace)
+		timed(w, info.Verb, res.GVR.GroupResource(), func(w http.ResponseWriter) { h.list(w, r, res, cluster, namespace) })
 	case "watch":
+		defer watchOpened(res.GVR.GroupResource())()
 		h.watch(w, r, res, cluster, namespace)
 	default:
 		writeError(w, apierrors.NewMethodNotSupported(gvr.GroupResource(), info.Verb), gvr.GroupResource())
@@ -399,6 +401,9 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request, res storage.Reso
 		ResourceVersion: req.version.rev, SendInitialEvents: req.version.sendInitialEvents,
 		Bookmarks: req.allowBookmarks, BookmarkInterval: bookmarkInterval, User: userName,
 	})
+	// The watch is set up: API Priority and Fairness takes back its seat,
+	// which it would otherwise hold for as long as the watch runs.
+	utilflowcontrol.WatchInitialized(ctx)
 	var tooMany *watchcache.TooManyWatchesError
 	if errors.As(err, &tooMany) {
 		// Refused before the stream starts, as kube-apiserver's in-flight

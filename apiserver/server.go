@@ -51,7 +51,10 @@ func init() {
 // binary shares one store with the controller manager.
 type Options struct {
 	Recommended *genericoptions.RecommendedOptions
-	WatchCache  watchcache.Options
+	// ServerRun holds kube-apiserver's own serving flags: in-flight limits
+	// (API Priority and Fairness's seats), request timeouts, shutdown.
+	ServerRun  *genericoptions.ServerRunOptions
+	WatchCache watchcache.Options
 }
 
 // NewOptions returns the defaults.
@@ -59,7 +62,7 @@ func NewOptions() *Options {
 	ro := genericoptions.NewRecommendedOptions("/registry/panorama", codecs.LegacyCodec(searchv1alpha1.SchemeGroupVersion))
 	ro.Etcd = nil
 	ro.Admission = nil
-	return &Options{Recommended: ro, WatchCache: watchcache.Options{
+	return &Options{Recommended: ro, ServerRun: genericoptions.NewServerRunOptions(), WatchCache: watchcache.Options{
 		PollInterval: watchcache.DefaultPollInterval, ProbeInterval: watchcache.DefaultProbeInterval, RingSize: watchcache.DefaultRingSize,
 		WatchBuffer: watchcache.DefaultWatchBuffer, MaxWatches: watchcache.DefaultMaxWatches,
 		MaxWatchesPerUser: watchcache.DefaultMaxWatchesPerUser, FreshnessTimeout: watchcache.DefaultFreshnessTimeout,
@@ -69,6 +72,7 @@ func NewOptions() *Options {
 // AddFlags binds every flag.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Recommended.AddFlags(fs)
+	o.ServerRun.AddUniversalFlags(fs)
 	wc := &o.WatchCache
 	fs.DurationVar(&wc.PollInterval, "watch-cache-poll-interval", wc.PollInterval,
 		"How often the change log is read for writes by other processes sharing the database: the safety net behind PostgreSQL notifications and the revision probe, which find them sooner.")
@@ -98,7 +102,7 @@ func (o *Options) Complete() {
 
 // Validate reports every flag in error.
 func (o *Options) Validate() error {
-	errs := o.Recommended.Validate()
+	errs := append(o.Recommended.Validate(), o.ServerRun.Validate()...)
 	wc := &o.WatchCache
 	if wc.PollInterval <= 0 {
 		errs = append(errs, fmt.Errorf("--watch-cache-poll-interval must be positive, not %s", wc.PollInterval))
@@ -136,9 +140,13 @@ func (o *Options) New(store storage.Interface) (*Server, error) {
 		return nil, fmt.Errorf("creating self-signed certificates: %w", err)
 	}
 	cfg := genericapiserver.NewRecommendedConfig(codecs)
-	cfg.EffectiveVersion = newEffectiveVersion() // version.go
-	err := o.Recommended.ApplyTo(cfg)
-	if err != nil {
+	// ServerRun first: API Priority and Fairness, set up by Recommended,
+	// sizes itself by the in-flight limits.
+	if err := o.ServerRun.ApplyTo(&cfg.Config); err != nil {
+		return nil, err
+	}
+	cfg.EffectiveVersion = newEffectiveVersion() // version.go; after ServerRun, which sets kube's
+	if err := o.Recommended.ApplyTo(cfg); err != nil {
 		return nil, err
 	}
 	if cfg.ClientConfig == nil {
@@ -151,6 +159,7 @@ func (o *Options) New(store storage.Interface) (*Server, error) {
 	if delegated == nil {
 		return nil, errors.New("no authorizer: Panorama asks the host's RBAC for every read")
 	}
+	var err error
 	if cfg.Authorization.Authorizer, err = union.New(
 		union.NamedAuthorizer{AuthorizerName: "panorama", Authorizer: handledByPanorama},
 		union.NamedAuthorizer{AuthorizerName: "delegated", Authorizer: delegated},

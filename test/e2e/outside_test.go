@@ -49,8 +49,10 @@ func TestOutsideACluster(t *testing.T) {
 	// write the self-signed certificate (the defaults are 443 and the
 	// working directory).
 	port := freePort(t)
+	// Nine seats for API Priority and Fairness, one or two of them for an
+	// ordinary user's reads: an open watch must not keep one.
 	api := startProcess(t, "apiserver", "--kubeconfig", apiserverKC, "--storage=mysql", "--storage-dsn", db.DSN,
-		"--secure-port", strconv.Itoa(port), "--cert-dir", dir)
+		"--secure-port", strconv.Itoa(port), "--cert-dir", dir, "--max-requests-inflight=6", "--max-mutating-requests-inflight=3")
 	metricsPort, probePort := freePort(t), freePort(t)
 	cm := startProcess(t, "controller-manager", "--kubeconfig", controllerKC, "--storage=mysql", "--storage-dsn", db.DSN,
 		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", metricsPort), "--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", probePort),
@@ -92,6 +94,22 @@ func TestOutsideACluster(t *testing.T) {
 		t.Fatalf("watch began with %v", ev)
 	}
 	w.Stop()
+	// Twenty watches stay open; a list still finds a seat, since a watch
+	// gives its seat back once it is set up, as kube-apiserver's do.
+	watchCtx, stopWatches := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer stopWatches()
+	for range 20 {
+		w, err := pods.Watch(watchCtx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+	}
+	listCtx, cancelList := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancelList()
+	if _, err := pods.List(listCtx, metav1.ListOptions{}); err != nil {
+		t.Fatalf("a list behind 20 open watches: %v", err)
+	}
 
 	scrapeAPI := rest.CopyConfig(direct)
 	scrapeAPI.Host = fmt.Sprintf("https://127.0.0.1:%d", port)
