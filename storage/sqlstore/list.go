@@ -34,6 +34,13 @@ func (s *Store) List(ctx context.Context, q *storage.ListQuery) (*storage.ListRe
 	if err := q.Validate(); err != nil {
 		return nil, err
 	}
+	fs, err := s.Fields(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := q.ValidateFields(fs); err != nil {
+		return nil, err
+	}
 	if q.Limit > storage.MaxLimit {
 		capped := *q
 		capped.Limit = storage.MaxLimit
@@ -49,7 +56,7 @@ func (s *Store) List(ctx context.Context, q *storage.ListQuery) (*storage.ListRe
 		}
 	}
 	res := &storage.ListResult{}
-	err := s.read(ctx, func(tx *gorm.DB) error {
+	err = s.read(ctx, func(tx *gorm.DB) error {
 		current, compacted, err := revisions(tx)
 		if err != nil {
 			return err
@@ -98,7 +105,7 @@ func (s *Store) List(ctx context.Context, q *storage.ListQuery) (*storage.ListRe
 				lastRead := objs[len(objs)-1]
 				upTo = &lastRead
 			}
-			if changed, err = s.changedSince(tx, q, owners, rev, order, after, upTo); err != nil {
+			if changed, err = s.changedSince(tx, fs, q, owners, rev, order, after, upTo); err != nil {
 				return err
 			}
 			objs = merge(order, objs, changed)
@@ -113,7 +120,7 @@ func (s *Store) List(ctx context.Context, q *storage.ListQuery) (*storage.ListRe
 					return err
 				}
 				if rev < current {
-					rest, err := s.changedSince(tx, q, owners, rev, order, last, nil)
+					rest, err := s.changedSince(tx, fs, q, owners, rev, order, last, nil)
 					if err != nil {
 						return err
 					}
@@ -191,6 +198,15 @@ func (s *Store) filter(db *gorm.DB, q *storage.ListQuery, owners storage.OwnerSe
 			db = db.Where(hasAttr+" AND attr_value = ?)", attrKindField, r.Field, r.Value)
 		}
 	}
+	if len(q.Images) > 0 {
+		contains := make([]string, len(q.Images))
+		args := []any{attrKindField, storage.ImagesField}
+		for i, sub := range q.Images {
+			contains[i] = s.dialect.contains("attr_value")
+			args = append(args, sub)
+		}
+		db = db.Where(hasAttr+" AND ("+strings.Join(contains, " OR ")+"))", args...)
+	}
 	return db
 }
 
@@ -264,7 +280,7 @@ func (s *Store) resolveOwners(tx *gorm.DB, q *storage.ListQuery) (storage.OwnerS
 // entry after rev. It reads the log of that range only, and the pre-images
 // of one entry per key, so that a page costs the same however much was
 // written since its revision.
-func (s *Store) changedSince(tx *gorm.DB, q *storage.ListQuery, owners storage.OwnerSet, rev int64, order []storage.OrderBy, after, upTo *storage.Object) ([]storage.Object, error) {
+func (s *Store) changedSince(tx *gorm.DB, fs *storage.FieldSet, q *storage.ListQuery, owners storage.OwnerSet, rev int64, order []storage.OrderBy, after, upTo *storage.Object) ([]storage.Object, error) {
 	// "revision + 0" keeps planners off events_resource: after an old
 	// revision, that is the whole log since it.
 	since := func() *gorm.DB {
@@ -317,7 +333,7 @@ func (s *Store) changedSince(tx *gorm.DB, q *storage.ListQuery, owners storage.O
 			if watch.EventType(r.Type) == watch.Added || len(r.PrevObject) == 0 {
 				continue // did not exist at rev
 			}
-			o, err := storage.DecodeStored(r.PrevObject)
+			o, err := fs.DecodeStored(q.GVR.GroupResource(), r.PrevObject)
 			if err != nil {
 				return nil, err
 			}

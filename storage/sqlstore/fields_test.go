@@ -1,0 +1,209 @@
+package sqlstore_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+
+	"github.com/panorama-io/panorama/storage"
+	"github.com/panorama-io/panorama/storage/sqlstore"
+	"github.com/panorama-io/panorama/storage/storagetest"
+)
+
+// teamField and portsField are declared by TestDeclareFields: one of every
+// resource, one multi-valued of deployments only.
+var (
+	teamField  = storage.FieldDeclaration{Name: "team", Paths: []string{"metadata.annotations.team"}}
+	portsField = storage.FieldDeclaration{Name: "ports", Resources: []string{"deployments.apps"},
+		Paths: []string{"spec.template.spec.containers[*].ports[*].containerPort"}}
+)
+
+// TestDeclareFields declares fields over stored objects, more than one
+// reindexing batch of them: existing rows become selectable, by this store
+// and by a second one on the database (another replica), the answers equal
+// the brute-force reference, new writes are indexed, and dropping the
+// declaration makes the field unknown again.
+func TestDeclareFields(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
+		opts := b.Options(t)
+		s := storagetest.OpenStore(t, opts)
+		ctx := context.Background()
+		rng := rand.New(rand.NewPCG(3, 4))
+		teams := []string{"a", "b", "c"}
+		withTeam := func(u *unstructured.Unstructured) {
+			if rng.IntN(4) > 0 {
+				u.SetAnnotations(map[string]string{"team": teams[rng.IntN(len(teams))]})
+			}
+		}
+		withPorts := func(u *unstructured.Unstructured) {
+			var containers []any
+			for i := range rng.IntN(3) {
+				var ports []any
+				for range rng.IntN(3) {
+					ports = append(ports, map[string]any{"containerPort": int64(80 + rng.IntN(3))})
+				}
+				containers = append(containers, map[string]any{"name": fmt.Sprint("c", i), "ports": ports})
+			}
+			_ = unstructured.SetNestedSlice(u.Object, containers, "spec", "template", "spec", "containers")
+		}
+		w := &world{objects: map[storage.Key]*storage.Object{}}
+		write := func(n int, prefix string) {
+			var deps, pods []storage.Change
+			for i := range n {
+				deps = append(deps, storage.Upsert(object("Deployment", "web", fmt.Sprint(prefix, i), "1", withTeam, withPorts)))
+				pods = append(pods, storage.Upsert(object("Pod", "web", fmt.Sprint(prefix, i), "1", withTeam, withPorts)))
+			}
+			for _, c := range []struct {
+				changes []storage.Change
+				q       storage.ListQuery
+			}{{deps, storage.ListQuery{GVR: deploymentsGVR}}, {pods, storage.ListQuery{GVR: podsGVR}}} {
+				if _, err := s.Apply(ctx, "east", c.q.GVR, c.changes); err != nil {
+					t.Fatal(err)
+				}
+				for _, ch := range c.changes {
+					w.put("east", c.q.GVR, ch.Object)
+				}
+			}
+		}
+		write(300, "old-") // 600 rows: two reindexing batches
+		queries := []storage.ListQuery{
+			{GVR: deploymentsGVR, Fields: fields.ParseSelectorOrDie("team=a").Requirements()},
+			{GVR: podsGVR, Fields: fields.ParseSelectorOrDie("team!=b").Requirements(), Limit: 50},
+			{GVR: podsGVR, Fields: fields.ParseSelectorOrDie("team=").Requirements()},
+			{GVR: deploymentsGVR, Fields: fields.ParseSelectorOrDie("ports=81").Requirements()},
+			{GVR: deploymentsGVR, Fields: fields.ParseSelectorOrDie("ports!=80,team=c").Requirements(), Limit: 7},
+			{GVR: podsGVR, Fields: fields.ParseSelectorOrDie("ports=80").Requirements()}, // pods have no ports field
+		}
+		for _, q := range queries {
+			if _, err := s.List(ctx, &q); !storage.IsInvalid(err) {
+				t.Fatalf("%s before the declaration: %v, want an invalid-input error", describe(q), err)
+			}
+		}
+		for _, bad := range [][]storage.FieldDeclaration{
+			{{Name: "x", Paths: []string{"spec..a"}}},
+			{{Name: "x", Paths: []string{"spec.a[0]"}}},
+			{{Name: "images", Paths: []string{"spec.a"}}},
+			{{Name: "x"}},
+			{{Name: "x", Paths: []string{"a"}, Resources: []string{"a/b"}}},
+		} {
+			if err := s.DeclareFields(ctx, bad); !storage.IsInvalid(err) {
+				t.Fatalf("declaring %+v: %v, want an invalid-input error", bad, err)
+			}
+		}
+		declared := []storage.FieldDeclaration{portsField, teamField}
+		if err := s.DeclareFields(ctx, declared); err != nil {
+			t.Fatal(err)
+		}
+		write(20, "new-") // indexed as written
+		fs, err := s.Fields(ctx)
+		if err != nil || fs.Version == 0 || !fs.Selectable("team") || !fs.Selectable("ports") {
+			t.Fatalf("fields after declaring: %+v, %v", fs, err)
+		}
+		expected := describeAll(t, w, fs)
+		for _, q := range queries {
+			checkQuery(t, s, expected, q)
+		}
+		// Declaring the same again, in another order, is no new version.
+		if err := s.DeclareFields(ctx, []storage.FieldDeclaration{teamField, portsField}); err != nil {
+			t.Fatal(err)
+		}
+		if again, _ := s.Fields(ctx); again.Version != fs.Version {
+			t.Fatalf("the same declarations made version %d after %d", again.Version, fs.Version)
+		}
+		// Another replica sees them once it rechecks.
+		replica := storagetest.OpenStore(t, opts)
+		checkQuery(t, replica, expected, queries[0])
+
+		// Dropping ports: its rows go, team stays.
+		if err := replica.DeclareFields(ctx, []storage.FieldDeclaration{teamField}); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			_, err := s.List(ctx, &queries[3])
+			if storage.IsInvalid(err) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("ports still selectable after it was dropped: %v", err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		checkQuery(t, s, expected, queries[1])
+		n := countFieldRows(t, s, "ports")
+		if n != 0 {
+			t.Fatalf("%d attribute rows of the dropped field ports are left", n)
+		}
+	})
+}
+
+// describeAll is w as fs describes its objects.
+func describeAll(t *testing.T, w *world, fs *storage.FieldSet) *world {
+	t.Helper()
+	out := &world{objects: map[storage.Key]*storage.Object{}}
+	for k, o := range w.objects {
+		d, err := fs.DecodeStored(k.GVR.GroupResource(), o.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Key = k
+		out.objects[k] = &d
+	}
+	return out
+}
+
+func TestParseFieldPath(t *testing.T) {
+	obj := map[string]any{"spec": map[string]any{
+		"nodeName": "n1",
+		"containers": []any{
+			map[string]any{"image": "nginx", "ports": []any{map[string]any{"containerPort": int64(80)}, map[string]any{"containerPort": 443.0}}},
+			map[string]any{"image": "redis", "ports": "not a list"},
+			"not an object",
+		},
+		"flag": true,
+	}}
+	for path, want := range map[string][]string{
+		"spec.nodeName":            {"n1"},
+		"{.spec.nodeName}":         {"n1"},
+		".spec.flag":               {"true"},
+		"spec.containers[*].image": {"nginx", "redis"},
+		"spec.containers[*].ports[*].containerPort": {"80", "443"},
+		"spec.containers":       nil, // not a scalar
+		"spec.missing[*].image": nil,
+		"spec.nodeName[*]":      nil,
+	} {
+		p, err := storage.ParseFieldPath(path)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		fs, err := storage.NewFieldSet(1, []storage.FieldDeclaration{{Name: "x", Paths: []string{path}}})
+		if err != nil || p == nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		got := fs.Extract(podsGVR.GroupResource(), obj)["x"]
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: got %q, want %q", path, got, want)
+		}
+	}
+	for _, bad := range []string{"", ".", "spec.", "spec..a", "spec.a[0]", "spec.a[*", "{spec.a", "spec.a b", "spec.a[*][*]"} {
+		if _, err := storage.ParseFieldPath(bad); !storage.IsInvalid(err) {
+			t.Errorf("%q: %v, want an invalid-input error", bad, err)
+		}
+	}
+}
+
+func countFieldRows(t *testing.T, s *sqlstore.Store, field string) int64 {
+	t.Helper()
+	var n int64
+	if err := sqlstore.GormDB(s).Table("attributes").Where("kind = ? AND attr_key = ?", "f", field).Count(&n).Error; err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
