@@ -207,3 +207,66 @@ func countFieldRows(t *testing.T, s *sqlstore.Store, field string) int64 {
 	}
 	return n
 }
+
+// TestMigrationToMultiValuedFields takes a database back to the schema
+// before attributes had seq, with rows in it, and opens it again: the
+// migration keeps every label and field row, and then stores several
+// values of one field.
+func TestMigrationToMultiValuedFields(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
+		ctx := context.Background()
+		opts := b.Options(t)
+		s, err := sqlstore.Open(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(7, 8))
+		w := &world{objects: map[storage.Key]*storage.Object{}}
+		var changes []storage.Change
+		for i := range 50 {
+			changes = append(changes, storage.Upsert(object("Pod", "web", fmt.Sprint("p-", i), "1", withLabels(rng), func(u *unstructured.Unstructured) {
+				_ = unstructured.SetNestedField(u.Object, nodes[i%len(nodes)], "spec", "nodeName")
+			})))
+		}
+		if _, err := s.Apply(ctx, "east", podsGVR, changes); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range changes {
+			w.put("east", podsGVR, c.Object)
+		}
+		const old = "PRIMARY KEY (resource_revision, kind, attr_key)"
+		stmts := map[string][]string{
+			"mysql":    {"ALTER TABLE attributes DROP PRIMARY KEY, DROP COLUMN seq, ADD " + old},
+			"postgres": {"ALTER TABLE attributes DROP CONSTRAINT attributes_pkey, DROP COLUMN seq, ADD " + old},
+			"sqlite": {
+				"CREATE TABLE attributes_old (resource_revision INTEGER NOT NULL, kind TEXT NOT NULL, attr_key TEXT NOT NULL, attr_value TEXT NOT NULL, " + old + ")",
+				"INSERT INTO attributes_old SELECT resource_revision, kind, attr_key, attr_value FROM attributes",
+				"DROP TABLE attributes", "ALTER TABLE attributes_old RENAME TO attributes",
+				"CREATE INDEX attributes_lookup ON attributes (kind, attr_key, attr_value)",
+			},
+		}[b.Name]
+		db := sqlstore.GormDB(s)
+		for _, stmt := range append(stmts, "DELETE FROM panorama_schema_migrations WHERE version = 4") {
+			if err := db.Exec(stmt).Error; err != nil {
+				t.Fatalf("%s: %v", stmt, err)
+			}
+		}
+		_ = s.Close()
+		s = storagetest.OpenStore(t, opts)
+		for _, q := range []storage.ListQuery{
+			{GVR: podsGVR, Labels: mustReqs("app=web")},
+			{GVR: podsGVR, Fields: fields.ParseSelectorOrDie("spec.nodeName=node-b").Requirements()},
+		} {
+			checkQuery(t, s, w, q)
+		}
+		many := object("Pod", "web", "many", "1", withImages(rand.New(rand.NewPCG(1, 1)), "spec"), func(u *unstructured.Unstructured) {
+			_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"image": "a"}, map[string]any{"image": "b"}}, "spec", "containers")
+		})
+		if _, err := s.Apply(ctx, "east", podsGVR, []storage.Change{storage.Upsert(many)}); err != nil {
+			t.Fatal(err)
+		}
+		w.put("east", podsGVR, many)
+		checkQuery(t, s, w, storage.ListQuery{GVR: podsGVR, Fields: fields.ParseSelectorOrDie("images=b").Requirements()})
+		checkQuery(t, s, w, storage.ListQuery{GVR: podsGVR, Images: []string{"a"}})
+	})
+}
