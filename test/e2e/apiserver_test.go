@@ -317,6 +317,7 @@ func TestAPIServer(t *testing.T) {
 	})
 	t.Run("CRDs and subresources", func(t *testing.T) { testCRDsAndSubresources(t, alice) })
 	t.Run("k9s", func(t *testing.T) { testK9s(t, host, dir, eastKube) })
+	t.Run("images and indexed fields", func(t *testing.T) { testImages(t, host, dir, alice, eastKube, westKube) })
 }
 
 func waitLine(t *testing.T, lines <-chan string, want string) {

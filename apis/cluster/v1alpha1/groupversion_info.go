@@ -1,6 +1,6 @@
 // Package v1alpha1 holds the cluster.panorama.io API: Cluster, the member
-// clusters Panorama syncs, and ClusterSyncResources, resource lists that
-// several Clusters share.
+// clusters Panorama syncs, ClusterSyncResources, resource lists that
+// several Clusters share, and IndexedField, fields selectors may use.
 // +kubebuilder:object:generate=true
 // +groupName=cluster.panorama.io
 package v1alpha1
@@ -23,7 +23,8 @@ var (
 )
 
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &Cluster{}, &ClusterList{}, &ClusterSyncResources{}, &ClusterSyncResourcesList{})
+	s.AddKnownTypes(GroupVersion, &Cluster{}, &ClusterList{}, &ClusterSyncResources{}, &ClusterSyncResourcesList{},
+		&IndexedField{}, &IndexedFieldList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }
