@@ -10,9 +10,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	clusterv1alpha1 "github.com/panorama-io/panorama/apis/cluster/v1alpha1"
 	"github.com/panorama-io/panorama/storage"
@@ -32,9 +34,17 @@ func setupIndexedFields(mgr manager.Manager, store storage.Interface) error {
 	all := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{{}} // one key: the whole set
 	})
+	// Once at start, whether or not any IndexedField exists: a binary
+	// whose built-in fields differ reindexes (storage.BuiltinFieldsRevision).
+	start := make(chan event.TypedGenericEvent[*clusterv1alpha1.IndexedField], 1)
+	start <- event.TypedGenericEvent[*clusterv1alpha1.IndexedField]{Object: &clusterv1alpha1.IndexedField{}}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("indexedfield").
 		Watches(&clusterv1alpha1.IndexedField{}, all).
+		WatchesRawSource(source.Channel(start, handler.TypedEnqueueRequestsFromMapFunc(
+			func(context.Context, *clusterv1alpha1.IndexedField) []reconcile.Request {
+				return []reconcile.Request{{}}
+			}))).
 		Complete(r)
 }
 

@@ -138,6 +138,10 @@ type fieldRule struct {
 	paths     []FieldPath
 }
 
+// BuiltinFieldsRevision changes whenever BuiltinFields do: stores then
+// reindex (see Interface.DeclareFields).
+const BuiltinFieldsRevision = 1
+
 // BuiltinFields are the fields every store indexes: those kube-apiserver
 // supports for its built-in kinds (any kind that has one can be selected
 // on it), images and owner kinds.

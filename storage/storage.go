@@ -124,7 +124,9 @@ type Interface interface {
 	// DeclareFields makes decls, beyond the built-in fields, the indexed
 	// fields: the field attributes of every stored object are rewritten,
 	// in batches that hold up writers for one batch at a time, before
-	// Fields returns them. An InvalidError when a declaration is.
+	// Fields returns them. An InvalidError when a declaration is. The
+	// controller manager calls it at start too, so that a change of the
+	// built-in fields (BuiltinFieldsRevision) reindexes.
 	DeclareFields(ctx context.Context, decls []FieldDeclaration) error
 	// Changed returns a channel closed at the next write by this process, so
 	// in-process readers need not wait for a poll.

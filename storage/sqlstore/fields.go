@@ -38,6 +38,14 @@ const (
 	fieldsRecheck = time.Second
 )
 
+// fieldsSpec is what a version stores: the declarations, and the
+// revision of the built-in fields, so that a binary whose built-in fields
+// differ declares a new version, which reindexes.
+type fieldsSpec struct {
+	Builtin  int                        `json:"builtin"`
+	Declared []storage.FieldDeclaration `json:"declared"`
+}
+
 type fieldsRow struct {
 	Version      int64  `gorm:"column:version;primaryKey;autoIncrement:false"`
 	Declarations []byte `gorm:"column:declarations"`
@@ -68,11 +76,11 @@ func (s *Store) fieldSet(db *gorm.DB, version int64) (*storage.FieldSet, error) 
 	if err := db.Where("version = ?", version).Take(&row).Error; err != nil {
 		return nil, err
 	}
-	var decls []storage.FieldDeclaration
-	if err := json.Unmarshal(row.Declarations, &decls); err != nil {
+	var spec fieldsSpec
+	if err := json.Unmarshal(row.Declarations, &spec); err != nil {
 		return nil, err
 	}
-	fs, err := storage.NewFieldSet(version, decls)
+	fs, err := storage.NewFieldSet(version, spec.Declared)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +124,8 @@ func (s *Store) Fields(ctx context.Context) (*storage.FieldSet, error) {
 }
 
 // DeclareFields implements storage.Interface: it stores decls as a new
-// version unless they are the declared one, then reindexes the rows
+// version unless they (and the built-in fields) are the declared one,
+// then reindexes the rows
 // written before it, a batch a transaction, and returns once every row is
 // indexed with it (or a later declaration took over). Called again after
 // a failure, it carries on where the rows were left.
@@ -125,7 +134,7 @@ func (s *Store) DeclareFields(ctx context.Context, decls []storage.FieldDeclarat
 	if _, err := storage.NewFieldSet(0, decls); err != nil {
 		return err
 	}
-	spec, err := json.Marshal(decls)
+	spec, err := json.Marshal(fieldsSpec{Builtin: storage.BuiltinFieldsRevision, Declared: decls})
 	if err != nil {
 		return err
 	}
@@ -135,7 +144,7 @@ func (s *Store) DeclareFields(ctx context.Context, decls []storage.FieldDeclarat
 		if err != nil {
 			return 0, err
 		}
-		stored := fieldsRow{Declarations: []byte("[]")}
+		var stored fieldsRow // version 0: the built-in fields of before they were versioned
 		if declared > 0 {
 			if err := tx.Where("version = ?", declared).Take(&stored).Error; err != nil {
 				return 0, err

@@ -210,8 +210,9 @@ func countFieldRows(t *testing.T, s *sqlstore.Store, field string) int64 {
 
 // TestMigrationToMultiValuedFields takes a database back to the schema
 // before attributes had seq, with rows in it, and opens it again: the
-// migration keeps every label and field row, and then stores several
-// values of one field.
+// migration keeps every label and field row, then stores several values
+// of one field, and the first declaration indexes the built-in fields
+// added since (images) for the rows written before.
 func TestMigrationToMultiValuedFields(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
 		ctx := context.Background()
@@ -226,7 +227,7 @@ func TestMigrationToMultiValuedFields(t *testing.T) {
 		for i := range 50 {
 			changes = append(changes, storage.Upsert(object("Pod", "web", fmt.Sprint("p-", i), "1", withLabels(rng), func(u *unstructured.Unstructured) {
 				_ = unstructured.SetNestedField(u.Object, nodes[i%len(nodes)], "spec", "nodeName")
-			})))
+			}, withImages(rng, "spec"))))
 		}
 		if _, err := s.Apply(ctx, "east", podsGVR, changes); err != nil {
 			t.Fatal(err)
@@ -246,6 +247,9 @@ func TestMigrationToMultiValuedFields(t *testing.T) {
 			},
 		}[b.Name]
 		db := sqlstore.GormDB(s)
+		// The binary of before wrote no images rows, and declared nothing.
+		stmts = append([]string{"DELETE FROM attributes WHERE attr_key = 'images'", "DELETE FROM panorama_fields",
+			"UPDATE panorama_meta SET value = 0 WHERE name IN ('fields_declared', 'fields_indexed')"}, stmts...)
 		for _, stmt := range append(stmts, "DELETE FROM panorama_schema_migrations WHERE version = 4") {
 			if err := db.Exec(stmt).Error; err != nil {
 				t.Fatalf("%s: %v", stmt, err)
@@ -259,6 +263,12 @@ func TestMigrationToMultiValuedFields(t *testing.T) {
 		} {
 			checkQuery(t, s, w, q)
 		}
+		// The controller manager declares at start: the new built-in
+		// fields are indexed for the rows written before.
+		if err := s.DeclareFields(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		checkQuery(t, s, w, storage.ListQuery{GVR: podsGVR, Images: []string{"nginx"}})
 		many := object("Pod", "web", "many", "1", withImages(rand.New(rand.NewPCG(1, 1)), "spec"), func(u *unstructured.Unstructured) {
 			_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"image": "a"}, map[string]any{"image": "b"}}, "spec", "containers")
 		})
