@@ -42,6 +42,9 @@ var (
 		"orderby=name,name",
 		"ownerSeniority=100000",
 		"labelSelector=%zz",
+		"images=nginx,redis&fieldSelector=images%3Dnginx:1.27,ownerKind!%3DReplicaSet",
+		"labelSelector=search.panorama.io/images%20in%20(nginx,%00)",
+		"images=,&fieldSelector=nope%3Dx",
 	}
 	fuzzPaths = []string{
 		"/api/v1/pods",

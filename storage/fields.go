@@ -122,10 +122,8 @@ func scalar(v any) (string, bool) {
 // the built-in ones alone).
 type FieldSet struct {
 	Version int64
-	// Declared are the declarations beyond the built-in ones.
-	Declared []FieldDeclaration
-	fields   map[string]*compiledField
-	names    []string // sorted: extraction order is stable
+	fields  map[string]*compiledField
+	names   []string // sorted: extraction order is stable
 }
 
 // compiledField is one field: the values of the rules that apply to a
@@ -178,7 +176,7 @@ func NewFieldSet(version int64, declared []FieldDeclaration) (*FieldSet, error) 
 	if len(declared) > MaxFieldDeclarations {
 		return nil, Invalid("fields", "at most %d declarations", MaxFieldDeclarations)
 	}
-	fs := &FieldSet{Version: version, Declared: declared, fields: map[string]*compiledField{}}
+	fs := &FieldSet{Version: version, fields: map[string]*compiledField{}}
 	for _, d := range builtinDeclarations() {
 		if err := fs.add(d); err != nil {
 			return nil, err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"testing"
 	"time"
 
@@ -156,47 +155,6 @@ func describeAll(t *testing.T, w *world, fs *storage.FieldSet) *world {
 		out.objects[k] = &d
 	}
 	return out
-}
-
-func TestParseFieldPath(t *testing.T) {
-	obj := map[string]any{"spec": map[string]any{
-		"nodeName": "n1",
-		"containers": []any{
-			map[string]any{"image": "nginx", "ports": []any{map[string]any{"containerPort": int64(80)}, map[string]any{"containerPort": 443.0}}},
-			map[string]any{"image": "redis", "ports": "not a list"},
-			"not an object",
-		},
-		"flag": true,
-	}}
-	for path, want := range map[string][]string{
-		"spec.nodeName":            {"n1"},
-		"{.spec.nodeName}":         {"n1"},
-		".spec.flag":               {"true"},
-		"spec.containers[*].image": {"nginx", "redis"},
-		"spec.containers[*].ports[*].containerPort": {"80", "443"},
-		"spec.containers":       nil, // not a scalar
-		"spec.missing[*].image": nil,
-		"spec.nodeName[*]":      nil,
-	} {
-		p, err := storage.ParseFieldPath(path)
-		if err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		fs, err := storage.NewFieldSet(1, []storage.FieldDeclaration{{Name: "x", Paths: []string{path}}})
-		if err != nil || p == nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		got := fs.Extract(podsGVR.GroupResource(), obj)["x"]
-		slices.Sort(want)
-		if !slices.Equal(got, want) {
-			t.Errorf("%s: got %q, want %q", path, got, want)
-		}
-	}
-	for _, bad := range []string{"", ".", "spec.", "spec..a", "spec.a[0]", "spec.a[*", "{spec.a", "spec.a b", "spec.a[*][*]"} {
-		if _, err := storage.ParseFieldPath(bad); !storage.IsInvalid(err) {
-			t.Errorf("%q: %v, want an invalid-input error", bad, err)
-		}
-	}
 }
 
 func countFieldRows(t *testing.T, s *sqlstore.Store, field string) int64 {
