@@ -438,6 +438,11 @@ func (c *Cache) List(ctx context.Context, q *storage.ListQuery) ([]storage.Objec
 	if err != nil {
 		return nil, 0, err
 	}
+	// A field the store indexes now but the cache has not described its
+	// objects with yet is refused rather than matched against nothing.
+	if err := q.ValidateFields(r.fields); err != nil {
+		return nil, 0, err
+	}
 	all, rev := r.snapshot()
 	// Filtering, copying and sorting happen outside any lock: the cached
 	// objects are never modified, only replaced.
@@ -555,6 +560,10 @@ func (c *Cache) watch(ctx context.Context, q *storage.ListQuery, opts WatchOptio
 			break
 		}
 		r.mu.Unlock() // dropped by a reset since: load it again
+	}
+	if err := q.ValidateFields(r.fields); err != nil { // as in List
+		r.mu.Unlock()
+		return nil, err
 	}
 	if !fromState && opts.ResourceVersion < r.oldest {
 		r.mu.Unlock()
