@@ -238,3 +238,28 @@ func TestMigrationToMultiValuedFields(t *testing.T) {
 		checkQuery(t, s, w, storage.ListQuery{GVR: podsGVR, Images: []string{"a"}})
 	})
 }
+
+// TestImagesManyValues searches images among more distinct references
+// than a search resolves to values (maxImageValues), where each row's
+// images are tested instead, and among fewer.
+func TestImagesManyValues(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
+		s := b.Open(t)
+		w := &world{objects: map[storage.Key]*storage.Object{}}
+		var changes []storage.Change
+		for i := range storage.MaxListValues + 100 {
+			changes = append(changes, storage.Upsert(object("Pod", "web", fmt.Sprint("p-", i), "1", func(u *unstructured.Unstructured) {
+				_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"image": fmt.Sprintf("registry.example/img-%d:1", i)}}, "spec", "containers")
+			})))
+		}
+		if _, err := s.Apply(context.Background(), "east", podsGVR, changes); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range changes {
+			w.put("east", podsGVR, c.Object)
+		}
+		for _, images := range [][]string{{"img-"}, {"img-10", "img-2"}, {"registry.example/"}, {"nothing"}} {
+			checkQuery(t, s, w, storage.ListQuery{GVR: podsGVR, Images: images, Limit: 300})
+		}
+	})
+}

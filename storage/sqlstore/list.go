@@ -77,8 +77,14 @@ func (s *Store) List(ctx context.Context, q *storage.ListQuery) (*storage.ListRe
 				return err
 			}
 		}
+		var images []string
+		if len(q.Images) > 0 {
+			if images, err = s.imageValues(tx, q.Images); err != nil {
+				return err
+			}
+		}
 		atRevision := func() *gorm.DB {
-			return s.filter(tx.Model(&resourceRow{}), q, owners).Where("revision <= ?", rev)
+			return s.filter(tx.Model(&resourceRow{}), q, owners, images).Where("revision <= ?", rev)
 		}
 		page := atRevision()
 		if after != nil {
@@ -139,8 +145,8 @@ func (s *Store) List(ctx context.Context, q *storage.ListQuery) (*storage.ListRe
 }
 
 // filter adds q's filters as bound parameters; column and table names come
-// only from constants.
-func (s *Store) filter(db *gorm.DB, q *storage.ListQuery, owners storage.OwnerSet) *gorm.DB {
+// only from constants. images are q.Images resolved by imageValues.
+func (s *Store) filter(db *gorm.DB, q *storage.ListQuery, owners storage.OwnerSet, images []string) *gorm.DB {
 	db = keyFilter(db, q)
 	if q.FuzzyName != "" {
 		db = db.Where(s.dialect.contains("name"), q.FuzzyName)
@@ -198,16 +204,52 @@ func (s *Store) filter(db *gorm.DB, q *storage.ListQuery, owners storage.OwnerSe
 			db = db.Where(hasAttr+" AND attr_value = ?)", attrKindField, r.Field, r.Value)
 		}
 	}
-	if len(q.Images) > 0 {
-		contains := make([]string, len(q.Images))
-		args := []any{attrKindField, storage.ImagesField}
-		for i, sub := range q.Images {
-			contains[i] = s.dialect.contains("attr_value")
-			args = append(args, sub)
-		}
-		db = db.Where(hasAttr+" AND ("+strings.Join(contains, " OR ")+"))", args...)
+	switch {
+	case len(q.Images) == 0:
+	case images != nil:
+		db = db.Where(hasAttr+" AND attr_value IN ?)", attrKindField, storage.ImagesField, images)
+	default:
+		db = db.Where(hasAttr+" AND "+s.containsAny(q.Images)+")", append([]any{attrKindField, storage.ImagesField}, anys(q.Images)...)...)
 	}
 	return db
+}
+
+// maxImageValues bounds the image references an images search resolves to.
+const maxImageValues = storage.MaxListValues
+
+// imageValues returns the distinct stored images that contain any of subs,
+// so that a page selects its rows by value, which is an index lookup,
+// rather than testing the images of every row of the resource (a third to
+// a tenth of the time at 100,000 pods: BenchmarkStore). Nil when there are
+// more than maxImageValues: then each row is tested.
+func (s *Store) imageValues(tx *gorm.DB, subs []string) ([]string, error) {
+	var values []string
+	err := tx.Model(&attributeRow{}).Where("kind = ? AND attr_key = ? AND "+s.containsAny(subs), append([]any{attrKindField, storage.ImagesField}, anys(subs)...)...).
+		Distinct().Limit(maxImageValues+1).Pluck("attr_value", &values).Error
+	if err != nil || len(values) > maxImageValues {
+		return nil, err
+	}
+	if values == nil {
+		values = []string{} // none: the page is empty
+	}
+	return values, nil
+}
+
+// containsAny tests whether attr_value contains any of subs, one parameter each.
+func (s *Store) containsAny(subs []string) string {
+	contains := make([]string, len(subs))
+	for i := range subs {
+		contains[i] = s.dialect.contains("attr_value")
+	}
+	return "(" + strings.Join(contains, " OR ") + ")"
+}
+
+func anys(vs []string) []any {
+	out := make([]any, len(vs))
+	for i, v := range vs {
+		out[i] = v
+	}
+	return out
 }
 
 // whereResource selects one resource: the leading key columns of both
