@@ -126,6 +126,7 @@ Panorama is serving 2 member clusters. Try:
   kubectl --kubeconfig %[1]s get pods -A                 # every cluster
   kubectl --kubeconfig %[1]s --context east get pods -n shop # one cluster (the demo runs no controllers, so no Deployments)
   kubectl --kubeconfig %[1]s get pods -A -l app=web,search.panorama.io/clusters=west
+  kubectl --kubeconfig %[1]s get pods -A -l search.panorama.io/images=nginx   # every pod running an nginx image
   kubectl --kubeconfig %[2]s get clusters                 # the host's Cluster objects
 
 (kubectl is in %[3]s.) Ctrl-C stops everything.
