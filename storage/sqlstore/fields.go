@@ -82,7 +82,15 @@ func (s *Store) fieldSet(db *gorm.DB, version int64) (*storage.FieldSet, error) 
 	}
 	fs, err := storage.NewFieldSet(version, spec.Declared)
 	if err != nil {
-		return nil, err
+		// A declaration this binary refuses (a name it has built in
+		// since) is left out rather than failing every write, the
+		// controller's next declaration among them.
+		valid := slices.DeleteFunc(slices.Clone(spec.Declared), func(d storage.FieldDeclaration) bool {
+			return storage.ValidateFieldDeclaration(d) != nil
+		})
+		if fs, err = storage.NewFieldSet(version, valid); err != nil {
+			return nil, err
+		}
 	}
 	s.fields.mu.Lock()
 	defer s.fields.mu.Unlock()

@@ -263,3 +263,40 @@ func TestImagesManyValues(t *testing.T) {
 		}
 	})
 }
+
+// TestStoredDeclarationRefused: a stored version with a declaration this
+// binary refuses (a name built in since it was declared) neither fails
+// writes nor the next declaration.
+func TestStoredDeclarationRefused(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
+		s := b.Open(t)
+		ctx := context.Background()
+		db := sqlstore.GormDB(s)
+		for _, stmt := range []string{
+			`INSERT INTO panorama_fields (version, declarations) VALUES (7, '{"builtin":0,"declared":[{"name":"images","paths":["spec.x"]},{"name":"team","paths":["metadata.annotations.team"]}]}')`,
+			"UPDATE panorama_meta SET value = 7 WHERE name IN ('fields_declared', 'fields_indexed')",
+		} {
+			if err := db.Exec(stmt).Error; err != nil {
+				t.Fatalf("%s: %v", stmt, err)
+			}
+		}
+		w := &world{objects: map[storage.Key]*storage.Object{}}
+		pod := object("Pod", "web", "p", "1", func(u *unstructured.Unstructured) {
+			u.SetAnnotations(map[string]string{"team": "a"})
+			_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"image": "nginx"}}, "spec", "containers")
+		})
+		if _, err := s.Apply(ctx, "east", podsGVR, []storage.Change{storage.Upsert(pod)}); err != nil {
+			t.Fatal(err)
+		}
+		w.put("east", podsGVR, pod)
+		checkQuery(t, s, w, storage.ListQuery{GVR: podsGVR, Fields: fields.ParseSelectorOrDie("images=nginx").Requirements()})
+		if err := s.DeclareFields(ctx, []storage.FieldDeclaration{teamField}); err != nil {
+			t.Fatal(err)
+		}
+		fs, err := s.Fields(ctx)
+		if err != nil || fs.Version != 8 {
+			t.Fatalf("fields after declaring: %+v %v", fs, err)
+		}
+		checkQuery(t, s, describeAll(t, w, fs), storage.ListQuery{GVR: podsGVR, Fields: fields.ParseSelectorOrDie("team=a").Requirements()})
+	})
+}
