@@ -75,7 +75,7 @@ func testImages(t *testing.T, host *testenv.Env, dir, user string, east, west ku
 	expect([]string{"east/img-cache", "west/img-tools"}, "get", "deployments", "-A", "--field-selector", "images=busybox")
 
 	// One request for every workload kind: the collection.
-	out, stderr, err := testenv.Kubectl(user, "get", "--raw", "/apis/search.panorama.io/v1alpha1/collectionresources/workloads?images=sha256:0f1e")
+	out, stderr, err := testenv.Kubectl(user, "--context", "host", "get", "--raw", "/apis/search.panorama.io/v1alpha1/collectionresources/workloads?images=sha256:0f1e")
 	if err != nil || !strings.Contains(out, `"name":"img-pinned"`) || strings.Contains(out, `"name":"img-web"`) {
 		t.Fatalf("workloads with images=sha256:0f1e: %v %s\n%s", err, stderr, out)
 	}
