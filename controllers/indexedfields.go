@@ -3,8 +3,6 @@ package controllers
 import (
 	"context"
 	"errors"
-	"slices"
-	"strings"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,29 +29,25 @@ type indexedFieldsReconciler struct {
 
 func setupIndexedFields(mgr manager.Manager, store storage.Interface) error {
 	r := &indexedFieldsReconciler{client: mgr.GetClient(), store: store}
-	all := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
-		return []reconcile.Request{{}} // one key: the whole set
-	})
 	// Once at start, whether or not any IndexedField exists: a binary
 	// whose built-in fields differ reindexes (storage.BuiltinFieldsRevision).
 	start := make(chan event.TypedGenericEvent[*clusterv1alpha1.IndexedField], 1)
 	start <- event.TypedGenericEvent[*clusterv1alpha1.IndexedField]{Object: &clusterv1alpha1.IndexedField{}}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("indexedfield").
-		Watches(&clusterv1alpha1.IndexedField{}, all).
-		WatchesRawSource(source.Channel(start, handler.TypedEnqueueRequestsFromMapFunc(
-			func(context.Context, *clusterv1alpha1.IndexedField) []reconcile.Request {
-				return []reconcile.Request{{}}
-			}))).
+		Watches(&clusterv1alpha1.IndexedField{}, handler.EnqueueRequestsFromMapFunc(wholeSet[client.Object])).
+		WatchesRawSource(source.Channel(start, handler.TypedEnqueueRequestsFromMapFunc(wholeSet[*clusterv1alpha1.IndexedField]))).
 		Complete(r)
 }
+
+// wholeSet maps every event to the one key the set is reconciled under.
+func wholeSet[T any](context.Context, T) []reconcile.Request { return []reconcile.Request{{}} }
 
 func (r *indexedFieldsReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 	var list clusterv1alpha1.IndexedFieldList
 	if err := r.client.List(ctx, &list); err != nil {
 		return reconcile.Result{}, err
 	}
-	slices.SortFunc(list.Items, func(a, b clusterv1alpha1.IndexedField) int { return strings.Compare(a.Name, b.Name) })
 	var decls []storage.FieldDeclaration
 	refused := map[string]error{}
 	for _, f := range list.Items {
