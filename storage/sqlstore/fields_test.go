@@ -240,8 +240,9 @@ func TestMigrationToMultiValuedFields(t *testing.T) {
 }
 
 // TestImagesManyValues searches images among more distinct references
-// than a search resolves to values (maxImageValues), where each row's
-// images are tested instead, and among fewer.
+// than a search resolves to values (maxImageValues), on more rows than it
+// reads to resolve them, where each row's images are tested instead, and
+// among fewer.
 func TestImagesManyValues(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
 		s := b.Open(t)
@@ -258,8 +259,12 @@ func TestImagesManyValues(t *testing.T) {
 		for _, c := range changes {
 			w.put("east", podsGVR, c.Object)
 		}
-		for _, images := range [][]string{{"img-"}, {"img-10", "img-2"}, {"registry.example/"}, {"nothing"}} {
-			checkQuery(t, s, w, storage.ListQuery{GVR: podsGVR, Images: images, Limit: 300})
+		// Limit 300 reads up to 1200 image rows, 50 up to 200: "img-1"
+		// is then on more rows, a common image.
+		for _, images := range [][]string{{"img-"}, {"img-10", "img-2"}, {"img-1"}, {"registry.example/"}, {"nothing"}} {
+			for _, limit := range []int64{300, 50} {
+				checkQuery(t, s, w, storage.ListQuery{GVR: podsGVR, Images: images, Limit: limit})
+			}
 		}
 	})
 }

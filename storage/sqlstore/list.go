@@ -214,42 +214,45 @@ func (s *Store) filter(db *gorm.DB, q *storage.ListQuery, owners storage.OwnerSe
 	return db
 }
 
-// maxImageValues bounds the image references an images search resolves to.
-const maxImageValues = storage.MaxListValues
+// Bounds of the images an images search resolves to (imageValues).
+const (
+	maxImageValues = storage.MaxListValues
+	// maxImageRows bounds the image rows read to resolve them; a page
+	// reads at most commonImageRows times its size.
+	maxImageRows    = 10 * storage.MaxListValues
+	commonImageRows = 4
+)
 
 // imageValues returns the distinct stored images that contain any of
 // q.Images, so that a page selects its rows by value, which is an index
-// lookup, rather than testing the images of every row of the resource (a
-// third to a fifteenth of the time for a rare image at 100,000 pods:
-// BenchmarkStore). Nil, and each row is tested, when there are more than
-// maxImageValues, or when they are on so many rows that a page is sooner
-// filled by testing rows in order until it is full (a common image: the
-// planners then pick that plan, where by value they would read every match).
+// lookup, rather than testing the images of every row of the resource in
+// turn (a rare image at 100,000 pods: BenchmarkStore). It reads the image
+// rows that match, up to commonImageRows times the page (maxImageRows
+// without a limit): an image on more rows than that is a common one, for
+// which testing rows in order fills the page sooner than reading every
+// match, and it returns nil; so it does too past maxImageValues images.
 func (s *Store) imageValues(tx *gorm.DB, q *storage.ListQuery) ([]string, error) {
-	var found []struct {
-		Value string `gorm:"column:attr_value"`
-		Rows  int64  `gorm:"column:n"`
+	probe := int64(maxImageRows)
+	if q.Limit > 0 {
+		probe = min(probe, commonImageRows*q.Limit)
 	}
-	err := tx.Model(&attributeRow{}).Select("attr_value, COUNT(*) AS n").
+	var found []string
+	err := tx.Model(&attributeRow{}).
 		Where("kind = ? AND attr_key = ? AND "+s.containsAny(q.Images), append([]any{attrKindField, storage.ImagesField}, anys(q.Images)...)...).
-		Group("attr_value").Limit(maxImageValues + 1).Find(&found).Error
-	if err != nil || len(found) > maxImageValues {
+		Limit(int(probe)+1).Pluck("attr_value", &found).Error
+	if err != nil || int64(len(found)) > probe {
 		return nil, err
 	}
-	values := make([]string, len(found)) // none: the page is empty
-	var rows int64
-	for i, f := range found {
-		values[i], rows = f.Value, rows+f.Rows
-	}
-	if q.Limit > 0 && rows > commonImageRows*q.Limit {
+	slices.Sort(found)
+	values := slices.Compact(found)
+	if len(values) > maxImageValues {
 		return nil, nil
+	}
+	if values == nil {
+		values = []string{} // none: the page is empty
 	}
 	return values, nil
 }
-
-// commonImageRows: an images search whose values are on more rows than
-// this many pages tests rows in order (imageValues).
-const commonImageRows = 4
 
 // containsAny tests whether attr_value contains any of subs, one parameter each.
 func (s *Store) containsAny(subs []string) string {
