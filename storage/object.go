@@ -30,7 +30,8 @@ type Object struct {
 // IndexedFields are the single-valued field paths, beyond metadata.name
 // and metadata.namespace, that field selectors may use. They are the ones
 // kube-apiserver supports for its built-in kinds; any kind that has the
-// field can be selected on it. BuiltinFields adds multi-valued ones.
+// field can be selected on it. BuiltinFields adds multi-valued ones; a
+// change here bumps BuiltinFieldsRevision, so that stores reindex.
 var IndexedFields = []string{
 	"spec.nodeName",
 	"spec.restartPolicy",
