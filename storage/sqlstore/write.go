@@ -164,21 +164,19 @@ func (s *Store) write(group []*batch) (ran int, blamed []*batch, err error) {
 		return nil
 	}
 	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		var meta []metaRow
-		if err := tx.Raw("SELECT name, value FROM "+metaTable+" WHERE name IN ?"+s.dialect.forUpdate,
+		// The counter, locked, and the version of the declared fields that
+		// rows are indexed with (fields.go), which changes only under that
+		// lock: one statement, "revision" sorting after "fields_declared".
+		var meta []int64
+		if err := tx.Raw("SELECT value FROM "+metaTable+" WHERE name IN ? ORDER BY name DESC"+s.dialect.forUpdate,
 			[]string{metaRevision, metaFieldsDeclared}).Scan(&meta).Error; err != nil {
 			return err
 		}
-		var declared int64
-		for _, m := range meta {
-			if m.Name == metaRevision {
-				base = m.Value
-			} else {
-				declared = m.Value
-			}
+		if len(meta) != 2 {
+			return fmt.Errorf("%s holds %d of revision and fields_declared", metaTable, len(meta))
 		}
-		// Rows are indexed with the declared fields (fields.go).
-		fs, err := s.fieldSet(tx, declared)
+		base = meta[0]
+		fs, err := s.fieldSet(tx, meta[1])
 		if err != nil {
 			return err
 		}
