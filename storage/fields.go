@@ -248,9 +248,8 @@ func (fs *FieldSet) Selectable(field string) bool {
 func (fs *FieldSet) Names() []string { return slices.Clone(fs.names) }
 
 // Extract returns the values of every field obj (of resource gr) has:
-// sorted, without duplicates, empty ones (which select like absent ones),
-// ones longer than MaxFieldValueLen and ones no database stores (NUL,
-// invalid UTF-8), at most MaxFieldValues a field.
+// sorted, without duplicates, empty ones (which select like absent ones)
+// and ones longer than MaxFieldValueLen, at most MaxFieldValues a field.
 func (fs *FieldSet) Extract(gr schema.GroupResource, obj map[string]any) map[string][]string {
 	var out map[string][]string
 	var vs []string
@@ -264,7 +263,7 @@ func (fs *FieldSet) Extract(gr schema.GroupResource, obj map[string]any) map[str
 				vs = p.values(obj, vs)
 			}
 		}
-		vs = slices.DeleteFunc(vs, func(v string) bool { return v == "" || len(v) > MaxFieldValueLen || !StorableText(v) })
+		vs = slices.DeleteFunc(vs, func(v string) bool { return v == "" || len(v) > MaxFieldValueLen })
 		if len(vs) == 0 {
 			continue
 		}

@@ -332,11 +332,16 @@ func newRow(fs *storage.FieldSet, cluster string, gvr schema.GroupVersionResourc
 	return row, fieldRows(attrs, rev, d.Fields), nil
 }
 
-// fieldRows appends the attribute rows of a row's fields.
+// fieldRows appends the attribute rows of a row's fields. validateChange
+// refuses objects whose built-in fields no database stores; a declared
+// field's such values are left out, since a row stored before the
+// declaration cannot be refused any more.
 func fieldRows(attrs []attributeRow, rev int64, fields map[string][]string) []attributeRow {
 	for k, vs := range fields {
 		for i, v := range vs {
-			attrs = append(attrs, attributeRow{Revision: rev, Kind: attrKindField, Key: k, Seq: i, Value: v})
+			if storage.StorableText(v) {
+				attrs = append(attrs, attributeRow{Revision: rev, Kind: attrKindField, Key: k, Seq: i, Value: v})
+			}
 		}
 	}
 	return attrs
