@@ -45,6 +45,9 @@ var (
 		"groupBy=cluster,label:app,field:status.phase&limit=3",
 		"labelSelector=search.panorama.io/groupBy%3Dlabel.app,search.panorama.io/groupBy%3Dnamespace",
 		"groupBy=label:&resourceVersion=5&continue=x",
+		"images=nginx,redis&fieldSelector=images%3Dnginx:1.27,ownerKind!%3DReplicaSet",
+		"labelSelector=search.panorama.io/images%20in%20(nginx,%00)",
+		"images=,&fieldSelector=nope%3Dx",
 	}
 	fuzzPaths = []string{
 		"/api/v1/pods",

@@ -256,6 +256,9 @@ func (h *Handler) parse(w http.ResponseWriter, r *http.Request, res storage.Reso
 		err = flatOf(r).query(&req.query, res.Namespaced)
 	}
 	if err == nil {
+		err = h.validateFields(r.Context(), &req.query)
+	}
+	if err == nil {
 		verb := "list"
 		if watch {
 			verb = "watch"
@@ -271,6 +274,16 @@ func (h *Handler) parse(w http.ResponseWriter, r *http.Request, res storage.Reso
 	}
 	h.warnNotReady(w, req.query.Clusters)
 	return req, true
+}
+
+// validateFields refuses field selectors on fields the store does not
+// index, before the watch cache, which cannot tell, serves them.
+func (h *Handler) validateFields(ctx context.Context, q *storage.ListQuery) error {
+	fs, err := h.store.Fields(ctx)
+	if err != nil {
+		return err
+	}
+	return q.ValidateFields(fs)
 }
 
 func (h *Handler) list(w http.ResponseWriter, r *http.Request, res storage.Resource, cluster, namespace string) {

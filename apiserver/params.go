@@ -139,12 +139,12 @@ func parseRequest(values url.Values, gvr schema.GroupVersionResource, cluster, n
 var searchParams = map[string]bool{
 	"clusters": true, "namespaces": true, "names": true, "fuzzyName": true,
 	"ownerUID": true, "ownerName": true, "ownerGR": true, "ownerSeniority": true,
-	"since": true, "before": true, "orderby": true, "withRemainingCount": true, "onlyMetadata": true, "groupBy": true,
+	"since": true, "before": true, "orderby": true, "withRemainingCount": true, "onlyMetadata": true, "groupBy": true, "images": true,
 }
 
 func searchParamNames() []string {
 	return []string{"clusters", "namespaces", "names", "fuzzyName", "ownerUID", "ownerName", "ownerGR", "ownerSeniority",
-		"since", "before", "orderby", "withRemainingCount", "onlyMetadata", "groupBy"}
+		"since", "before", "orderby", "withRemainingCount", "onlyMetadata", "groupBy", "images"}
 }
 
 func (r *request) applySearch(v url.Values) error {
@@ -170,7 +170,7 @@ func (r *request) applySearch(v url.Values) error {
 		}
 		return vs[0], nil
 	}
-	q.Clusters, q.Namespaces, q.Names = list("clusters"), list("namespaces"), list("names")
+	q.Clusters, q.Namespaces, q.Names, q.Images = list("clusters"), list("namespaces"), list("names"), list("images")
 	var err error
 	if q.FuzzyName, err = one("fuzzyName"); err != nil {
 		return err

@@ -120,6 +120,9 @@ func SetupWithManager(mgr ctrl.Manager, store storage.Interface, opts Options) e
 	})); err != nil {
 		return err
 	}
+	if err := setupIndexedFields(mgr, store); err != nil {
+		return err
+	}
 	if opts.CompactionInterval > 0 {
 		if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 			storage.RunCompactor(ctx, store, opts.CompactionInterval)

@@ -75,14 +75,26 @@ func (g GroupBy) validate() error {
 	case GroupField:
 		// metadata.name and metadata.namespace are selectable but are no
 		// attribute: a group per name counts nothing, and namespace is a
-		// kind of its own.
-		if !IsSelectableField(g.Key) || strings.HasPrefix(g.Key, "metadata.") {
+		// kind of its own. Whether the field is indexed is for
+		// ValidateFields, which knows the store's fields.
+		if g.Key == "" || strings.HasPrefix(g.Key, "metadata.") {
 			return Invalid("groupBy", "field %q is not an indexed field", g.Key)
 		}
 	default:
 		return Invalid("groupBy", "unknown kind %q", g.Kind)
 	}
 	return nil
+}
+
+// ValidateFields checks that fs indexes every field q selects on or groups
+// by; Validate checks the rest.
+func (q *CountQuery) ValidateFields(fs *FieldSet) error {
+	for _, g := range q.GroupBy {
+		if g.Kind == GroupField && !fs.Selectable(g.Key) {
+			return Invalid("groupBy", "field %q is not an indexed field (indexed: %s)", g.Key, strings.Join(fs.Names(), ", "))
+		}
+	}
+	return q.Query.ValidateFields(fs)
 }
 
 // CountQuery counts the objects Query selects, grouped by GroupBy, at the

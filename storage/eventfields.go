@@ -4,28 +4,23 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// setEventSource gives a core/v1 Event the field label "source" as
+// coreEvents is the resource of core/v1 Events.
+var coreEvents = schema.GroupResource{Resource: "events"}
+
+// eventSource is the field label "source" of a core/v1 Event as
 // kube-apiserver derives it (ToSelectableFields of pkg/registry/core/event):
 // source.component, or reportingComponent when the Event has none, which
 // is the case of Events written through events.k8s.io. The path "source"
-// is an object there, so the generic extraction of IndexedFields skips it.
-func setEventSource(u *unstructured.Unstructured, o *Object) {
-	if u.GetAPIVersion() != "v1" || u.GetKind() != "Event" {
-		return
-	}
-	v, _, _ := unstructured.NestedString(u.Object, "source", "component")
+// is an object there, so no declared path can say it.
+func eventSource(obj map[string]any) (string, bool) {
+	v, _, _ := unstructured.NestedString(obj, "source", "component")
 	if v == "" {
-		v, _, _ = unstructured.NestedString(u.Object, "reportingComponent")
+		v, _, _ = unstructured.NestedString(obj, "reportingComponent")
 	}
-	if v == "" || len(v) > MaxFieldValueLen {
-		return
-	}
-	if o.Fields == nil {
-		o.Fields = map[string]string{}
-	}
-	o.Fields["source"] = v
+	return v, v != "" && len(v) <= MaxFieldValueLen
 }
 
 // eventTimeFields are where the two APIs say when an Event was last
@@ -55,3 +50,7 @@ func EventLastSeen(u *unstructured.Unstructured) time.Time {
 	}
 	return last
 }
+
+// EventSourceField is the field label kube-apiserver derives for core/v1
+// Events (eventSource).
+const EventSourceField = "source"

@@ -1,9 +1,12 @@
 package storage
 
 import (
+	"slices"
 	"strconv"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Object is a stored object with the facts that queries filter on.
@@ -13,8 +16,9 @@ type Object struct {
 	UID      string
 	OwnerUID string
 	Labels   map[string]string
-	// Fields holds the IndexedFields the object has, for field selectors.
-	Fields map[string]string
+	// Fields holds the values of the indexed fields the object has, for
+	// field selectors: sorted, without empty ones.
+	Fields map[string][]string
 	// CreatedAt is metadata.creationTimestamp in Unix seconds.
 	CreatedAt             int64
 	MemberResourceVersion string
@@ -23,13 +27,11 @@ type Object struct {
 	Data []byte
 }
 
-// MaxFieldValueLen is the longest field value that field selectors can match.
-const MaxFieldValueLen = 512
-
-// IndexedFields are the field paths, beyond metadata.name and
-// metadata.namespace, that field selectors may use. They are the ones
+// IndexedFields are the single-valued field paths, beyond metadata.name
+// and metadata.namespace, that field selectors may use. They are the ones
 // kube-apiserver supports for its built-in kinds; any kind that has the
-// field can be selected on it.
+// field can be selected on it. BuiltinFields adds multi-valued ones; a
+// change here bumps BuiltinFieldsRevision, so that stores reindex.
 var IndexedFields = []string{
 	"spec.nodeName",
 	"spec.restartPolicy",
@@ -55,7 +57,7 @@ var IndexedFields = []string{
 	"involvedObject.apiVersion",
 	"involvedObject.resourceVersion",
 	"involvedObject.fieldPath",
-	"source", // of a core/v1 Event, derived: see setEventSource
+	EventSourceField, // of a core/v1 Event, derived: see eventSource
 	"regarding.kind",
 	"regarding.namespace",
 	"regarding.name",
@@ -66,44 +68,16 @@ var IndexedFields = []string{
 	"reportingController",
 }
 
-var indexedFieldPaths = func() map[string][]string {
-	m := make(map[string][]string, len(IndexedFields))
-	for _, f := range IndexedFields {
-		m[f] = splitPath(f)
-	}
-	return m
-}()
-
-// IsSelectableField reports whether field selectors may use field.
-func IsSelectableField(field string) bool {
-	if field == "metadata.name" || field == "metadata.namespace" {
-		return true
-	}
-	_, ok := indexedFieldPaths[field]
-	return ok
-}
-
-func splitPath(p string) []string {
-	var out []string
-	start := 0
-	for i := 0; i < len(p); i++ {
-		if p[i] == '.' {
-			out = append(out, p[start:i])
-			start = i + 1
-		}
-	}
-	return append(out, p[start:])
-}
-
-// Describe extracts the queryable facts of u. Key.Cluster and Key.GVR are
-// left for the caller.
-func Describe(u *unstructured.Unstructured) Object {
+// Describe extracts the queryable facts of u, an object of resource gr,
+// with the fields of fs. Key.Cluster and Key.GVR are left for the caller.
+func (fs *FieldSet) Describe(gr schema.GroupResource, u *unstructured.Unstructured) Object {
 	o := Object{
 		Key:                   Key{Namespace: u.GetNamespace(), Name: u.GetName()},
 		Kind:                  u.GetKind(),
 		UID:                   string(u.GetUID()),
 		Labels:                u.GetLabels(),
 		MemberResourceVersion: u.GetResourceVersion(),
+		Fields:                fs.Extract(gr, u.Object),
 	}
 	if ts := u.GetCreationTimestamp(); !ts.IsZero() {
 		o.CreatedAt = ts.Unix()
@@ -117,57 +91,58 @@ func Describe(u *unstructured.Unstructured) Object {
 			break
 		}
 	}
-	for field, path := range indexedFieldPaths {
-		v, found, err := unstructured.NestedFieldNoCopy(u.Object, path...)
-		if !found || err != nil {
-			continue
-		}
-		var s string
-		switch v := v.(type) {
-		case string:
-			s = v
-		case bool:
-			s = strconv.FormatBool(v)
-		case int64:
-			s = strconv.FormatInt(v, 10)
-		case float64:
-			s = strconv.FormatFloat(v, 'f', -1, 64)
-		default:
-			continue
-		}
-		if s == "" || len(s) > MaxFieldValueLen {
-			continue // an empty value selects like an absent one; a huge one is not indexed
-		}
-		if o.Fields == nil {
-			o.Fields = map[string]string{}
-		}
-		o.Fields[field] = s
-	}
-	setEventSource(u, &o)
 	return o
 }
 
-// FieldValue returns the value field selectors compare for field; absent
-// fields read as "", as kube-apiserver's field sets do.
-func (o *Object) FieldValue(field string) string {
+// Describe is BuiltinFields.Describe of an object of any resource.
+func Describe(u *unstructured.Unstructured) Object {
+	return BuiltinFields.Describe(schema.GroupResource{}, u)
+}
+
+// HasFieldValue reports whether field has value, as field selectors
+// compare: metadata.name and metadata.namespace are the key's; an indexed
+// field has it among its values; "" is an absent field, as in
+// kube-apiserver's field sets.
+func (o *Object) HasFieldValue(field, value string) bool {
 	switch field {
 	case "metadata.name":
-		return o.Name
+		return o.Name == value
 	case "metadata.namespace":
-		return o.Namespace
+		return o.Namespace == value
 	}
-	return o.Fields[field]
+	vs := o.Fields[field]
+	if value == "" {
+		return len(vs) == 0
+	}
+	return slices.Contains(vs, value)
+}
+
+// HasFieldContaining reports whether a value of field contains any of subs.
+func (o *Object) HasFieldContaining(field string, subs []string) bool {
+	for _, v := range o.Fields[field] {
+		for _, sub := range subs {
+			if strings.Contains(v, sub) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // DecodeStored parses an object as Panorama stores it: its cluster and member
 // resourceVersion come from annotations, its revision from resourceVersion.
 // Key.GVR is left for the caller.
 func DecodeStored(data []byte) (Object, error) {
+	return BuiltinFields.DecodeStored(schema.GroupResource{}, data)
+}
+
+// DecodeStored is DecodeStored of an object of resource gr, with the fields of fs.
+func (fs *FieldSet) DecodeStored(gr schema.GroupResource, data []byte) (Object, error) {
 	u := &unstructured.Unstructured{}
 	if err := u.UnmarshalJSON(data); err != nil {
 		return Object{}, err
 	}
-	o := Describe(u)
+	o := fs.Describe(gr, u)
 	ann := u.GetAnnotations()
 	o.Cluster = ann[ClusterAnnotation]
 	o.MemberResourceVersion = ann[MemberResourceVersionAnnotation]

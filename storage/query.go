@@ -73,7 +73,12 @@ type ListQuery struct {
 	// FuzzyName selects names containing it (case-sensitive).
 	FuzzyName string
 	Labels    labels.Requirements
-	Fields    fields.Requirements
+	// Fields are field selector requirements: on a multi-valued field, =
+	// selects objects with the value among theirs, != those without it.
+	Fields fields.Requirements
+	// Images selects objects with an image (ImagesField) containing any of
+	// them (case-sensitive).
+	Images []string
 	// OwnerUID or OwnerName (optionally with OwnerGroupResource) select objects
 	// owned by that object; OwnerSeniority 1 selects the owner's grandchildren
 	// instead of its children, and so on.
@@ -119,8 +124,9 @@ func (q *ListQuery) Validate() error {
 	// refuses either as a parameter of a text comparison.
 	texts := append(append(append([]string{q.FuzzyName, q.OwnerUID, q.OwnerName}, q.Clusters...), q.Namespaces...), q.Names...)
 	for _, r := range q.Fields {
-		texts = append(texts, r.Value)
+		texts = append(texts, r.Field, r.Value)
 	}
+	texts = append(texts, q.Images...)
 	for _, r := range q.Labels {
 		texts = append(append(texts, r.Key()), r.Values().UnsortedList()...)
 	}
@@ -130,7 +136,10 @@ func (q *ListQuery) Validate() error {
 	if slices.ContainsFunc(texts, func(s string) bool { return !StorableText(s) }) {
 		return Invalid("query", "values must be UTF-8 without NUL characters")
 	}
-	for name, vs := range map[string][]string{"clusters": q.Clusters, "namespaces": q.Namespaces, "names": q.Names} {
+	if slices.Contains(q.Images, "") {
+		return Invalid("images", "values must not be empty")
+	}
+	for name, vs := range map[string][]string{"clusters": q.Clusters, "namespaces": q.Namespaces, "names": q.Names, "images": q.Images} {
 		if len(vs) > MaxListValues {
 			return Invalid(name, "at most %d values", MaxListValues)
 		}
@@ -147,9 +156,6 @@ func (q *ListQuery) Validate() error {
 		}
 	}
 	for _, r := range q.Fields {
-		if !IsSelectableField(r.Field) {
-			return Invalid("fieldSelector", "field label not supported: %s", r.Field)
-		}
 		switch r.Operator {
 		case selection.Equals, selection.DoubleEquals, selection.NotEquals:
 		default:
@@ -180,6 +186,18 @@ func (q *ListQuery) Validate() error {
 			return Invalid("orderby", "field %q given twice", o.Field)
 		}
 		seen[o.Field] = true
+	}
+	return nil
+}
+
+// ValidateFields checks that fs indexes every field q selects on; Validate
+// checks the rest.
+func (q *ListQuery) ValidateFields(fs *FieldSet) error {
+	for _, r := range q.Fields {
+		if !fs.Selectable(r.Field) {
+			return Invalid("fieldSelector", "field label not supported: %s (indexed: metadata.name, metadata.namespace, %s)",
+				r.Field, strings.Join(fs.Names(), ", "))
+		}
 	}
 	return nil
 }
@@ -241,10 +259,12 @@ func (q *ListQuery) Matches(o *Object, owners OwnerSet) bool {
 		}
 	}
 	for _, r := range q.Fields {
-		equal := o.FieldValue(r.Field) == r.Value
-		if equal == (r.Operator == selection.NotEquals) {
+		if o.HasFieldValue(r.Field, r.Value) == (r.Operator == selection.NotEquals) {
 			return false
 		}
+	}
+	if len(q.Images) > 0 && !o.HasFieldContaining(ImagesField, q.Images) {
+		return false
 	}
 	if owners != nil {
 		if _, ok := owners[o.OwnerUID]; !ok || o.OwnerUID == "" {

@@ -121,6 +121,16 @@ type Interface interface {
 	Revision(ctx context.Context) (current, compacted int64, err error)
 	// Compact drops log entries up to and including revision.
 	Compact(ctx context.Context, revision int64) error
+	// Fields returns the fields every stored object is indexed with: what
+	// field selectors may use.
+	Fields(ctx context.Context) (*FieldSet, error)
+	// DeclareFields makes decls, beyond the built-in fields, the indexed
+	// fields: the field attributes of every stored object are rewritten,
+	// in batches that hold up writers for one batch at a time, before
+	// Fields returns them. An InvalidError when a declaration is. The
+	// controller manager calls it at start too, so that a change of the
+	// built-in fields (BuiltinFieldsRevision) reindexes.
+	DeclareFields(ctx context.Context, decls []FieldDeclaration) error
 	// Changed returns a channel closed at the next write by this process, so
 	// in-process readers need not wait for a poll.
 	Changed() <-chan struct{}

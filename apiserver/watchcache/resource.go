@@ -28,6 +28,9 @@ type resource struct {
 	oldest   int64
 	watchers map[*Watcher]struct{}
 	closed   bool
+	// fields are those the cache was made with: a change of the indexed
+	// fields resets the cache.
+	fields *storage.FieldSet
 }
 
 // change is a logged change with the state before it, so that a watch with
@@ -39,15 +42,15 @@ type change struct {
 	prev *storage.Object
 }
 
-func newResource(gvr schema.GroupVersionResource, size int) *resource {
+func newResource(gvr schema.GroupVersionResource, size int, fields *storage.FieldSet) *resource {
 	return &resource{
 		gvr: gvr, loaded: make(chan struct{}), objects: map[storage.Key]*storage.Object{},
-		ring: make([]change, size), watchers: map[*Watcher]struct{}{},
+		ring: make([]change, size), watchers: map[*Watcher]struct{}{}, fields: fields,
 	}
 }
 
-func decode(data []byte, key storage.Key, rev int64) (*storage.Object, error) {
-	o, err := storage.DecodeStored(data)
+func (r *resource) decode(data []byte, key storage.Key, rev int64) (*storage.Object, error) {
+	o, err := r.fields.DecodeStored(r.gvr.GroupResource(), data)
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +60,7 @@ func decode(data []byte, key storage.Key, rev int64) (*storage.Object, error) {
 
 // applyLocking decodes a new change, then applies it under r's lock.
 func (r *resource) applyLocking(e *storage.Event) error {
-	o, err := decode(e.Object, e.Key, e.Revision)
+	o, err := r.decode(e.Object, e.Key, e.Revision)
 	if err != nil {
 		return err
 	}
@@ -69,7 +72,7 @@ func (r *resource) applyLocking(e *storage.Event) error {
 
 // apply applies a new change to a resource not published yet.
 func (r *resource) apply(e *storage.Event) error {
-	o, err := decode(e.Object, e.Key, e.Revision)
+	o, err := r.decode(e.Object, e.Key, e.Revision)
 	if err != nil {
 		return err
 	}
@@ -101,13 +104,13 @@ func (r *resource) applyDecoded(typ watch.EventType, o *storage.Object) {
 func (r *resource) remember(history []storage.Event, compacted int64) error {
 	for i := range history {
 		e := &history[i]
-		o, err := decode(e.Object, e.Key, e.Revision)
+		o, err := r.decode(e.Object, e.Key, e.Revision)
 		if err != nil {
 			return err
 		}
 		ch := change{typ: e.Type, rev: e.Revision, obj: o}
 		if e.Prev != nil {
-			if ch.prev, err = decode(e.Prev, e.Key, 0); err != nil {
+			if ch.prev, err = r.decode(e.Prev, e.Key, 0); err != nil {
 				return err
 			}
 		}

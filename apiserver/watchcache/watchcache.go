@@ -97,8 +97,10 @@ type Cache struct {
 	started   bool
 	ctx       context.Context // Run's, for loads shared by several requests
 	resources map[schema.GroupVersionResource]*resource
-	watches   int
-	perUser   map[string]int
+	// fields are the indexed fields objects are described with.
+	fields  *storage.FieldSet
+	watches int
+	perUser map[string]int
 }
 
 // New makes a cache over store; Run feeds it.
@@ -133,9 +135,13 @@ func (c *Cache) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	fields, err := c.store.Fields(ctx)
+	if err != nil {
+		return err
+	}
 	c.tail.Lock()
 	c.mu.Lock()
-	c.revision, c.started, c.ctx = cur, true, ctx
+	c.revision, c.started, c.ctx, c.fields = cur, true, ctx, fields
 	c.cond.Broadcast()
 	c.mu.Unlock()
 	c.tail.Unlock()
@@ -144,6 +150,15 @@ func (c *Cache) Run(ctx context.Context) error {
 	defer ticker.Stop()
 	for {
 		changed := c.store.Changed()
+		if fields, err := c.store.Fields(ctx); err == nil && fields.Version != c.fieldsVersion() {
+			// Objects are described with the fields every stored row is
+			// indexed with: when those change, they are described again.
+			logger.Info("indexed fields changed; resetting", "version", fields.Version)
+			c.mu.Lock()
+			c.fields = fields
+			c.mu.Unlock()
+			c.reset(ctx)
+		}
 		n, err := c.step(ctx)
 		switch {
 		case ctx.Err() != nil:
@@ -231,6 +246,12 @@ func (c *Cache) drop(revision int64) {
 	}
 }
 
+func (c *Cache) fieldsVersion() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.fields.Version
+}
+
 // Revision is the last revision the cache has applied.
 func (c *Cache) Revision() int64 {
 	c.mu.Lock()
@@ -283,7 +304,7 @@ func (c *Cache) resource(ctx context.Context, gvr schema.GroupVersionResource) (
 		c.mu.Lock()
 		r := c.resources[gvr]
 		if r == nil {
-			r = newResource(gvr, c.opts.RingSize)
+			r = newResource(gvr, c.opts.RingSize, c.fields)
 			c.resources[gvr] = r
 			go c.load(c.ctx, r, c.revision)
 		}
@@ -341,12 +362,11 @@ func (c *Cache) fill(ctx context.Context, r *resource, at int64) error {
 			return err
 		}
 		for i := range page.Objects {
-			o, err := storage.DecodeStored(page.Objects[i].Data)
+			o, err := r.decode(page.Objects[i].Data, page.Objects[i].Key, page.Objects[i].Revision)
 			if err != nil {
 				return err
 			}
-			o.Cluster, o.GVR = page.Objects[i].Cluster, r.gvr
-			r.objects[o.Key] = &o
+			r.objects[o.Key] = o
 		}
 		if page.Continue == "" {
 			break
@@ -416,6 +436,11 @@ func (c *Cache) publish(ctx context.Context, r *resource, at int64) error {
 func (c *Cache) List(ctx context.Context, q *storage.ListQuery) ([]storage.Object, int64, error) {
 	r, err := c.resource(ctx, q.GVR)
 	if err != nil {
+		return nil, 0, err
+	}
+	// A field the store indexes now but the cache has not described its
+	// objects with yet is refused rather than matched against nothing.
+	if err := q.ValidateFields(r.fields); err != nil {
 		return nil, 0, err
 	}
 	all, rev := r.snapshot()
@@ -535,6 +560,10 @@ func (c *Cache) watch(ctx context.Context, q *storage.ListQuery, opts WatchOptio
 			break
 		}
 		r.mu.Unlock() // dropped by a reset since: load it again
+	}
+	if err := q.ValidateFields(r.fields); err != nil { // as in List
+		r.mu.Unlock()
+		return nil, err
 	}
 	if !fromState && opts.ResourceVersion < r.oldest {
 		r.mu.Unlock()

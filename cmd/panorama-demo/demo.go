@@ -129,6 +129,7 @@ Panorama is serving 2 member clusters. Try:
   kubectl --kubeconfig %[1]s --context east describe pod web-0 -n shop # with its Events
   kubectl --kubeconfig %[1]s --context flat get pods -A      # namespaces east.shop and west.shop: no two rows share a key
   k9s --kubeconfig %[1]s --context flat                      # k9s and informers: use the flat context
+  kubectl --kubeconfig %[1]s get pods -A -l search.panorama.io/images=nginx   # every pod running an nginx image
   kubectl --kubeconfig %[2]s get clusters                 # the host's Cluster objects
 
 (kubectl and k9s are in %[3]s.) Ctrl-C stops everything.

@@ -185,6 +185,10 @@ func benchQueries() []benchQuery {
 		{"label-app=web,limit-500", storage.ListQuery{GVR: podsGVR, Labels: mustReqs("app=web"), Limit: 500}},
 		{"label-rare", storage.ListQuery{GVR: podsGVR, Labels: mustReqs("shard=s7")}},
 		{"field-phase=Failed,limit-100", storage.ListQuery{GVR: podsGVR, Fields: fields.ParseSelectorOrDie("status.phase=Failed").Requirements(), Limit: 100}},
+		{"images-rare", storage.ListQuery{GVR: podsGVR, Images: []string{"/team-7/"}}},
+		{"images-2-rare", storage.ListQuery{GVR: podsGVR, Images: []string{"/team-7/", "/team-8/app:1.2"}}},
+		{"images-common,limit-500", storage.ListQuery{GVR: podsGVR, Images: []string{"nginx"}, Limit: 500}},
+		{"field-images=exact-rare", storage.ListQuery{GVR: podsGVR, Fields: fields.ParseSelectorOrDie("images=registry.example/team-7/app:1.1").Requirements()}},
 		{"cluster+namespace", storage.ListQuery{GVR: podsGVR, Clusters: []string{"west"}, Namespaces: []string{"ns-3"}}},
 		{"name", storage.ListQuery{GVR: podsGVR, Names: []string{"pod-4242"}}},
 		{"orderby-created-desc,limit-50", storage.ListQuery{GVR: podsGVR, Limit: 50, OrderBy: []storage.OrderBy{{Field: storage.OrderCreated, Desc: true}}}},
@@ -201,6 +205,12 @@ func benchPod(rng *rand.Rand, i int, memberRV string) *unstructured.Unstructured
 		u.SetCreationTimestamp(metav1.NewTime(baseTime.Add(time.Duration(i) * time.Second)))
 		_ = unstructured.SetNestedField(u.Object, phases[rng.IntN(len(phases))], "status", "phase")
 		_ = unstructured.SetNestedField(u.Object, nodes[rng.IntN(len(nodes))], "spec", "nodeName")
-		_ = unstructured.SetNestedStringMap(u.Object, map[string]string{"image": "nginx:1.27", "name": "web"}, "spec", "containers0")
+		// A container of one of 200 teams' apps, half of them beside an
+		// nginx sidecar: images search for a rare and a common image.
+		containers := []any{map[string]any{"name": "app", "image": fmt.Sprintf("registry.example/team-%d/app:1.%d", rng.IntN(200), i%3)}}
+		if rng.IntN(2) == 0 {
+			containers = append(containers, map[string]any{"name": "web", "image": "nginx:1.27"})
+		}
+		_ = unstructured.SetNestedSlice(u.Object, containers, "spec", "containers")
 	})
 }

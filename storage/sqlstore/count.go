@@ -27,12 +27,19 @@ func (s *Store) Count(ctx context.Context, q *storage.CountQuery) (*storage.Coun
 	if err := q.Validate(); err != nil {
 		return nil, err
 	}
+	fs, err := s.Fields(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := q.ValidateFields(fs); err != nil {
+		return nil, err
+	}
 	limit := q.Limit
 	if limit == 0 {
 		limit = storage.DefaultCountLimit
 	}
 	res := &storage.CountResult{}
-	err := s.read(ctx, func(tx *gorm.DB) error {
+	err = s.read(ctx, func(tx *gorm.DB) error {
 		current, _, err := revisions(tx)
 		if err != nil {
 			return err
@@ -46,7 +53,7 @@ func (s *Store) Count(ctx context.Context, q *storage.CountQuery) (*storage.Coun
 		}
 		cols := groupColumns(q.GroupBy)
 		grouped := func() *gorm.DB {
-			db := s.filter(tx.Table(resourcesTable), &q.Query, owners)
+			db := s.filter(tx.Table(resourcesTable), &q.Query, owners, nil) // images tested row by row
 			for i, g := range q.GroupBy {
 				if g.Kind == storage.GroupLabel || g.Kind == storage.GroupField {
 					kind := attrKindLabel

@@ -91,29 +91,43 @@ func (w *world) expectCounts(q *storage.CountQuery) ([]storage.CountGroup, int64
 func groupInGo(objs []*storage.Object, q *storage.CountQuery) ([]storage.CountGroup, int64) {
 	counts := map[string]*storage.CountGroup{}
 	for _, o := range objs {
-		values := make([]*string, len(q.GroupBy))
-		for i, g := range q.GroupBy {
-			var v string
-			var ok bool
+		// An object counts once in each group of the product of its
+		// terms' values: a field may have several, a missing one is nil.
+		groups := [][]*string{nil}
+		for _, g := range q.GroupBy {
+			var options []*string
 			switch g.Kind {
 			case storage.GroupCluster:
-				v, ok = o.Cluster, true
+				options = []*string{&o.Cluster}
 			case storage.GroupNamespace:
-				v, ok = o.Namespace, true
+				options = []*string{&o.Namespace}
 			case storage.GroupLabel:
-				v, ok = o.Labels[g.Key]
+				if v, ok := o.Labels[g.Key]; ok {
+					options = []*string{&v}
+				}
 			case storage.GroupField:
-				v, ok = o.Fields[g.Key]
+				for _, v := range o.Fields[g.Key] {
+					options = append(options, &v)
+				}
 			}
-			if ok {
-				values[i] = &v
+			if options == nil {
+				options = []*string{nil}
 			}
+			var next [][]*string
+			for _, values := range groups {
+				for _, v := range options {
+					next = append(next, append(slices.Clone(values), v))
+				}
+			}
+			groups = next
 		}
-		id := formatValues(values)
-		if counts[id] == nil {
-			counts[id] = &storage.CountGroup{Values: values}
+		for _, values := range groups {
+			id := formatValues(values)
+			if counts[id] == nil {
+				counts[id] = &storage.CountGroup{Values: values}
+			}
+			counts[id].Count++
 		}
-		counts[id].Count++
 	}
 	var out []storage.CountGroup
 	for _, g := range counts {

@@ -26,24 +26,24 @@ import (
 // what ListQuery.Matches selects, at the current revision or at one before
 // later changes (which pages read from the log).
 func FuzzListQuery(f *testing.F) {
-	f.Add("", "", "", "", "", "", "", "", 0, int64(0), int64(0), "", int64(0), []byte(nil), uint8(0), false)
-	f.Add("east,north", "web", "", "1", "app in (web,db),!tier", "status.phase!=Running", "", "", 0, int64(0), int64(0), "created_at desc", int64(7), []byte(nil), uint8(0), true)
-	f.Add("", "db,web", "app-3-rs-0,app-4-rs-1", "", "example.com/canary=true", "metadata.namespace=db", "", "", 0, int64(1767300000), int64(1768000000), "name,cluster desc", int64(3), []byte(nil), uint8(0), true)
-	f.Add("", "", "", "", "", "", "app-2", "", 1, int64(0), int64(0), "namespace desc", int64(5), []byte(nil), uint8(1), false)
-	f.Add("west", "", "", "%", "tier notin (front)", "spec.nodeName=", "", "some-uid", 0, int64(0), int64(0), "cluster", int64(2), []byte(nil), uint8(2), true)
-	f.Add("x\xff", "", "a\x00b", "", "a>1", "status.secret=x", "", "", 99, int64(0), int64(0), "nope", int64(-1), []byte("garbage"), uint8(0), false)
-	f.Add("", "", "", "", "", "", "", "", 0, int64(0), int64(0), "", int64(4),
+	f.Add("", "", "", "", "", "", "", "", "", 0, int64(0), int64(0), "", int64(0), []byte(nil), uint8(0), false)
+	f.Add("east,north", "web", "", "1", "app in (web,db),!tier", "status.phase!=Running", "nginx", "", "", 0, int64(0), int64(0), "created_at desc", int64(7), []byte(nil), uint8(0), true)
+	f.Add("", "db,web", "app-3-rs-0,app-4-rs-1", "", "example.com/canary=true", "metadata.namespace=db,images=redis:7", "", "", "", 0, int64(1767300000), int64(1768000000), "name,cluster desc", int64(3), []byte(nil), uint8(0), true)
+	f.Add("", "", "", "", "", "ownerKind=ReplicaSet", "", "app-2", "", 1, int64(0), int64(0), "namespace desc", int64(5), []byte(nil), uint8(1), false)
+	f.Add("west", "", "", "%", "tier notin (front)", "spec.nodeName=", "sha256:,busybox", "", "some-uid", 0, int64(0), int64(0), "cluster", int64(2), []byte(nil), uint8(2), true)
+	f.Add("x\xff", "", "a\x00b", "", "a>1", "status.secret=x", ",x\x00", "", "", 99, int64(0), int64(0), "nope", int64(-1), []byte("garbage"), uint8(0), false)
+	f.Add("", "", "", "", "", "", "", "", "", 0, int64(0), int64(0), "", int64(4),
 		[]byte(storage.EncodeContinue(1, (&storage.ListQuery{}).Order(), &storage.Object{Key: storage.Key{Cluster: "east", Namespace: "web", Name: "app-1"}})), uint8(0), false)
-	f.Add("", "", "", "", "", "", "", "", 0, int64(0), int64(0), "", int64(4),
+	f.Add("", "", "", "", "", "", "", "", "", 0, int64(0), int64(0), "", int64(4),
 		[]byte(storage.EncodeContinue(1<<40, (&storage.ListQuery{}).Order(), &storage.Object{Key: storage.Key{Name: "a"}})), uint8(0), false)
 
 	s, now, pinned, pin := fuzzFixture(f)
 	gvrs := []schema.GroupVersionResource{podsGVR, deploymentsGVR, replicaSetsGVR, {Version: "v1", Resource: "nothing"}}
-	f.Fuzz(func(t *testing.T, clusterList, nsList, nameList, fuzzy, labelSel, fieldSel, ownerName, ownerUID string, seniority int,
+	f.Fuzz(func(t *testing.T, clusterList, nsList, nameList, fuzzy, labelSel, fieldSel, images, ownerName, ownerUID string, seniority int,
 		since, before int64, orderBy string, limit int64, token []byte, gvr uint8, atPin bool) {
 		q := storage.ListQuery{
 			GVR: gvrs[int(gvr)%len(gvrs)], Clusters: split(clusterList), Namespaces: split(nsList), Names: split(nameList),
-			FuzzyName: fuzzy, OwnerName: ownerName, OwnerUID: ownerUID, OwnerSeniority: seniority, Limit: limit, Continue: string(token),
+			FuzzyName: fuzzy, Images: split(images), OwnerName: ownerName, OwnerUID: ownerUID, OwnerSeniority: seniority, Limit: limit, Continue: string(token),
 		}
 		if sel, err := labels.Parse(labelSel); err == nil {
 			q.Labels, _ = sel.Requirements()

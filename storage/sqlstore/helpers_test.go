@@ -57,6 +57,7 @@ var (
 	tierValues = []string{"front", "back"}
 	phases     = []string{"Running", "Pending", "Failed"}
 	nodes      = []string{"node-a", "node-b", "node-c"}
+	images     = []string{"nginx:1.27", "registry.example/library/nginx@sha256:0f1e", "busybox", "redis:7", "ghcr.io/x/redis-exporter:v1"}
 )
 
 func generate(t testing.TB, s storage.Interface, rng *rand.Rand, perCluster int) *world {
@@ -68,7 +69,7 @@ func generate(t testing.TB, s storage.Interface, rng *rand.Rand, perCluster int)
 		for i := range perCluster {
 			ns := namespaces[rng.IntN(len(namespaces))]
 			created := baseTime.Add(time.Duration(rng.IntN(1000)) * time.Hour)
-			dep := object("Deployment", ns, fmt.Sprintf("app-%d", i), "1", withLabels(rng), withCreated(created))
+			dep := object("Deployment", ns, fmt.Sprintf("app-%d", i), "1", withLabels(rng), withCreated(created), withImages(rng, "spec", "template", "spec"))
 			byGVR[deploymentsGVR] = append(byGVR[deploymentsGVR], storage.Upsert(dep))
 			rs := object("ReplicaSet", ns, fmt.Sprintf("app-%d-rs", i), "1", withLabels(rng), withOwner(dep), withCreated(created.Add(time.Minute)))
 			byGVR[replicaSetsGVR] = append(byGVR[replicaSetsGVR], storage.Upsert(rs))
@@ -216,6 +217,25 @@ func withPodFields(rng *rand.Rand) func(*unstructured.Unstructured) {
 		}
 		if rng.IntN(6) > 0 {
 			_ = unstructured.SetNestedField(u.Object, nodes[rng.IntN(len(nodes))], "spec", "nodeName")
+		}
+		withImages(rng, "spec")(u)
+	}
+}
+
+// withImages gives the pod spec at path 0 to 3 containers and sometimes an
+// init container, whose images may repeat: a multi-valued field.
+func withImages(rng *rand.Rand, path ...string) func(*unstructured.Unstructured) {
+	return func(u *unstructured.Unstructured) {
+		containers := func(n int) []any {
+			var out []any
+			for i := range n {
+				out = append(out, map[string]any{"name": fmt.Sprint("c", i), "image": images[rng.IntN(len(images))]})
+			}
+			return out
+		}
+		_ = unstructured.SetNestedSlice(u.Object, containers(rng.IntN(4)), append(path, "containers")...)
+		if rng.IntN(3) == 0 {
+			_ = unstructured.SetNestedSlice(u.Object, containers(1), append(path, "initContainers")...)
 		}
 	}
 }

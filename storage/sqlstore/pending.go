@@ -4,6 +4,8 @@ import (
 	"gorm.io/gorm"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/panorama-io/panorama/storage"
 )
 
 // pending holds the rows that a group's batches have planned and not yet
@@ -17,6 +19,8 @@ type pending struct {
 	attrs    []attributeRow
 	events   []eventRow
 	clusters map[string]bool
+	// fields are the declared fields new rows are indexed with.
+	fields *storage.FieldSet
 	// bytes of JSON added since the group began.
 	bytes int
 }
@@ -40,7 +44,7 @@ func (p *pending) add(cluster string, gvr schema.GroupVersionResource, base int6
 			}
 			ev.Object = data
 		} else {
-			row, rowAttrs, err := newRow(cluster, gvr, rev, o.obj)
+			row, rowAttrs, err := newRow(p.fields, cluster, gvr, rev, o.obj)
 			if err != nil {
 				return err
 			}

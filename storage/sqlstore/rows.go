@@ -40,7 +40,9 @@ type attributeRow struct {
 	Revision int64  `gorm:"column:resource_revision;primaryKey;autoIncrement:false"`
 	Kind     string `gorm:"column:kind;primaryKey"`
 	Key      string `gorm:"column:attr_key;primaryKey"`
-	Value    string `gorm:"column:attr_value"`
+	// Seq numbers the values of a multi-valued field.
+	Seq   int    `gorm:"column:seq;primaryKey;autoIncrement:false"`
+	Value string `gorm:"column:attr_value"`
 }
 
 func (attributeRow) TableName() string { return attributesTable }

@@ -24,13 +24,19 @@ const (
 	maxKindLen      = 128
 	metaRevision    = "revision"
 	metaCompacted   = "compacted"
-	attrKindLabel   = "l"
-	attrKindField   = "f"
-	resourcesTable  = "resources"
-	attributesTable = "attributes"
-	eventsTable     = "events"
-	metaTable       = "panorama_meta"
-	migrationsTable = "panorama_schema_migrations"
+	// metaFieldsDeclared is the version of the field declarations writes
+	// index with; metaFieldsIndexed the version every row is indexed with,
+	// which reads select by (see fields.go).
+	metaFieldsDeclared = "fields_declared"
+	metaFieldsIndexed  = "fields_indexed"
+	fieldsTable        = "panorama_fields"
+	attrKindLabel      = "l"
+	attrKindField      = "f"
+	resourcesTable     = "resources"
+	attributesTable    = "attributes"
+	eventsTable        = "events"
+	metaTable          = "panorama_meta"
+	migrationsTable    = "panorama_schema_migrations"
 )
 
 var keyColumns = []column{
@@ -51,6 +57,8 @@ var migrations = []struct {
 	statements func(d *dialect) []string
 	// alterations add columns and indexes to existing tables.
 	alterations []alteration
+	// rekeyAttributes runs Store.rekeyAttributes.
+	rekeyAttributes bool
 }{{
 	version: 1,
 	tables: []table{
@@ -139,7 +147,53 @@ var migrations = []struct {
 		{table: eventsTable, index: &index{name: "events_key", columns: []string{"api_group", "version", "resource", "cluster", "namespace", "name", "revision"}}},
 		{table: eventsTable, index: &index{name: "events_created", columns: []string{"api_group", "version", "resource", "created_at", "cluster", "namespace", "name"}}},
 	},
+}, {
+	// A multi-valued field (images) has several rows of one key: seq
+	// numbers them. The primary key cannot hold the value instead: with it,
+	// MySQL's key would pass its 3072-byte limit.
+	version: 4,
+	tables: []table{{
+		// The field declarations, one row a version (fields.go).
+		name:       fieldsTable,
+		columns:    []column{{name: "version", typ: "bigint"}, {name: "declarations", typ: "blob"}},
+		primaryKey: []string{"version"},
+	}},
+	rekeyAttributes: true,
 }}
+
+// rekeyAttributes adds seq to the attributes' primary key, unless that was
+// done: in one statement on MySQL and PostgreSQL, by copying the table in
+// one transaction on SQLite, which cannot change a primary key.
+func (s *Store) rekeyAttributes(db *gorm.DB) error {
+	if db.Migrator().HasColumn(attributesTable, "seq") {
+		return nil
+	}
+	const key = "PRIMARY KEY (resource_revision, kind, attr_key, seq)"
+	var stmts []string
+	switch s.dialect.name {
+	case "mysql":
+		stmts = []string{"ALTER TABLE " + attributesTable + " ADD COLUMN seq INT NOT NULL DEFAULT 0, DROP PRIMARY KEY, ADD " + key}
+	case "postgres":
+		stmts = []string{"ALTER TABLE " + attributesTable + " ADD COLUMN seq INTEGER NOT NULL DEFAULT 0, DROP CONSTRAINT attributes_pkey, ADD " + key}
+	default:
+		stmts = []string{
+			"CREATE TABLE attributes_rekeyed (resource_revision INTEGER NOT NULL, kind TEXT NOT NULL, attr_key TEXT NOT NULL, " +
+				"attr_value TEXT NOT NULL, seq INTEGER NOT NULL DEFAULT 0, " + key + ")",
+			"INSERT INTO attributes_rekeyed (resource_revision, kind, attr_key, attr_value) SELECT resource_revision, kind, attr_key, attr_value FROM " + attributesTable,
+			"DROP TABLE " + attributesTable,
+			"ALTER TABLE attributes_rekeyed RENAME TO " + attributesTable,
+			"CREATE INDEX attributes_lookup ON " + attributesTable + " (kind, attr_key, attr_value)",
+		}
+	}
+	return db.Transaction(func(tx *gorm.DB) error {
+		for _, stmt := range stmts {
+			if err := tx.Exec(stmt).Error; err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
 
 // alteration adds a column or an index to an existing table.
 type alteration struct {
@@ -236,10 +290,15 @@ func (s *Store) migrateLocked(db *gorm.DB) error {
 				return fmt.Errorf("migration %d: %w", m.version, err)
 			}
 		}
+		if m.rekeyAttributes {
+			if err := s.rekeyAttributes(db); err != nil {
+				return fmt.Errorf("migration %d: %w", m.version, err)
+			}
+		}
 		if err := db.Clauses(clause.OnConflict{DoNothing: true}).Create(&migrationRow{Version: m.version}).Error; err != nil {
 			return err
 		}
 	}
-	seed := []metaRow{{Name: metaRevision}, {Name: metaCompacted}}
+	seed := []metaRow{{Name: metaRevision}, {Name: metaCompacted}, {Name: metaFieldsDeclared}, {Name: metaFieldsIndexed}}
 	return db.Clauses(clause.OnConflict{DoNothing: true}).Create(&seed).Error
 }

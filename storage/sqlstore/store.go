@@ -82,6 +82,8 @@ type Store struct {
 
 	// queue feeds the Store's one writer (see group.go).
 	queue *queue
+	// fields are the declared fields' versions (fields.go).
+	fields fieldsCache
 
 	mu      sync.Mutex
 	changed chan struct{}

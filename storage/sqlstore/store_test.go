@@ -207,6 +207,15 @@ func fixedQueries(w *world) []storage.ListQuery {
 		{GVR: podsGVR, Fields: fsel("status.phase=")},
 		{GVR: podsGVR, Fields: fsel("spec.nodeName!=")},
 		{GVR: podsGVR, Fields: fsel("metadata.namespace=web,metadata.name!=app-1-rs-0")},
+		{GVR: podsGVR, Fields: fsel("images=nginx:1.27")},
+		{GVR: podsGVR, Fields: fsel("images!=busybox")},
+		{GVR: podsGVR, Fields: fsel("images=,spec.nodeName=node-a")},
+		{GVR: deploymentsGVR, Fields: fsel("images=redis:7,images=busybox")},
+		{GVR: replicaSetsGVR, Fields: fsel("ownerKind=Deployment")},
+		{GVR: podsGVR, Fields: fsel("ownerKind!=ReplicaSet")},
+		{GVR: podsGVR, Images: []string{"nginx"}},
+		{GVR: deploymentsGVR, Images: []string{"sha256:", "busybox"}, Limit: 5},
+		{GVR: podsGVR, Images: []string{"%"}},
 		{GVR: podsGVR, Clusters: []string{"east", "north"}, Namespaces: []string{"web"}},
 		{GVR: podsGVR, Names: []string{"app-3-rs-0", "app-4-rs-1"}},
 		{GVR: podsGVR, FuzzyName: "-1-rs"},
@@ -249,12 +258,16 @@ func randomQuery(rng *rand.Rand, w *world) storage.ListQuery {
 		r, _ := labels.Parse(strings.Join(sel, ","))
 		q.Labels, _ = r.Requirements()
 	}
-	fexprs := []string{"status.phase=Running", "status.phase!=Failed", "spec.nodeName=node-b", "metadata.namespace=db", "status.phase="}
+	fexprs := []string{"status.phase=Running", "status.phase!=Failed", "spec.nodeName=node-b", "metadata.namespace=db", "status.phase=",
+		"images=busybox", "images!=nginx:1.27", "images!=", "ownerKind=ReplicaSet"}
 	if rng.IntN(3) == 0 {
 		q.Fields = fields.ParseSelectorOrDie(fexprs[rng.IntN(len(fexprs))]).Requirements()
 	}
 	if rng.IntN(5) == 0 {
 		q.FuzzyName = strconv.Itoa(rng.IntN(10))
+	}
+	if rng.IntN(4) == 0 {
+		q.Images = pick([]string{"nginx", "redis", "1", "@sha256:"})
 	}
 	if rng.IntN(4) == 0 {
 		t := baseTime.Add(time.Duration(rng.IntN(1000)) * time.Hour)

@@ -56,9 +56,11 @@ func validateChange(c storage.Change) *storage.InvalidError {
 			return &storage.InvalidError{Field: "metadata.labels", Reason: "a label is longer than storage allows, or not UTF-8 without NUL"}
 		}
 	}
-	for k, v := range d.Fields {
-		if !storage.StorableText(v) {
-			return &storage.InvalidError{Field: k, Reason: "not UTF-8 without NUL"}
+	for k, vs := range d.Fields {
+		for _, v := range vs {
+			if !storage.StorableText(v) {
+				return &storage.InvalidError{Field: k, Reason: "not UTF-8 without NUL"}
+			}
 		}
 	}
 	return nil

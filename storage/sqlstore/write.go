@@ -164,9 +164,23 @@ func (s *Store) write(group []*batch) (ran int, blamed []*batch, err error) {
 		return nil
 	}
 	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := tx.Raw("SELECT value FROM "+metaTable+" WHERE name = ?"+s.dialect.forUpdate, metaRevision).Scan(&base).Error; err != nil {
+		// The counter, locked, and the version of the declared fields that
+		// rows are indexed with (fields.go), which changes only under that
+		// lock: one statement, "revision" sorting after "fields_declared".
+		var meta []int64
+		if err := tx.Raw("SELECT value FROM "+metaTable+" WHERE name IN ? ORDER BY name DESC"+s.dialect.forUpdate,
+			[]string{metaRevision, metaFieldsDeclared}).Scan(&meta).Error; err != nil {
 			return err
 		}
+		if len(meta) != 2 {
+			return fmt.Errorf("%s holds %d of revision and fields_declared", metaTable, len(meta))
+		}
+		base = meta[0]
+		fs, err := s.fieldSet(tx, meta[1])
+		if err != nil {
+			return err
+		}
+		p.fields = fs
 		next = base
 		for ; ran < len(group) && p.bytes < groupBytes; ran++ {
 			b := group[ran]
@@ -292,8 +306,8 @@ func insertChunked[T any](tx *gorm.DB, maxRows int, rows []T, size func(*T) int)
 // newRow makes the stored form of u: metadata.resourceVersion becomes the
 // global revision, the member's one moves to an annotation, and the cluster
 // is named, so that the bytes can be served as they are.
-func newRow(cluster string, gvr schema.GroupVersionResource, rev int64, u *unstructured.Unstructured) (resourceRow, []attributeRow, error) {
-	d := storage.Describe(u) // validateChange checked what it finds
+func newRow(fs *storage.FieldSet, cluster string, gvr schema.GroupVersionResource, rev int64, u *unstructured.Unstructured) (resourceRow, []attributeRow, error) {
+	d := fs.Describe(gvr.GroupResource(), u) // validateChange checked what it finds
 	ann := u.GetAnnotations()
 	if ann == nil {
 		ann = map[string]string{}
@@ -315,10 +329,22 @@ func newRow(cluster string, gvr schema.GroupVersionResource, rev int64, u *unstr
 	for k, v := range d.Labels {
 		attrs = append(attrs, attributeRow{Revision: rev, Kind: attrKindLabel, Key: k, Value: v})
 	}
-	for k, v := range d.Fields {
-		attrs = append(attrs, attributeRow{Revision: rev, Kind: attrKindField, Key: k, Value: v})
+	return row, fieldRows(attrs, rev, d.Fields), nil
+}
+
+// fieldRows appends the attribute rows of a row's fields. validateChange
+// refuses objects whose built-in fields no database stores; a declared
+// field's such values are left out, since a row stored before the
+// declaration cannot be refused any more.
+func fieldRows(attrs []attributeRow, rev int64, fields map[string][]string) []attributeRow {
+	for k, vs := range fields {
+		for i, v := range vs {
+			if storage.StorableText(v) {
+				attrs = append(attrs, attributeRow{Revision: rev, Kind: attrKindField, Key: k, Seq: i, Value: v})
+			}
+		}
 	}
-	return row, attrs, nil
+	return attrs
 }
 
 // withRevision returns data with metadata.resourceVersion set to rev: a

@@ -1,7 +1,7 @@
 // Package v1alpha1 holds the cluster.panorama.io API: Cluster, the member
 // clusters Panorama syncs, ClusterSyncResources, resource lists that
 // several Clusters share, and ClusterImportPolicy, which makes Clusters of a
-// cluster inventory's members.
+// cluster inventory's members, and IndexedField, fields selectors may use.
 // +kubebuilder:object:generate=true
 // +groupName=cluster.panorama.io
 package v1alpha1
@@ -25,7 +25,7 @@ var (
 
 func addKnownTypes(s *runtime.Scheme) error {
 	s.AddKnownTypes(GroupVersion, &Cluster{}, &ClusterList{}, &ClusterSyncResources{}, &ClusterSyncResourcesList{},
-		&ClusterImportPolicy{}, &ClusterImportPolicyList{})
+		&ClusterImportPolicy{}, &ClusterImportPolicyList{}, &IndexedField{}, &IndexedFieldList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

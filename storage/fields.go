@@ -1,0 +1,289 @@
+package storage
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Limits on indexed fields: every value is an attribute row.
+const (
+	// MaxFieldValueLen is the longest field value that field selectors can match.
+	MaxFieldValueLen = 512
+	// MaxFieldValues bounds the values one field of one object indexes.
+	MaxFieldValues = 64
+	// MaxFieldNameLen is the longest declared field name (the attribute key column).
+	MaxFieldNameLen = 317
+	// MaxFieldDeclarations bounds the declared fields.
+	MaxFieldDeclarations = 100
+	// MaxFieldPaths bounds the paths of one declaration.
+	MaxFieldPaths = 16
+)
+
+// Built-in multi-valued fields.
+const (
+	// ImagesField holds the container images of a pod or of a pod
+	// template (workloads, cronjobs), init and ephemeral containers
+	// included: what the images search parameter matches.
+	ImagesField = "images"
+	// OwnerKindField holds the kinds of an object's owners.
+	OwnerKindField = "ownerKind"
+)
+
+// FieldDeclaration declares a selectable field: its values are those found
+// at any of its paths, in the objects of its resources (all when none).
+type FieldDeclaration struct {
+	Name  string   `json:"name"`
+	Paths []string `json:"paths"`
+	// Resources are "resource.group" ("pods", "deployments.apps").
+	Resources []string `json:"resources,omitempty"`
+}
+
+// FieldPath is a parsed path: dotted names, each optionally followed by
+// [*] to take every element of an array, e.g. spec.containers[*].image.
+type FieldPath []pathStep
+
+type pathStep struct {
+	name string
+	each bool
+}
+
+// ParseFieldPath parses a path, with an optional leading "." and braces as
+// kubectl's JSONPath writes them ({.spec.nodeName}).
+func ParseFieldPath(p string) (FieldPath, error) {
+	s := p
+	if inner, ok := strings.CutPrefix(s, "{"); ok {
+		if s, ok = strings.CutSuffix(inner, "}"); !ok {
+			return nil, Invalid("path", "%q: unbalanced braces", p)
+		}
+	}
+	s = strings.TrimPrefix(s, ".")
+	if s == "" {
+		return nil, Invalid("path", "%q is empty", p)
+	}
+	var out FieldPath
+	for _, part := range strings.Split(s, ".") {
+		name, each := strings.CutSuffix(part, "[*]")
+		if name == "" || strings.ContainsFunc(name, func(r rune) bool {
+			return !(r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+		}) {
+			return nil, Invalid("path", "%q: want dotted names, each optionally followed by [*]", p)
+		}
+		out = append(out, pathStep{name: name, each: each})
+	}
+	return out, nil
+}
+
+// values appends the scalar values found at p in obj.
+func (p FieldPath) values(obj any, out []string) []string {
+	if len(p) == 0 {
+		if s, ok := scalar(obj); ok {
+			out = append(out, s)
+		}
+		return out
+	}
+	m, ok := obj.(map[string]any)
+	if !ok {
+		return out
+	}
+	next, ok := m[p[0].name]
+	if !ok {
+		return out
+	}
+	if !p[0].each {
+		return p[1:].values(next, out)
+	}
+	items, _ := next.([]any)
+	for _, item := range items {
+		out = p[1:].values(item, out)
+	}
+	return out
+}
+
+func scalar(v any) (string, bool) {
+	switch v := v.(type) {
+	case string:
+		return v, true
+	case bool:
+		return strconv.FormatBool(v), true
+	case int64:
+		return strconv.FormatInt(v, 10), true
+	case float64:
+		return strconv.FormatFloat(v, 'f', -1, 64), true
+	}
+	return "", false
+}
+
+// FieldSet is the fields a store indexes: the built-in ones and those
+// declared. It is immutable; Version names the declarations it holds (0:
+// the built-in ones alone).
+type FieldSet struct {
+	Version int64
+	fields  map[string]*compiledField
+	names   []string // sorted: extraction order is stable
+}
+
+// compiledField is one field: the values of the rules that apply to a
+// resource.
+type compiledField struct{ rules []fieldRule }
+
+type fieldRule struct {
+	// resources the rule applies to; nil is every resource.
+	resources map[schema.GroupResource]bool
+	paths     []FieldPath
+}
+
+// BuiltinFieldsRevision changes whenever BuiltinFields do: stores then
+// reindex (see Interface.DeclareFields).
+const BuiltinFieldsRevision = 2
+
+// BuiltinFields are the fields every store indexes: those kube-apiserver
+// supports for its built-in kinds (any kind that has one can be selected
+// on it), images and owner kinds.
+var BuiltinFields = mustFieldSet(0, nil)
+
+func builtinDeclarations() []FieldDeclaration {
+	out := make([]FieldDeclaration, 0, len(IndexedFields)+2)
+	for _, f := range IndexedFields {
+		out = append(out, FieldDeclaration{Name: f, Paths: []string{f}})
+	}
+	images := []string{"spec.ephemeralContainers[*].image"} // only pods have them
+	for _, template := range []string{"", "spec.template.", "spec.jobTemplate.spec.template."} {
+		images = append(images, template+"spec.containers[*].image", template+"spec.initContainers[*].image")
+	}
+	return append(out,
+		FieldDeclaration{Name: ImagesField, Paths: images},
+		FieldDeclaration{Name: OwnerKindField, Paths: []string{"metadata.ownerReferences[*].kind"}},
+	)
+}
+
+func mustFieldSet(version int64, declared []FieldDeclaration) *FieldSet {
+	fs, err := NewFieldSet(version, declared)
+	if err != nil {
+		panic(err)
+	}
+	return fs
+}
+
+// NewFieldSet compiles the built-in fields and declared. A declared name
+// may not be a built-in one, metadata.name or metadata.namespace; one name
+// declared several times (for different resources, say) is one field with
+// the values of each declaration that applies.
+func NewFieldSet(version int64, declared []FieldDeclaration) (*FieldSet, error) {
+	if len(declared) > MaxFieldDeclarations {
+		return nil, Invalid("fields", "at most %d declarations", MaxFieldDeclarations)
+	}
+	fs := &FieldSet{Version: version, fields: map[string]*compiledField{}}
+	for _, d := range builtinDeclarations() {
+		if err := fs.add(d); err != nil {
+			return nil, err
+		}
+	}
+	builtin := maps.Clone(fs.fields)
+	for _, d := range declared {
+		if builtin[d.Name] != nil {
+			return nil, Invalid("name", "%q is built in", d.Name)
+		}
+		if err := fs.add(d); err != nil {
+			return nil, err
+		}
+	}
+	for name := range fs.fields {
+		fs.names = append(fs.names, name)
+	}
+	slices.Sort(fs.names)
+	return fs, nil
+}
+
+// ValidateFieldDeclaration says what is wrong with d alone, or nil.
+func ValidateFieldDeclaration(d FieldDeclaration) error {
+	_, err := NewFieldSet(0, []FieldDeclaration{d})
+	return err
+}
+
+func (fs *FieldSet) add(d FieldDeclaration) error {
+	switch {
+	case d.Name == "" || len(d.Name) > MaxFieldNameLen || !StorableText(d.Name):
+		return Invalid("name", "%q: a field name is 1 to %d characters of UTF-8 without NUL", d.Name, MaxFieldNameLen)
+	case d.Name == "metadata.name" || d.Name == "metadata.namespace":
+		return Invalid("name", "%q is always selectable", d.Name)
+	case len(d.Paths) == 0 || len(d.Paths) > MaxFieldPaths:
+		return Invalid("paths", "field %q: 1 to %d paths", d.Name, MaxFieldPaths)
+	}
+	rule := fieldRule{paths: make([]FieldPath, len(d.Paths))}
+	for i, p := range d.Paths {
+		var err error
+		if rule.paths[i], err = ParseFieldPath(p); err != nil {
+			return err
+		}
+	}
+	for _, r := range d.Resources {
+		gr := schema.ParseGroupResource(r)
+		if gr.Resource == "" || strings.ContainsAny(r, " /") {
+			return Invalid("resources", "field %q: %q is not resource.group", d.Name, r)
+		}
+		if rule.resources == nil {
+			rule.resources = map[schema.GroupResource]bool{}
+		}
+		rule.resources[gr] = true
+	}
+	f := fs.fields[d.Name]
+	if f == nil {
+		f = &compiledField{}
+		fs.fields[d.Name] = f
+	}
+	f.rules = append(f.rules, rule)
+	return nil
+}
+
+// Selectable reports whether field selectors may use field.
+func (fs *FieldSet) Selectable(field string) bool {
+	return field == "metadata.name" || field == "metadata.namespace" || fs.fields[field] != nil
+}
+
+// Names lists the indexed fields, sorted.
+func (fs *FieldSet) Names() []string { return slices.Clone(fs.names) }
+
+// Extract returns the values of every field obj (of resource gr) has:
+// sorted, without duplicates, empty ones (which select like absent ones)
+// and ones longer than MaxFieldValueLen, at most MaxFieldValues a field.
+func (fs *FieldSet) Extract(gr schema.GroupResource, obj map[string]any) map[string][]string {
+	var out map[string][]string
+	var vs []string
+	for _, name := range fs.names {
+		vs = vs[:0]
+		for _, r := range fs.fields[name].rules {
+			if r.resources != nil && !r.resources[gr] {
+				continue
+			}
+			for _, p := range r.paths {
+				vs = p.values(obj, vs)
+			}
+		}
+		vs = slices.DeleteFunc(vs, func(v string) bool { return v == "" || len(v) > MaxFieldValueLen })
+		if len(vs) == 0 {
+			continue
+		}
+		slices.Sort(vs)
+		kept := slices.Compact(slices.Clone(vs))
+		if len(kept) > MaxFieldValues {
+			kept = kept[:MaxFieldValues]
+		}
+		if out == nil {
+			out = map[string][]string{}
+		}
+		out[name] = kept
+	}
+	if gr == coreEvents {
+		if v, ok := eventSource(obj); ok {
+			if out == nil {
+				out = map[string][]string{}
+			}
+			out[EventSourceField] = []string{v}
+		}
+	}
+	return out
+}
