@@ -35,9 +35,9 @@ func (e *refusedError) Error() string { return e.Message }
 // Cluster API's kubeconfig Secrets: their type, the label naming their
 // cluster, and the key of the kubeconfig.
 const (
-	clusterAPISecretType  corev1.SecretType = "cluster.x-k8s.io/secret"
-	clusterAPIClusterName                   = "cluster.x-k8s.io/cluster-name"
-	clusterAPIKubeconfig                    = "value"
+	clusterAPISecretType  = corev1.SecretType("cluster.x-k8s.io/secret")
+	clusterAPIClusterName = "cluster.x-k8s.io/cluster-name"
+	clusterAPIKubeconfig  = "value"
 )
 
 // SecretAccess says which Secrets of the host may hold member credentials.

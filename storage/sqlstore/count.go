@@ -24,14 +24,7 @@ import (
 // (NULL), and a field with several values (one row each) counts the
 // object in each value's group.
 func (s *Store) Count(ctx context.Context, q *storage.CountQuery) (*storage.CountResult, error) {
-	if err := q.Validate(); err != nil {
-		return nil, err
-	}
-	fs, err := s.Fields(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if err := q.ValidateFields(fs); err != nil {
+	if _, err := s.validate(ctx, q); err != nil {
 		return nil, err
 	}
 	limit := q.Limit
@@ -39,7 +32,7 @@ func (s *Store) Count(ctx context.Context, q *storage.CountQuery) (*storage.Coun
 		limit = storage.DefaultCountLimit
 	}
 	res := &storage.CountResult{}
-	err = s.read(ctx, func(tx *gorm.DB) error {
+	err := s.read(ctx, func(tx *gorm.DB) error {
 		current, _, err := revisions(tx)
 		if err != nil {
 			return err

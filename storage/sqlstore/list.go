@@ -21,6 +21,26 @@ var orderColumns = map[storage.OrderField]string{
 	storage.OrderCreated:   "created_at",
 }
 
+// query is a list or count query, checked in two steps: alone, then
+// against the fields the store indexes.
+type query interface {
+	Validate() error
+	ValidateFields(fs *storage.FieldSet) error
+}
+
+// validate checks q before any of it reaches the database, and returns
+// the fields it was checked against.
+func (s *Store) validate(ctx context.Context, q query) (*storage.FieldSet, error) {
+	if err := q.Validate(); err != nil {
+		return nil, err
+	}
+	fs, err := s.Fields(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return fs, q.ValidateFields(fs)
+}
+
 // List implements storage.Interface.
 //
 // A page shows the state at one revision R. Rows written at or before R are
@@ -31,14 +51,8 @@ var orderColumns = map[storage.OrderField]string{
 // of its own range of keys: for the orders an index serves, its cost is its
 // size, wherever it starts and however much was written since R.
 func (s *Store) List(ctx context.Context, q *storage.ListQuery) (*storage.ListResult, error) {
-	if err := q.Validate(); err != nil {
-		return nil, err
-	}
-	fs, err := s.Fields(ctx)
+	fs, err := s.validate(ctx, q)
 	if err != nil {
-		return nil, err
-	}
-	if err := q.ValidateFields(fs); err != nil {
 		return nil, err
 	}
 	if q.Limit > storage.MaxLimit {
