@@ -228,7 +228,7 @@ func TestCountUnderConcurrentWrites(t *testing.T) {
 // before any SQL.
 func TestCountRefusesBadInput(t *testing.T) {
 	s := storagetest.Backends()[0].Open(t)
-	for _, term := range []string{"name", "label:", "label:bad key", "field:metadata.name", "field:spec.unknown", "cluster:x", "owner:x"} {
+	for _, term := range []string{"name", "label:", "label:bad key", "field:metadata.name", "cluster:x", "owner:x"} {
 		if _, err := storage.ParseGroupBy(term); !storage.IsInvalid(err) {
 			t.Errorf("groupBy %q: %v, want Invalid", term, err)
 		}
@@ -237,6 +237,7 @@ func TestCountRefusesBadInput(t *testing.T) {
 	for name, q := range map[string]storage.CountQuery{
 		"no group":       {Query: storage.ListQuery{GVR: podsGVR}},
 		"twice":          {Query: storage.ListQuery{GVR: podsGVR}, GroupBy: []storage.GroupBy{cluster, cluster}},
+		"not indexed":    {Query: storage.ListQuery{GVR: podsGVR}, GroupBy: []storage.GroupBy{{Kind: storage.GroupField, Key: "spec.unknown"}}},
 		"too many":       {Query: storage.ListQuery{GVR: podsGVR}, GroupBy: slices.Repeat([]storage.GroupBy{cluster}, storage.MaxGroupBy+1)},
 		"continue":       {Query: storage.ListQuery{GVR: podsGVR, Continue: "x"}, GroupBy: []storage.GroupBy{cluster}},
 		"revision":       {Query: storage.ListQuery{GVR: podsGVR, Revision: 1}, GroupBy: []storage.GroupBy{cluster}},

@@ -97,7 +97,7 @@ func generate(t testing.TB, s storage.Interface, rng *rand.Rand, perCluster int)
 
 func (w *world) put(cluster string, gvr schema.GroupVersionResource, u *unstructured.Unstructured) {
 	data, _ := u.MarshalJSON()
-	o, err := storage.DecodeStored(data)
+	o, err := storage.BuiltinFields.DecodeStored(gvr.GroupResource(), data) // as the store describes it
 	if err != nil {
 		panic(err)
 	}
