@@ -92,7 +92,11 @@ func TestInstall(t *testing.T) {
 			{controller, []string{"patch", "clusters.cluster.panorama.io", "--subresource=status"}, "yes"},
 			{controller, []string{"create", "leases.coordination.k8s.io", "-n", "search"}, "yes"},
 			{controller, []string{"create", "secrets", "-n", "search"}, "no"},
-			{controller, []string{"create", "clusters.cluster.panorama.io"}, "no"},
+			// Clusters it makes of inventories (ClusterImportPolicy), whose
+			// sources it only reads.
+			{controller, []string{"create", "clusters.cluster.panorama.io"}, "yes"},
+			{controller, []string{"update", "clusters.cluster.x-k8s.io"}, "no"},
+			{controller, []string{"update", "clusterprofiles.multicluster.x-k8s.io", "--subresource=status"}, "no"},
 		} {
 			out, _, _ := host.TryKubectl(append([]string{"auth", "can-i", "--as", c.as}, c.args...)...)
 			if got := strings.TrimSpace(out); got != c.want {
