@@ -145,7 +145,7 @@ func (v *flatView) query(q *storage.ListQuery, namespaced bool) error {
 		}
 		if req.Operator == selection.NotEquals {
 			v.and(func(o *storage.Object) bool {
-				return !slices.Contains(keys, memberKey{o.Cluster, keyField(o, req.Field)})
+				return !hasKey(o, req.Field, keys)
 			})
 			continue
 		}
@@ -182,25 +182,15 @@ func (v *flatView) narrow(q *storage.ListQuery, field string, keys []memberKey) 
 		distinct[k] = true
 	}
 	if len(distinct) < len(q.Clusters)*len(values) {
-		v.and(func(o *storage.Object) bool { return distinct[memberKey{o.Cluster, keyField(o, field)}] })
+		v.and(func(o *storage.Object) bool { return hasKey(o, field, keys) })
 	}
 	return values
 }
 
-// keyField is the value of a field the flat view translates, each of
-// which has one value: metadata.namespace, metadata.name,
-// involvedObject.namespace.
-func keyField(o *storage.Object, field string) string {
-	switch field {
-	case "metadata.namespace":
-		return o.Namespace
-	case "metadata.name":
-		return o.Name
-	}
-	if vs := o.Fields[field]; len(vs) > 0 {
-		return vs[0]
-	}
-	return ""
+// hasKey reports whether o is of a cluster of keys with that key's value
+// of field.
+func hasKey(o *storage.Object, field string, keys []memberKey) bool {
+	return slices.ContainsFunc(keys, func(k memberKey) bool { return k.cluster == o.Cluster && o.HasFieldValue(field, k.value) })
 }
 
 func (v *flatView) and(keep func(o *storage.Object) bool) {
