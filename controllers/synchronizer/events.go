@@ -120,8 +120,14 @@ func (s *Synchronizer) recount(ctx context.Context) error {
 		count += *page.RemainingCount
 	}
 	s.mu.Lock()
+	changed := s.status.Count != count
 	s.status.Count = count
 	s.mu.Unlock()
 	syncedObjects.WithLabelValues(s.cluster, s.resource.GVR.Resource).Set(float64(count))
+	if changed {
+		// The Cluster's status shows the count: written now, not at the
+		// next reconcile.
+		s.onChange()
+	}
 	return nil
 }

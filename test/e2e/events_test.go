@@ -11,8 +11,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/panorama-io/panorama/storage"
 	"github.com/panorama-io/panorama/storage/storagetest"
 	"github.com/panorama-io/panorama/test/testenv"
 )
@@ -210,12 +213,22 @@ func TestEvents(t *testing.T) {
 		if err := notServed("e2e-stale"); err != nil {
 			t.Errorf("an Event older than the retention on arrival: %v", err)
 		}
-		// The Cluster counts what is stored: noted, pulled and other, under
-		// either API; not the stale one.
+		// The Cluster counts what is stored, under either API: the member's
+		// Events within the retention (noted, pulled and other, and any the
+		// member's own components posted meanwhile); not the stale one.
 		eventuallyT(t, func() error {
+			kept, err := eventsWithin(ctx, eastKube, eventRetention)
+			if err != nil {
+				return err
+			}
+			for _, name := range []string{"e2e-noted", "e2e-pulled", "e2e-other"} {
+				if !slices.Contains(kept, "web/"+name) {
+					return fmt.Errorf("the member's Events within the retention, %v, lack %s", kept, name)
+				}
+			}
 			out := host.Kubectl(t, "get", "cluster", "east", "-o", `jsonpath={range .status.syncResources[?(@.resource=="events")]}{.group}={.count} {end}`)
-			if strings.TrimSpace(out) != "=3 events.k8s.io=3" {
-				return fmt.Errorf("event counts %q", out)
+			if want := fmt.Sprintf("=%d events.k8s.io=%[1]d", len(kept)); strings.TrimSpace(out) != want {
+				return fmt.Errorf("event counts %q, want %q: the member's Events within the retention are %v", out, want, kept)
 			}
 			return nil
 		})
@@ -231,6 +244,27 @@ func TestEvents(t *testing.T) {
 		})
 		eventuallyT(t, func() error { return notServed("e2e-expiring") })
 	})
+}
+
+// eventsWithin names (namespace/name) the member's Events, in every
+// namespace, last seen within retention of now: what the Cluster should
+// count.
+func eventsWithin(ctx context.Context, c kubernetes.Interface, retention time.Duration) ([]string, error) {
+	list, err := c.CoreV1().Events("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for i := range list.Items {
+		obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&list.Items[i])
+		if err != nil {
+			return nil, err
+		}
+		if time.Since(storage.EventLastSeen(&unstructured.Unstructured{Object: obj})) <= retention {
+			out = append(out, list.Items[i].Namespace+"/"+list.Items[i].Name)
+		}
+	}
+	return out, nil
 }
 
 // eventsSection is what kubectl describe prints from its "Events:" line on.
