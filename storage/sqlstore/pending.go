@@ -21,7 +21,7 @@ type pending struct {
 	clusters map[string]bool
 	// fields are the declared fields new rows are indexed with.
 	fields *storage.FieldSet
-	// bytes of JSON added since the group began.
+	// bytes of objects, as stored, added since the group began.
 	bytes int
 }
 
