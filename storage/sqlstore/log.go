@@ -1,13 +1,18 @@
 package sqlstore
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 
 	"gorm.io/gorm"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/panorama-io/panorama/storage"
 )
 
 // The log stores each version of an object once. A version is written as
@@ -38,10 +43,13 @@ var storedElsewhere = []byte{}
 // resolveLog turns the objects of log entries, as read from the events
 // table, into JSON: an object left empty is read from the row that holds
 // it, objects and pre-images are decompressed. The entries must have been
-// read in tx, a snapshot of the log and of resources, and with their key
-// columns and type; their pre-images are decompressed where they were read
-// (History), and read where an entry needs its own (DELETED).
-func resolveLog(tx *gorm.DB, entries []eventRow) error {
+// read in tx, a snapshot of the log and of resources, with their key
+// columns and type, and be every entry of their range of revisions (of
+// every resource, or of the one they are of), so that the next entry of a
+// key among them is its next in the log. Their pre-images are
+// decompressed where they were read (History), and read where an entry
+// needs its own (DELETED).
+func (s *Store) resolveLog(tx *gorm.DB, entries []eventRow) error {
 	var live, deleted []int64
 	byRev := make(map[int64]*eventRow, len(entries))
 	for i := range entries {
@@ -67,50 +75,50 @@ func resolveLog(tx *gorm.DB, entries []eventRow) error {
 		}
 	}
 	// Objects still current.
-	var replaced []int64
+	replaced := map[int64]bool{}
 	for start := 0; start < len(live); start += keyChunk {
 		chunk := live[start:min(start+keyChunk, len(live))]
 		var rows []resourceRow
 		if err := tx.Select("revision", "object").Where("revision IN ?", chunk).Find(&rows).Error; err != nil {
 			return err
 		}
-		found := make(map[int64]bool, len(rows))
+		for _, rev := range chunk {
+			replaced[rev] = true
+		}
 		for _, r := range rows {
-			found[r.Revision] = true
+			delete(replaced, r.Revision)
 			var err error
 			if byRev[r.Revision].Object, err = decodeBlob(r.Object); err != nil {
 				return err
 			}
 		}
-		for _, rev := range chunk {
-			if !found[rev] {
-				replaced = append(replaced, rev)
-			}
-		}
 	}
-	// Objects replaced since: the pre-image of the key's next entry, found
-	// on events_key.
+	// Objects replaced since: the pre-image of the key's next entry, among
+	// the entries when it is there, else the first after them.
 	preImageOf := map[int64][]int64{} // entry holding the pre-image -> entries whose object it is
 	for _, rev := range deleted {
 		preImageOf[rev] = append(preImageOf[rev], rev)
 	}
-	for start := 0; start < len(replaced); start += keyChunk {
-		var next []struct {
-			Revision int64
-			Next     *int64
-		}
-		err := tx.Raw("SELECT e.revision AS revision, (SELECT MIN(n.revision) FROM "+eventsTable+" n WHERE n.api_group = e.api_group AND n.version = e.version"+
-			" AND n.resource = e.resource AND n.cluster = e.cluster AND n.namespace = e.namespace AND n.name = e.name AND n.revision > e.revision) AS next"+
-			" FROM "+eventsTable+" e WHERE e.revision IN ?", replaced[start:min(start+keyChunk, len(replaced))]).Scan(&next).Error
-		if err != nil {
-			return err
-		}
-		for _, n := range next {
-			if n.Next == nil {
-				return fmt.Errorf("log entry %d: its object is neither current nor replaced by a later entry", n.Revision)
+	order := make([]*eventRow, 0, len(entries))
+	for i := range entries {
+		order = append(order, &entries[i])
+	}
+	slices.SortFunc(order, func(a, b *eventRow) int { return cmp.Compare(b.Revision, a.Revision) })
+	nextOf := map[storage.Key]int64{}
+	var beyond []*eventRow
+	for _, e := range order { // newest first
+		k := e.event().Key
+		if replaced[e.Revision] {
+			if next, ok := nextOf[k]; ok {
+				preImageOf[next] = append(preImageOf[next], e.Revision)
+			} else {
+				beyond = append(beyond, e)
 			}
-			preImageOf[*n.Next] = append(preImageOf[*n.Next], n.Revision)
 		}
+		nextOf[k] = e.Revision
+	}
+	if err := s.nextEntries(tx, beyond, preImageOf); err != nil {
+		return err
 	}
 	holders := make([]int64, 0, len(preImageOf))
 	for rev := range preImageOf {
@@ -141,6 +149,38 @@ func resolveLog(tx *gorm.DB, entries []eventRow) error {
 	}
 	if len(preImageOf) > 0 {
 		return fmt.Errorf("%d log entries hold pre-images that other entries' objects are, and are missing", len(preImageOf))
+	}
+	return nil
+}
+
+// nextEntries adds to preImageOf the first entry of each of entries' keys
+// after it. Each is a range on events_key with constant bounds, which
+// every database seeks to (MariaDB reads every entry of the key for the
+// same condition correlated to another row), several in one statement.
+func (s *Store) nextEntries(tx *gorm.DB, entries []*eventRow, preImageOf map[int64][]int64) error {
+	const next = "SELECT revision, (SELECT MIN(n.revision) FROM " + eventsTable + " n WHERE n.api_group = ? AND n.version = ?" +
+		" AND n.resource = ? AND n.cluster = ? AND n.namespace = ? AND n.name = ? AND n.revision > ?) AS next FROM " + eventsTable + " WHERE revision = ?"
+	for start := 0; start < len(entries); start += s.dialect.insertRows {
+		chunk := entries[start:min(start+s.dialect.insertRows, len(entries))]
+		selects := make([]string, len(chunk))
+		args := make([]any, 0, 8*len(chunk))
+		for i, e := range chunk {
+			selects[i] = next
+			args = append(args, e.Group, e.Version, e.Resource, e.Cluster, e.Namespace, e.Name, e.Revision, e.Revision)
+		}
+		var found []struct {
+			Revision int64
+			Next     *int64
+		}
+		if err := tx.Raw(strings.Join(selects, " UNION ALL "), args...).Scan(&found).Error; err != nil {
+			return err
+		}
+		for _, f := range found {
+			if f.Next == nil {
+				return fmt.Errorf("log entry %d: its object is neither current nor replaced by a later entry", f.Revision)
+			}
+			preImageOf[*f.Next] = append(preImageOf[*f.Next], f.Revision)
+		}
 	}
 	return nil
 }

@@ -85,6 +85,20 @@ func TestLogStoresEachVersionOnce(t *testing.T) {
 			for _, e := range events {
 				checkEventObject(t, e, served)
 			}
+			// One entry at a time: the entry replacing each is not among
+			// those read.
+			for rev := since; rev < cur; rev++ {
+				one, err := s.Events(ctx, rev, 1)
+				if err != nil || len(one) != 1 {
+					t.Fatalf("the event after %d: %v, %v", rev, one, err)
+				}
+				checkEventObject(t, one[0], served)
+				if hist, _, err := s.History(ctx, podsGVR, rev+1, 1); err != nil || len(hist) != 1 {
+					t.Fatalf("history up to %d: %v, %v", rev+1, hist, err)
+				} else {
+					checkEventObject(t, hist[0], served)
+				}
+			}
 			hist, _, err := s.History(ctx, podsGVR, cur, 100)
 			if err != nil || int64(len(hist)) != cur-since {
 				t.Fatalf("history after %d: %d entries, %v", since, len(hist), err)

@@ -81,7 +81,7 @@ func (s *Store) Events(ctx context.Context, since int64, limit int) ([]storage.E
 		if err := tx.Omit("prev_object").Where("revision > ?", since).Order("revision").Limit(limit).Find(&rows).Error; err != nil {
 			return err
 		}
-		if err := resolveLog(tx, rows); err != nil {
+		if err := s.resolveLog(tx, rows); err != nil {
 			return err
 		}
 		out = make([]storage.Event, len(rows))
@@ -108,7 +108,7 @@ func (s *Store) History(ctx context.Context, gvr schema.GroupVersionResource, up
 		if err != nil {
 			return err
 		}
-		if err := resolveLog(tx, rows); err != nil {
+		if err := s.resolveLog(tx, rows); err != nil {
 			return err
 		}
 		out = make([]storage.Event, len(rows))
