@@ -22,8 +22,10 @@ var zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
 
 var (
 	// encoder is used by the store's one writer, so one encoder at a time
-	// is enough; its state is kept between objects.
-	encoder = must(zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1),
+	// is enough. The fastest level: the default one compresses a pod 3 %
+	// smaller for twice the time, and spends 25–50 µs setting up for an
+	// object of a few hundred bytes, which is 2–4 times encoding its JSON.
+	encoder = must(zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1),
 		zstd.WithEncoderCRC(false), zstd.WithZeroFrames(true)))
 	// decoder serves concurrent reads, each with a decoder of the pool.
 	decoder = must(zstd.NewReader(nil, zstd.WithDecoderConcurrency(0)))
