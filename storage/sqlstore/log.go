@@ -148,7 +148,7 @@ func (s *Store) resolveLog(tx *gorm.DB, entries []eventRow) error {
 		}
 	}
 	if len(preImageOf) > 0 {
-		return fmt.Errorf("%d log entries hold pre-images that other entries' objects are, and are missing", len(preImageOf))
+		return fmt.Errorf("%d log entries whose pre-images are other entries' objects are missing", len(preImageOf))
 	}
 	return nil
 }
