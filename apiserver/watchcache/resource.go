@@ -101,19 +101,35 @@ func (r *resource) applyDecoded(typ watch.EventType, o *storage.Object) {
 // so that watches resuming from before the cache started (after a restart,
 // say) are served rather than sent to relist. compacted is where the log
 // starts.
+//
+// Each version is decoded once: an entry whose object is still current
+// shares the cached object, and an entry's pre-image is the object of
+// the key's entry before it when that is in history too (history is the
+// whole log of the resource over its range). Decoded apart, a resource
+// just synced would hold each object twice.
 func (r *resource) remember(history []storage.Event, compacted int64) error {
+	last := map[storage.Key]*change{}
 	for i := range history {
 		e := &history[i]
-		o, err := r.decode(e.Object, e.Key, e.Revision)
-		if err != nil {
-			return err
-		}
-		ch := change{typ: e.Type, rev: e.Revision, obj: o}
-		if e.Prev != nil {
-			if ch.prev, err = r.decode(e.Prev, e.Key, 0); err != nil {
+		o := r.objects[e.Key]
+		if o == nil || o.Revision != e.Revision {
+			var err error
+			if o, err = r.decode(e.Object, e.Key, e.Revision); err != nil {
 				return err
 			}
 		}
+		ch := change{typ: e.Type, rev: e.Revision, obj: o}
+		if e.Prev != nil {
+			if before := last[e.Key]; before != nil && before.typ != watch.Deleted {
+				ch.prev = before.obj
+			} else {
+				var err error
+				if ch.prev, err = r.decode(e.Prev, e.Key, 0); err != nil {
+					return err
+				}
+			}
+		}
+		last[e.Key] = &ch
 		r.record(ch)
 	}
 	switch {

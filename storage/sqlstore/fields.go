@@ -233,8 +233,12 @@ func (s *Store) reindex(ctx context.Context, version int64) error {
 			var attrs []attributeRow
 			for i := range rows {
 				r := &rows[i]
+				data, err := decodeBlob(r.Object)
+				if err != nil {
+					return 0, err
+				}
 				u := &unstructured.Unstructured{}
-				if err := u.UnmarshalJSON(r.Object); err != nil {
+				if err := u.UnmarshalJSON(data); err != nil {
 					return 0, err
 				}
 				revs[i] = r.Revision

@@ -24,7 +24,7 @@ const (
 	// counts its changes; a DeleteResource step deleteChunk).
 	groupRows = 5000
 	// groupBytes stops a group from running more batches once they have
-	// written this many bytes of JSON, whatever the objects' size.
+	// written this many bytes of objects as stored, whatever their size.
 	groupBytes = 16 << 20
 )
 

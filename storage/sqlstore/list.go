@@ -114,7 +114,9 @@ func (s *Store) List(ctx context.Context, q *storage.ListQuery) (*storage.ListRe
 		}
 		objs := make([]storage.Object, len(rows))
 		for i := range rows {
-			objs[i] = rows[i].object()
+			if objs[i], err = rows[i].object(); err != nil {
+				return err
+			}
 		}
 		var changed []storage.Object
 		if rev < current {
@@ -408,7 +410,11 @@ func (s *Store) changedSince(tx *gorm.DB, fs *storage.FieldSet, q *storage.ListQ
 			if watch.EventType(r.Type) == watch.Added || len(r.PrevObject) == 0 {
 				continue // did not exist at rev
 			}
-			o, err := fs.DecodeStored(q.GVR.GroupResource(), r.PrevObject)
+			prev, err := decodeBlob(r.PrevObject)
+			if err != nil {
+				return nil, err
+			}
+			o, err := fs.DecodeStored(q.GVR.GroupResource(), prev)
 			if err != nil {
 				return nil, err
 			}

@@ -21,7 +21,7 @@ type pending struct {
 	clusters map[string]bool
 	// fields are the declared fields new rows are indexed with.
 	fields *storage.FieldSet
-	// bytes of JSON added since the group began.
+	// bytes of objects, as stored, added since the group began.
 	bytes int
 }
 
@@ -34,21 +34,16 @@ func (p *pending) add(cluster string, gvr schema.GroupVersionResource, base int6
 			Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource, Namespace: o.ns, Name: o.nm,
 		}
 		if o.old != nil {
+			// The replaced row's object moves to the log as it is stored:
+			// it is the object of the key's previous entry too (log.go).
 			p.oldRevs = append(p.oldRevs, o.old.Revision)
 			ev.PrevObject, ev.Created = o.old.Object, o.old.Created
 		}
-		if o.typ == watch.Deleted {
-			data, err := withRevision(o.old.Object, rev)
-			if err != nil {
-				return err
-			}
-			ev.Object = data
-		} else {
+		if o.typ != watch.Deleted {
 			row, rowAttrs, err := newRow(p.fields, cluster, gvr, rev, o.obj)
 			if err != nil {
 				return err
 			}
-			ev.Object = row.Object
 			if o.old == nil {
 				ev.Created = row.Created
 			}
@@ -56,7 +51,8 @@ func (p *pending) add(cluster string, gvr schema.GroupVersionResource, base int6
 			p.rows = append(p.rows, row)
 			p.attrs = append(p.attrs, rowAttrs...)
 		}
-		p.bytes += len(ev.Object) + len(ev.PrevObject)
+		ev.Object = storedElsewhere
+		p.bytes += len(ev.PrevObject)
 		p.events = append(p.events, ev)
 	}
 	if p.clusters == nil {

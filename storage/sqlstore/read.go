@@ -22,7 +22,10 @@ func (s *Store) Get(ctx context.Context, key storage.Key) (*storage.Object, erro
 	if err != nil {
 		return nil, err
 	}
-	o := row.object()
+	o, err := row.object()
+	if err != nil {
+		return nil, err
+	}
 	return &o, nil
 }
 
@@ -78,6 +81,9 @@ func (s *Store) Events(ctx context.Context, since int64, limit int) ([]storage.E
 		if err := tx.Omit("prev_object").Where("revision > ?", since).Order("revision").Limit(limit).Find(&rows).Error; err != nil {
 			return err
 		}
+		if err := s.resolveLog(tx, rows); err != nil {
+			return err
+		}
 		out = make([]storage.Event, len(rows))
 		for i := range rows {
 			out[i] = rows[i].event()
@@ -100,6 +106,9 @@ func (s *Store) History(ctx context.Context, gvr schema.GroupVersionResource, up
 		err = whereResource(tx, gvr).Where("revision > ? AND revision <= ?", compacted, upTo).
 			Order("revision DESC").Limit(limit).Find(&rows).Error
 		if err != nil {
+			return err
+		}
+		if err := s.resolveLog(tx, rows); err != nil {
 			return err
 		}
 		out = make([]storage.Event, len(rows))

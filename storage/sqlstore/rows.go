@@ -25,15 +25,20 @@ type resourceRow struct {
 
 func (resourceRow) TableName() string { return resourcesTable }
 
-func (r *resourceRow) object() storage.Object {
+// object is the row as served, its JSON decompressed.
+func (r *resourceRow) object() (storage.Object, error) {
+	data, err := decodeBlob(r.Object)
+	if err != nil {
+		return storage.Object{}, err
+	}
 	return storage.Object{
 		Key: storage.Key{
 			Cluster: r.Cluster, GVR: schema.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Resource},
 			Namespace: r.Namespace, Name: r.Name,
 		},
 		Kind: r.Kind, UID: r.UID, OwnerUID: r.OwnerUID, CreatedAt: r.Created,
-		MemberResourceVersion: r.MemberResourceVersion, Revision: r.Revision, Data: r.Object,
-	}
+		MemberResourceVersion: r.MemberResourceVersion, Revision: r.Revision, Data: data,
+	}, nil
 }
 
 type attributeRow struct {
@@ -48,14 +53,16 @@ type attributeRow struct {
 func (attributeRow) TableName() string { return attributesTable }
 
 type eventRow struct {
-	Revision   int64  `gorm:"column:revision;primaryKey;autoIncrement:false"`
-	Type       string `gorm:"column:type"`
-	Cluster    string `gorm:"column:cluster"`
-	Group      string `gorm:"column:api_group"`
-	Version    string `gorm:"column:version"`
-	Resource   string `gorm:"column:resource"`
-	Namespace  string `gorm:"column:namespace"`
-	Name       string `gorm:"column:name"`
+	Revision  int64  `gorm:"column:revision;primaryKey;autoIncrement:false"`
+	Type      string `gorm:"column:type"`
+	Cluster   string `gorm:"column:cluster"`
+	Group     string `gorm:"column:api_group"`
+	Version   string `gorm:"column:version"`
+	Resource  string `gorm:"column:resource"`
+	Namespace string `gorm:"column:namespace"`
+	Name      string `gorm:"column:name"`
+	// Object and PrevObject are as stored until resolveLog has made them
+	// JSON: Object is empty where another row holds it (log.go).
 	Object     []byte `gorm:"column:object"`
 	PrevObject []byte `gorm:"column:prev_object"`
 	// Created is the creationTimestamp of the pre-image, or of the object

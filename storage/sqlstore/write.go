@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -323,7 +322,7 @@ func newRow(fs *storage.FieldSet, cluster string, gvr schema.GroupVersionResourc
 	row := resourceRow{
 		Revision: rev, Cluster: cluster, Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource,
 		Namespace: d.Namespace, Name: d.Name, Kind: d.Kind, UID: d.UID, OwnerUID: d.OwnerUID,
-		Created: d.CreatedAt, MemberResourceVersion: d.MemberResourceVersion, Object: data,
+		Created: d.CreatedAt, MemberResourceVersion: d.MemberResourceVersion, Object: encodeBlob(data),
 	}
 	attrs := make([]attributeRow, 0, len(d.Labels)+len(d.Fields))
 	for k, v := range d.Labels {
@@ -345,16 +344,4 @@ func fieldRows(attrs []attributeRow, rev int64, fields map[string][]string) []at
 		}
 	}
 	return attrs
-}
-
-// withRevision returns data with metadata.resourceVersion set to rev: a
-// DELETED event carries the last state at the deletion's revision.
-func withRevision(data []byte, rev int64) ([]byte, error) {
-	var obj map[string]any
-	if err := json.Unmarshal(data, &obj); err != nil {
-		return nil, err
-	}
-	u := unstructured.Unstructured{Object: obj}
-	u.SetResourceVersion(strconv.FormatInt(rev, 10))
-	return u.MarshalJSON()
 }

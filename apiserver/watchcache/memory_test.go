@@ -1,0 +1,87 @@
+package watchcache_test
+
+import (
+	"bytes"
+	"context"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"testing"
+
+	"github.com/panorama-io/panorama/apiserver/watchcache"
+	"github.com/panorama-io/panorama/storage"
+	"github.com/panorama-io/panorama/storage/storagetest"
+)
+
+// BenchmarkCachedObjectMemory loads 10,000 pods as a member serves them
+// into a cache and prints what the cache holds per object, its heap and
+// the process's resident memory, as ratios to the objects' JSON measured
+// in the same run: once synced (the ring then holds their creations), and
+// once every pod changed (the ring holds the changes and their
+// pre-images).
+func BenchmarkCachedObjectMemory(b *testing.B) {
+	const n, batch = 10_000, 500
+	s := storagetest.Backends()[0].Open(b)
+	ctx := context.Background()
+	for round := range 2 {
+		rng := rand.New(rand.NewPCG(11, 11))
+		for i := 0; i < n; i += batch {
+			changes := make([]storage.Change, 0, batch)
+			for j := i; j < i+batch; j++ {
+				changes = append(changes, storage.Upsert(storagetest.RealisticPod(rng, j, round)))
+			}
+			if _, err := s.Apply(ctx, "east", pods, changes); err != nil {
+				b.Fatal(err)
+			}
+		}
+		heapBefore, rssBefore := memory(b)
+		cctx, cancel := context.WithCancel(ctx)
+		c := watchcache.New(s, watchcache.Options{})
+		done := make(chan struct{})
+		go func() { _ = c.Run(cctx); close(done) }()
+		objs, _, err := c.List(ctx, &storage.ListQuery{GVR: pods})
+		if err != nil || len(objs) != n {
+			b.Fatalf("listed %d pods, %v", len(objs), err)
+		}
+		var jsonBytes int
+		for _, o := range objs {
+			jsonBytes += len(o.Data)
+		}
+		objs = nil
+		heap, rss := memory(b)
+		perHeap, perRSS := float64(heap-heapBefore)/n, float64(rss-rssBefore)/n
+		phase := map[int]string{0: "synced", 1: "changed"}[round]
+		b.ReportMetric(perHeap*n/float64(jsonBytes), phase+"-heap/json")
+		b.ReportMetric(perRSS*n/float64(jsonBytes), phase+"-rss/json")
+		b.Logf("%s: %.0f B of JSON per pod; the cache holds %.0f B of heap per pod (%.2fx), the process %.0f B more resident (%.2fx)",
+			phase, float64(jsonBytes)/n, perHeap, perHeap*n/float64(jsonBytes), perRSS, perRSS*n/float64(jsonBytes))
+		runtime.KeepAlive(c)
+		cancel()
+		<-done
+	}
+}
+
+// memory returns the live heap and the resident set, after a collection
+// that returns what it freed to the system.
+func memory(b *testing.B) (heap, rss int64) {
+	runtime.GC()
+	debug.FreeOSMemory()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range bytes.Split(status, []byte("\n")) {
+		if v, ok := bytes.CutPrefix(line, []byte("VmRSS:")); ok {
+			kb, err := strconv.ParseInt(string(bytes.TrimSpace(bytes.TrimSuffix(bytes.TrimSpace(v), []byte("kB")))), 10, 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			rss = kb << 10
+		}
+	}
+	return int64(m.HeapAlloc), rss
+}
