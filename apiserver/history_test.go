@@ -91,6 +91,10 @@ func TestHistory(t *testing.T) {
 			}
 		}
 	}
+	if code, body := getHistory(t, viewURL(cfg, "/clusters/_flat/api/v1/namespaces/east.ns/pods/a/history"), "nsuser", ""); code != http.StatusOK ||
+		len(body.Items) != 3 || body.Items[2].Revision != third {
+		t.Errorf("history on the flat view: %d %+v", code, body)
+	}
 	code, table := getHistory(t, historyURL, "", tableContentType)
 	if code != http.StatusOK || table.Kind != "Table" || len(table.Rows) != 3 || table.Rows[1].Cells[2] != "MODIFIED" {
 		t.Errorf("history table: %d %+v", code, table)
