@@ -98,6 +98,9 @@ func (s *Store) Compact(ctx context.Context, revision int64, keepHistory bool) e
 		if err := deleteBelow(db, &historyRow{}, revision); err != nil {
 			return err
 		}
+		if err := expireTimes(db, revision); err != nil {
+			return err
+		}
 	}
 	// From the oldest entry: a compaction that failed midway left its
 	// entries, which this one moves first, so that history stays below the
@@ -247,7 +250,17 @@ func (s *Store) ExpireHistory(ctx context.Context, before time.Time) error {
 	if err := deleteBelow(db, &historyRow{}, mark); err != nil {
 		return err
 	}
-	return deleteBelow(db, &revisionTimeRow{}, mark)
+	return expireTimes(db, mark)
+}
+
+// expireTimes deletes the time rows of the groups that wrote only
+// revisions at or below mark: the group of mark+1 keeps its time.
+func expireTimes(db *gorm.DB, mark int64) error {
+	var cover *int64
+	if err := db.Model(&revisionTimeRow{}).Select("MAX(revision)").Where("revision <= ?", mark+1).Scan(&cover).Error; err != nil || cover == nil {
+		return err
+	}
+	return deleteBelow(db, &revisionTimeRow{}, *cover-1)
 }
 
 // RevisionAt implements storage.Interface.

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/panorama-io/panorama/storage"
+	"github.com/panorama-io/panorama/storage/sqlstore"
 	"github.com/panorama-io/panorama/storage/storagetest"
 )
 
@@ -277,6 +278,47 @@ func TestListAsOf(t *testing.T) {
 		}
 		if _, err := s.List(ctx, &storage.ListQuery{GVR: podsGVR, Revision: current, History: true}); !storage.IsTooOld(err) {
 			t.Errorf("list below a compaction without history: %v", err)
+		}
+	})
+}
+
+// TestMigrationToHistory: a database compacted before it had history gets
+// the history's mark at its compaction mark, so that no list rebuilds a
+// state from changes it never kept.
+func TestMigrationToHistory(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
+		ctx := context.Background()
+		opts := b.Options(t)
+		s, err := sqlstore.Open(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			apply(t, s, podsGVR, storage.Upsert(object("Pod", "default", "a", fmt.Sprint(i+1))))
+		}
+		// As a store of schema version 4 compacted it: the log dropped,
+		// nothing kept.
+		db := sqlstore.GormDB(s)
+		for _, stmt := range []string{
+			"DELETE FROM events WHERE revision <= 2",
+			"UPDATE panorama_meta SET value = 2 WHERE name = 'compacted'",
+			"DELETE FROM panorama_meta WHERE name = 'history_expired'",
+			"DELETE FROM panorama_schema_migrations WHERE version = 5",
+			"DROP TABLE history",
+			"DROP TABLE revision_times",
+		} {
+			if err := db.Exec(stmt).Error; err != nil {
+				t.Fatalf("%s: %v", stmt, err)
+			}
+		}
+		_ = s.Close()
+		s = storagetest.OpenStore(t, opts)
+		if _, err := s.List(ctx, &storage.ListQuery{GVR: podsGVR, Revision: 1, History: true}); !storage.IsTooOld(err) {
+			t.Errorf("list below the compaction before history: %v", err)
+		}
+		res, err := s.List(ctx, &storage.ListQuery{GVR: podsGVR, Revision: 2, History: true})
+		if err != nil || len(res.Objects) != 1 || res.Objects[0].MemberResourceVersion != "2" {
+			t.Errorf("list at the compaction mark: %+v, %v", res, err)
 		}
 	})
 }
