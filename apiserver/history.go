@@ -53,8 +53,9 @@ type HistoryItem struct {
 	Patch json.RawMessage `json:"patch"`
 }
 
-// serveHistory answers the history of one object to who may list its
-// resource where it is; it reports false for any other request.
+// serveHistory answers the history of one object, its last limit versions
+// when asked, to who may list its resource where it is; it reports false
+// for any other request.
 func (h *Handler) serveHistory(w http.ResponseWriter, r *http.Request, cluster, rest string) bool {
 	cluster, rest = flatOf(r).memberPath(r, cluster, rest) // flatview.go
 	info, err := memberRequestInfo(r, rest)
@@ -82,10 +83,17 @@ func (h *Handler) serveHistory(w http.ResponseWriter, r *http.Request, cluster, 
 		writeError(w, forbidden(r.Context(), "list", gr, fmt.Sprintf("in namespace %q of cluster %s", namespace, cluster)), gr)
 		return true
 	}
+	limit := 0
+	if s := r.URL.Query().Get("limit"); s != "" {
+		if limit, err = strconv.Atoi(s); err != nil || limit < 0 {
+			writeError(w, badf("limit %q: want a non-negative integer (the last versions; 0 for all)", s), gr)
+			return true
+		}
+	}
 	key := storage.Key{Cluster: cluster, GVR: res.GVR, Namespace: namespace, Name: info.Name}
 	var versions []storage.Version
 	timed(w, "get", gr, func(w http.ResponseWriter) {
-		if versions, err = h.store.ObjectHistory(r.Context(), key); err != nil {
+		if versions, err = h.store.ObjectHistory(r.Context(), key, limit); err != nil {
 			if err == storage.ErrNotFound {
 				err = apierrors.NewNotFound(gr, info.Name)
 			}

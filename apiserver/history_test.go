@@ -95,6 +95,14 @@ func TestHistory(t *testing.T) {
 		len(body.Items) != 3 || body.Items[2].Revision != third {
 		t.Errorf("history on the flat view: %d %+v", code, body)
 	}
+	if code, body := getHistory(t, historyURL+"?limit=2", "", ""); code != http.StatusOK || len(body.Items) != 2 || body.Items[0].Revision != second {
+		t.Errorf("the last two versions: %d %+v", code, body)
+	}
+	for _, bad := range []string{"-1", "x"} {
+		if code, body := getHistory(t, historyURL+"?limit="+bad, "", ""); code != http.StatusBadRequest || body.Kind != "Status" {
+			t.Errorf("history with limit %s: %d %+v", bad, code, body)
+		}
+	}
 	code, table := getHistory(t, historyURL, "", tableContentType)
 	if code != http.StatusOK || table.Kind != "Table" || len(table.Rows) != 3 || table.Rows[1].Cells[2] != "MODIFIED" {
 		t.Errorf("history table: %d %+v", code, table)

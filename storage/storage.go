@@ -127,8 +127,9 @@ type Interface interface {
 	// revisions before then answer a TooOldError to history reads.
 	ExpireHistory(ctx context.Context, before time.Time) error
 	// ObjectHistory returns the versions of one object that its history and
-	// the log hold, oldest first; ErrNotFound when there are none.
-	ObjectHistory(ctx context.Context, key Key) ([]Version, error)
+	// the log hold, oldest first, the last limit of them (all when limit is
+	// 0); ErrNotFound when there are none.
+	ObjectHistory(ctx context.Context, key Key, limit int) ([]Version, error)
 	// RevisionAt returns the last revision committed at or before t; a
 	// TooOldError when the history does not reach back to t.
 	RevisionAt(ctx context.Context, t time.Time) (int64, error)

@@ -300,7 +300,7 @@ func (s *Store) RevisionAt(ctx context.Context, t time.Time) (int64, error) {
 }
 
 // ObjectHistory implements storage.Interface.
-func (s *Store) ObjectHistory(ctx context.Context, key storage.Key) ([]storage.Version, error) {
+func (s *Store) ObjectHistory(ctx context.Context, key storage.Key, limit int) ([]storage.Version, error) {
 	var out []storage.Version
 	err := s.read(ctx, func(tx *gorm.DB) error {
 		expired, err := metaValue(tx, metaHistoryExpired)
@@ -311,13 +311,25 @@ func (s *Store) ObjectHistory(ctx context.Context, key storage.Key) ([]storage.V
 			return whereResource(tx.Model(model), key.GVR).
 				Where("cluster = ? AND namespace = ? AND name = ? AND revision > ?", key.Cluster, key.Namespace, key.Name, expired)
 		}
-		var hist []historyRow
-		if err := ofKey(&historyRow{}).Order("revision").Find(&hist).Error; err != nil {
-			return err
-		}
+		// The log holds a few compaction intervals: read whole. History
+		// rows are rebuilt from the newest back, so the last are enough.
 		var log []eventRow
 		if err := ofKey(&eventRow{}).Order("revision").Find(&log).Error; err != nil {
 			return err
+		}
+		if limit > 0 && len(log) > limit {
+			log = log[len(log)-limit:]
+		}
+		var hist []historyRow
+		if limit == 0 || len(log) < limit {
+			newest := ofKey(&historyRow{}).Order("revision DESC")
+			if limit > 0 {
+				newest = newest.Limit(limit - len(log))
+			}
+			if err := newest.Find(&hist).Error; err != nil {
+				return err
+			}
+			slices.Reverse(hist)
 		}
 		if len(hist)+len(log) == 0 {
 			return storage.ErrNotFound

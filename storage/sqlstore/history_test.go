@@ -87,9 +87,16 @@ func TestObjectHistory(t *testing.T) {
 		}
 		check := func(stage string, extra int) {
 			t.Helper()
-			versions, err := s.ObjectHistory(ctx, key)
+			versions, err := s.ObjectHistory(ctx, key, 0)
 			if err != nil {
 				t.Fatalf("%s: %v", stage, err)
+			}
+			// The last versions alone are the same, from history or log.
+			for _, limit := range []int{1, 2, 4} {
+				last, err := s.ObjectHistory(ctx, key, limit)
+				if err != nil || len(versions) < limit || !reflect.DeepEqual(last, versions[len(versions)-limit:]) {
+					t.Errorf("%s: the last %d versions: %d, %v", stage, limit, len(last), err)
+				}
 			}
 			if len(versions) != 5+extra {
 				t.Fatalf("%s: %d versions, want %d", stage, len(versions), 5+extra)
@@ -139,7 +146,7 @@ func TestObjectHistory(t *testing.T) {
 			t.Fatal(err)
 		}
 		check("deleted, in history", 1)
-		if _, err := s.ObjectHistory(ctx, storage.Key{Cluster: "east", GVR: deploymentsGVR, Namespace: "default", Name: "none"}); err != storage.ErrNotFound {
+		if _, err := s.ObjectHistory(ctx, storage.Key{Cluster: "east", GVR: deploymentsGVR, Namespace: "default", Name: "none"}, 0); err != storage.ErrNotFound {
 			t.Errorf("history of an object never stored: %v", err)
 		}
 	})
@@ -263,7 +270,7 @@ func TestListAsOf(t *testing.T) {
 		for _, i := range []int{3, 4} {
 			compare(fmt.Sprint("after retention, step ", i), storage.ListQuery{GVR: podsGVR, Revision: snapshots[i].rev, History: true}, snapshots[i], func(string) bool { return true })
 		}
-		versions, err := s.ObjectHistory(ctx, storage.Key{Cluster: "east", GVR: podsGVR, Namespace: "default", Name: "a"})
+		versions, err := s.ObjectHistory(ctx, storage.Key{Cluster: "east", GVR: podsGVR, Namespace: "default", Name: "a"}, 0)
 		if err != nil || len(versions) != 1 || versions[0].Revision <= snapshots[3].rev {
 			t.Errorf("history of a after retention: %v, %v", versions, err)
 		}
