@@ -70,6 +70,10 @@ type revisionTimeRow struct {
 
 func (revisionTimeRow) TableName() string { return revisionTimesTable }
 
+// compactStep bounds one DELETE of the log, so compaction never holds a
+// huge transaction.
+const compactStep = 5000
+
 // historyStep bounds the log entries one transaction of Compact turns into
 // history: it holds each of them twice in memory.
 const historyStep = 500

@@ -113,10 +113,6 @@ func (s *Store) History(ctx context.Context, gvr schema.GroupVersionResource, up
 	return out, compacted, err
 }
 
-// compactStep bounds one DELETE of the log, so compaction never holds a
-// huge transaction.
-const compactStep = 5000
-
 // read runs fn in a read-only snapshot where the database has them.
 func (s *Store) read(ctx context.Context, fn func(tx *gorm.DB) error) error {
 	return s.db.WithContext(ctx).Transaction(fn, s.dialect.readTx)

@@ -209,6 +209,7 @@ func (s *Store) write(group []*batch) (ran int, blamed []*batch, err error) {
 		if err := tx.Model(&metaRow{}).Where("name = ?", metaRevision).Update("value", next).Error; err != nil {
 			return err
 		}
+		// When the group was written, for history (history.go): one row.
 		if err := tx.Create(&revisionTimeRow{Revision: base + 1, Committed: time.Now().UnixMicro()}).Error; err != nil {
 			return err
 		}
