@@ -117,6 +117,13 @@ func (h *Handler) ServeCollections(w http.ResponseWriter, r *http.Request) {
 		if limit == 0 {
 			limit = req.query.Limit
 		}
+		if rev == 0 && req.asOf != nil { // history.go
+			if err := h.resolveAsOf(r.Context(), req); err != nil {
+				writeError(w, err, collectionsGR)
+				return
+			}
+			rev = req.query.Revision
+		}
 		// Every resource at the first one's revision: one consistent answer.
 		req.query.Revision, req.query.Limit = rev, 0
 		if limit > 0 {

@@ -91,7 +91,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h.serveVersion(w, r, cluster, rest) || h.serveOpenAPI(w, r, cluster, rest) || h.serveReview(w, r, cluster, rest) {
 		return // under every view: /version (version.go), /openapi/v3 (openapi.go) and self reviews (selfreview.go)
 	}
-	if h.refuseSubresource(w, r, cluster, rest) { // subresources.go
+	if h.serveHistory(w, r, cluster, rest) || h.refuseSubresource(w, r, cluster, rest) { // history.go, subresources.go
 		return
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -310,6 +310,10 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, res storage.Resou
 		}
 		page = &storage.ListResult{Objects: objs, Revision: rev}
 	default:
+		if err := h.resolveAsOf(r.Context(), req); err != nil {
+			writeError(w, err, gr)
+			return
+		}
 		if err := req.version.checkStore(r.Context(), h.store); err != nil {
 			writeError(w, err, gr)
 			return

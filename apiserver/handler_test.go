@@ -233,7 +233,7 @@ func TestListSemantics(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if err := store.Compact(context.Background(), 3); err != nil {
+	if err := store.Compact(context.Background(), 3, false); err != nil {
 		t.Fatal(err)
 	}
 	if code, _, body = getJSON(t, cfg.Host+"/api/v1/pods?resourceVersion=1&resourceVersionMatch=Exact", ""); code != http.StatusGone || body["reason"] != "Expired" {

@@ -38,6 +38,9 @@ type request struct {
 	timeout        time.Duration
 	// groupBy, when set, makes a list answer counts (counts.go).
 	groupBy []storage.GroupBy
+	// asOf, when set, lists the state at a past revision or time, from
+	// the history (history.go).
+	asOf *asOf
 }
 
 type badRequest string
@@ -128,6 +131,17 @@ func parseRequest(values url.Values, gvr schema.GroupVersionResource, cluster, n
 			return nil, badRequest("groupBy is not supported for watch")
 		}
 	}
+	if r.asOf != nil {
+		switch {
+		case watch:
+			return nil, badRequest("asOf is not supported for watch")
+		case len(r.groupBy) > 0:
+			return nil, badRequest("groupBy counts at the current revision: asOf does not apply")
+		case r.opts.ResourceVersion != "":
+			return nil, badRequest("asOf and resourceVersion are exclusive: asOf takes a revision too")
+		}
+		r.query.History, r.query.Revision = true, r.asOf.rev
+	}
 	// The watch cache serves queries that never reach the store, which
 	// would have refused them: refuse them here, for every source.
 	if err := r.query.Validate(); err != nil {
@@ -139,12 +153,12 @@ func parseRequest(values url.Values, gvr schema.GroupVersionResource, cluster, n
 var searchParams = map[string]bool{
 	"clusters": true, "namespaces": true, "names": true, "fuzzyName": true,
 	"ownerUID": true, "ownerName": true, "ownerGR": true, "ownerSeniority": true,
-	"since": true, "before": true, "orderby": true, "withRemainingCount": true, "onlyMetadata": true, "groupBy": true, "images": true,
+	"since": true, "before": true, "orderby": true, "withRemainingCount": true, "onlyMetadata": true, "groupBy": true, "images": true, "asOf": true,
 }
 
 func searchParamNames() []string {
 	return []string{"clusters", "namespaces", "names", "fuzzyName", "ownerUID", "ownerName", "ownerGR", "ownerSeniority",
-		"since", "before", "orderby", "withRemainingCount", "onlyMetadata", "groupBy", "images"}
+		"since", "before", "orderby", "withRemainingCount", "onlyMetadata", "groupBy", "images", "asOf"}
 }
 
 func (r *request) applySearch(v url.Values) error {
@@ -205,6 +219,13 @@ func (r *request) applySearch(v url.Values) error {
 				return badf("%s %q: want RFC3339, a date (2006-01-02) or Unix seconds", key, s)
 			}
 			*dst = &t
+		}
+	}
+	if s, err := one("asOf"); err != nil {
+		return err
+	} else if s != "" {
+		if r.asOf, err = parseAsOf(s, time.Now()); err != nil {
+			return err
 		}
 	}
 	if r.groupBy, err = parseGroupBy(list("groupBy")); err != nil {

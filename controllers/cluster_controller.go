@@ -125,7 +125,7 @@ func SetupWithManager(mgr ctrl.Manager, store storage.Interface, opts Options) e
 	}
 	if opts.CompactionInterval > 0 {
 		if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-			storage.RunCompactor(ctx, store, opts.CompactionInterval)
+			storage.RunCompactor(ctx, store, opts.CompactionInterval, opts.HistoryRetention)
 			return nil
 		})); err != nil {
 			return err

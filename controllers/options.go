@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/panorama-io/panorama/controllers/synchronizer"
+	"github.com/panorama-io/panorama/storage"
 )
 
 // Options configure SetupWithManager.
@@ -18,6 +19,9 @@ type Options struct {
 	// CompactionInterval is how often the leader compacts the change log
 	// (to the revision of the previous time); 0 never compacts.
 	CompactionInterval time.Duration
+	// HistoryRetention is how long the compactor keeps the history of
+	// changes; 0 keeps none.
+	HistoryRetention time.Duration
 	// SecretNamespace is the only namespace whose Secrets Clusters may name.
 	SecretNamespace string
 	// ClusterAPISecretNamespaces are namespaces whose Cluster API kubeconfig
@@ -44,6 +48,7 @@ const DefaultMaxConcurrentReconciles = 4
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.HealthInterval, "cluster-health-interval", 30*time.Second, "How often each member is health-checked and its resources rediscovered.")
 	fs.DurationVar(&o.CompactionInterval, "compaction-interval", 5*time.Minute, "How often the change log is compacted to the revision of the previous time (watches and continue tokens stay valid at least this long); 0 disables.")
+	fs.DurationVar(&o.HistoryRetention, "history-retention", storage.DefaultHistoryRetention, "How long the history of every object's changes is kept past the compaction of the change log (object history, lists asOf a past time); 0 keeps none.")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", DefaultMaxConcurrentReconciles, "How many Clusters are reconciled (health-checked, rediscovered) at once.")
 	fs.DurationVar(&o.EventRetention, "event-retention", DefaultEventRetention, "How long after it was last seen a synced Event is kept, for Clusters that set no spec.eventRetention.")
 	fs.StringVar(&o.SecretNamespace, "secret-namespace", podNamespace(), "The only namespace whose Secrets Clusters may name as member credentials (default: the pod's namespace).")
@@ -69,6 +74,9 @@ func (o *Options) Validate() error {
 	}
 	if o.CompactionInterval < 0 {
 		errs = append(errs, errors.New("compaction-interval must not be negative"))
+	}
+	if o.HistoryRetention < 0 {
+		errs = append(errs, errors.New("history-retention must not be negative"))
 	}
 	if o.SecretNamespace == "" {
 		errs = append(errs, errors.New("secret-namespace is required"))

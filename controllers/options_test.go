@@ -52,3 +52,24 @@ func TestEventRetentionFlag(t *testing.T) {
 		t.Fatalf("negative retention: %v", err)
 	}
 }
+
+func TestHistoryRetentionFlag(t *testing.T) {
+	var o controllers.Options
+	fs := pflag.NewFlagSet("controller-manager", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse([]string{"--secret-namespace=panorama-system"}); err != nil {
+		t.Fatal(err)
+	}
+	if o.HistoryRetention != 7*24*time.Hour || o.Validate() != nil {
+		t.Fatalf("default retention %v (%v)", o.HistoryRetention, o.Validate())
+	}
+	if err := fs.Parse([]string{"--history-retention=0"}); err != nil || o.HistoryRetention != 0 || o.Validate() != nil {
+		t.Fatalf("no history: %v %v (%v)", err, o.HistoryRetention, o.Validate())
+	}
+	if err := fs.Parse([]string{"--history-retention=-1h"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "history-retention") {
+		t.Fatalf("negative retention: %v", err)
+	}
+}

@@ -10,8 +10,10 @@ import (
 // RunCompactor compacts the change log every interval to the revision it
 // saw at the previous tick, as kube-apiserver compacts etcd: watches and
 // continue tokens stay valid for at least one interval, and the log holds
-// no more than about two intervals of changes. It returns when ctx ends.
-func RunCompactor(ctx context.Context, s Interface, interval time.Duration) {
+// no more than about two intervals of changes. What it drops it keeps as
+// history for retention (none when 0), which it then expires. It returns
+// when ctx ends.
+func RunCompactor(ctx context.Context, s Interface, interval, retention time.Duration) {
 	logger := log.FromContext(ctx).WithName("compactor")
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
@@ -28,11 +30,16 @@ func RunCompactor(ctx context.Context, s Interface, interval time.Duration) {
 			continue
 		}
 		if previous > compacted {
-			if err := s.Compact(ctx, previous); err != nil {
+			if err := s.Compact(ctx, previous, retention > 0); err != nil {
 				logger.Error(err, "compacting", "revision", previous)
 				continue
 			}
 			logger.V(1).Info("compacted", "revision", previous)
+		}
+		if retention > 0 {
+			if err := s.ExpireHistory(ctx, time.Now().Add(-retention)); err != nil {
+				logger.Error(err, "expiring history", "retention", retention)
+			}
 		}
 		previous = current
 	}

@@ -31,7 +31,7 @@ func TestCompactor(t *testing.T) {
 	}
 	write(0)
 	const interval = 300 * time.Millisecond
-	go storage.RunCompactor(ctx, s, interval)
+	go storage.RunCompactor(ctx, s, interval, storage.DefaultHistoryRetention)
 	// Keep writing while watching for the first compaction: it must leave
 	// the changes of the last interval in the log.
 	deadline := time.Now().Add(10 * time.Second)

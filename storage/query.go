@@ -95,7 +95,10 @@ type ListQuery struct {
 	// Continue resumes a previous page; it fixes the revision.
 	Continue string
 	// Revision lists the state at that revision; 0 means the latest.
-	Revision           int64
+	Revision int64
+	// History lets Revision (or the continue token's) be older than the
+	// compacted revision, as far back as the history reaches.
+	History            bool
 	WithRemainingCount bool
 }
 

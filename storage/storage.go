@@ -119,8 +119,20 @@ type Interface interface {
 	History(ctx context.Context, gvr schema.GroupVersionResource, upTo int64, limit int) ([]Event, int64, error)
 	// Revision returns the current and the compacted revision.
 	Revision(ctx context.Context) (current, compacted int64, err error)
-	// Compact drops log entries up to and including revision.
-	Compact(ctx context.Context, revision int64) error
+	// Compact drops log entries up to and including revision; with
+	// keepHistory, each is first kept as a history entry (a reverse merge
+	// patch), which ObjectHistory and lists with History read.
+	Compact(ctx context.Context, revision int64, keepHistory bool) error
+	// ExpireHistory drops the history of the changes committed before t:
+	// revisions before then answer a TooOldError to history reads.
+	ExpireHistory(ctx context.Context, before time.Time) error
+	// ObjectHistory returns the versions of one object that its history and
+	// the log hold, oldest first, the last limit of them (all when limit is
+	// 0); ErrNotFound when there are none.
+	ObjectHistory(ctx context.Context, key Key, limit int) ([]Version, error)
+	// RevisionAt returns the last revision committed at or before t; a
+	// TooOldError when the history does not reach back to t.
+	RevisionAt(ctx context.Context, t time.Time) (int64, error)
 	// Fields returns the fields every stored object is indexed with: what
 	// field selectors may use.
 	Fields(ctx context.Context) (*FieldSet, error)

@@ -22,7 +22,7 @@ import (
 const sizeObjects = 20_000
 
 // sizeTables are the tables whose bytes BenchmarkBytesPerObject counts.
-var sizeTables = []string{"resources", "events", "attributes"}
+var sizeTables = []string{"resources", "events", "attributes", "history", "revision_times"}
 
 // BenchmarkBytesPerObject stores sizeObjects pods as a member's API
 // server serves them (managed fields, probes, status conditions) and
@@ -84,7 +84,7 @@ func BenchmarkBytesPerObject(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if err := s.Compact(ctx, cur); err != nil {
+			if err := s.Compact(ctx, cur, true); err != nil { // keeping history, as installs do
 				b.Fatal(err)
 			}
 			if be.Name == "postgres" {

@@ -325,7 +325,7 @@ func TestPageCostIndependentOfChangesAfterPin(t *testing.T) {
 		}
 		// A forged token can name no older revision than the compacted one;
 		// there the log since the pin is all the log there is.
-		if err := s.Compact(ctx, pin); err != nil {
+		if err := s.Compact(ctx, pin, false); err != nil {
 			t.Fatal(err)
 		}
 		refreshStatistics(t, s)

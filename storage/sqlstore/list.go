@@ -79,7 +79,9 @@ func (s *Store) List(ctx context.Context, q *storage.ListQuery) (*storage.ListRe
 			rev = current
 		}
 		if rev < compacted {
-			return &storage.TooOldError{Requested: rev, Compacted: compacted}
+			if err := checkHistory(tx, q, rev, compacted); err != nil {
+				return err
+			}
 		}
 		if rev > current {
 			return &storage.TooLargeError{Requested: rev, Current: current}
@@ -127,7 +129,7 @@ func (s *Store) List(ctx context.Context, q *storage.ListQuery) (*storage.ListRe
 				lastRead := objs[len(objs)-1]
 				upTo = &lastRead
 			}
-			if changed, err = s.changedSince(tx, fs, q, owners, rev, order, after, upTo); err != nil {
+			if changed, err = s.changedSince(tx, fs, q, owners, rev, rev < compacted, order, after, upTo); err != nil {
 				return err
 			}
 			objs = merge(order, objs, changed)
@@ -142,7 +144,7 @@ func (s *Store) List(ctx context.Context, q *storage.ListQuery) (*storage.ListRe
 					return err
 				}
 				if rev < current {
-					rest, err := s.changedSince(tx, fs, q, owners, rev, order, last, nil)
+					rest, err := s.changedSince(tx, fs, q, owners, rev, rev < compacted, order, last, nil)
 					if err != nil {
 						return err
 					}
@@ -356,22 +358,33 @@ func (s *Store) resolveOwners(tx *gorm.DB, q *storage.ListQuery) (storage.OwnerS
 // upTo (either nil for no bound): each one's state before the first log
 // entry after rev. It reads the log of that range only, and the pre-images
 // of one entry per key, so that a page costs the same however much was
-// written since its revision.
-func (s *Store) changedSince(tx *gorm.DB, fs *storage.FieldSet, q *storage.ListQuery, owners storage.OwnerSet, rev int64, order []storage.OrderBy, after, upTo *storage.Object) ([]storage.Object, error) {
+// written since its revision. withHistory (rev is below the compacted
+// revision) takes the state of objects changed since from their history
+// rows where they have some (historyStates).
+func (s *Store) changedSince(tx *gorm.DB, fs *storage.FieldSet, q *storage.ListQuery, owners storage.OwnerSet, rev int64, withHistory bool, order []storage.OrderBy, after, upTo *storage.Object) ([]storage.Object, error) {
 	// "revision + 0" keeps planners off events_resource: after an old
 	// revision, that is the whole log since it.
 	since := func() *gorm.DB {
 		return keyFilter(tx.Model(&eventRow{}), q).Where("revision + 0 > ?", rev)
 	}
-	inRange := since()
-	for _, bound := range []struct {
-		o     *storage.Object
-		after bool
-	}{{after, true}, {upTo, false}} {
-		if bound.o != nil {
-			inRange = s.dialect.seek(inRange, order, bound.o, bound.after)
+	byCreation := slices.ContainsFunc(order, func(o storage.OrderBy) bool { return o.Field == storage.OrderCreated })
+	ranged := func(db *gorm.DB) *gorm.DB {
+		// An object deleted and created again has entries of two creation
+		// times: its history and its log are read whole, not by range.
+		if withHistory && byCreation {
+			return db
 		}
+		for _, bound := range []struct {
+			o     *storage.Object
+			after bool
+		}{{after, true}, {upTo, false}} {
+			if bound.o != nil {
+				db = s.dialect.seek(db, order, bound.o, bound.after)
+			}
+		}
+		return db
 	}
+	inRange := ranged(since())
 	// The first entry after rev of each key in range is found in the index
 	// (events_key, events_created); only those entries are read in full.
 	var firsts []eventRow
@@ -381,7 +394,7 @@ func (s *Store) changedSince(tx *gorm.DB, fs *storage.FieldSet, q *storage.ListQ
 		firsts = append(firsts, rows...)
 		return err
 	}
-	if slices.ContainsFunc(order, func(o storage.OrderBy) bool { return o.Field == storage.OrderCreated }) {
+	if byCreation {
 		// Entries logged before schema version 3 have no creation time, so
 		// they are in every range; they precede every entry that has one.
 		if err := firstEntries(since().Where("created_at IS NULL")); err != nil {
@@ -391,15 +404,47 @@ func (s *Store) changedSince(tx *gorm.DB, fs *storage.FieldSet, q *storage.ListQ
 	if err := firstEntries(inRange); err != nil {
 		return nil, err
 	}
-	seen := map[storage.Key]bool{}
-	var revs []int64
+	firstLog := map[storage.Key]int64{}
 	for i := range firsts {
-		if k := firsts[i].event().Key; !seen[k] {
-			seen[k] = true
-			revs = append(revs, firsts[i].Revision)
+		k := storage.Key{Cluster: firsts[i].Cluster, GVR: q.GVR, Namespace: firsts[i].Namespace, Name: firsts[i].Name}
+		if r, ok := firstLog[k]; !ok || firsts[i].Revision < r {
+			firstLog[k] = firsts[i].Revision
 		}
 	}
+	var past map[storage.Key][]byte
+	if withHistory {
+		var err error
+		if past, err = historyStates(tx, q, rev, ranged, firstLog); err != nil {
+			return nil, err
+		}
+	}
+	var revs []int64
+	for k, r := range firstLog {
+		if _, ok := past[k]; !ok {
+			revs = append(revs, r)
+		}
+	}
+	slices.Sort(revs)
 	var out []storage.Object
+	keep := func(cluster string, data []byte) error {
+		o, err := fs.DecodeStored(q.GVR.GroupResource(), data)
+		if err != nil {
+			return err
+		}
+		o.Cluster, o.GVR = cluster, q.GVR
+		if q.Matches(&o, owners) && (after == nil || storage.Compare(order, &o, after) > 0) &&
+			(upTo == nil || storage.Compare(order, &o, upTo) <= 0) {
+			out = append(out, o)
+		}
+		return nil
+	}
+	for k, data := range past {
+		if data != nil {
+			if err := keep(k.Cluster, data); err != nil {
+				return nil, err
+			}
+		}
+	}
 	for start := 0; start < len(revs); start += keyChunk {
 		var rows []eventRow
 		err := tx.Select("type", "cluster", "prev_object").Where("revision IN ?", revs[start:min(start+keyChunk, len(revs))]).Find(&rows).Error
@@ -414,16 +459,9 @@ func (s *Store) changedSince(tx *gorm.DB, fs *storage.FieldSet, q *storage.ListQ
 			if err != nil {
 				return nil, err
 			}
-			o, err := fs.DecodeStored(q.GVR.GroupResource(), prev)
-			if err != nil {
+			if err := keep(r.Cluster, prev); err != nil {
 				return nil, err
 			}
-			o.Cluster, o.GVR = r.Cluster, q.GVR
-			if !q.Matches(&o, owners) || (after != nil && storage.Compare(order, &o, after) <= 0) ||
-				(upTo != nil && storage.Compare(order, &o, upTo) > 0) {
-				continue
-			}
-			out = append(out, o)
 		}
 	}
 	slices.SortFunc(out, func(a, b storage.Object) int { return storage.Compare(order, &a, &b) })

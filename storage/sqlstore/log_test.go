@@ -134,7 +134,7 @@ func TestLogStoresEachVersionOnce(t *testing.T) {
 			}
 		}
 		check(0)
-		if err := s.Compact(ctx, 3); err != nil {
+		if err := s.Compact(ctx, 3, true); err != nil {
 			t.Fatal(err)
 		}
 		check(3)

@@ -122,36 +122,6 @@ func (s *Store) History(ctx context.Context, gvr schema.GroupVersionResource, up
 	return out, compacted, err
 }
 
-// compactStep bounds one DELETE of the log, so compaction never holds a
-// huge transaction.
-const compactStep = 5000
-
-// Compact implements storage.Interface.
-func (s *Store) Compact(ctx context.Context, revision int64) error {
-	db := s.db.WithContext(ctx)
-	current, compacted, err := revisions(db)
-	if err != nil {
-		return err
-	}
-	if revision > current {
-		return &storage.TooLargeError{Requested: revision, Current: current}
-	}
-	if revision <= compacted {
-		return nil
-	}
-	// Raise the mark first: from then on no reader relies on what is dropped.
-	if err := db.Model(&metaRow{}).Where("name = ? AND value < ?", metaCompacted, revision).Update("value", revision).Error; err != nil {
-		return err
-	}
-	for lo := compacted; lo < revision; lo += compactStep {
-		hi := min(lo+compactStep, revision)
-		if err := db.Where("revision > ? AND revision <= ?", lo, hi).Delete(&eventRow{}).Error; err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // read runs fn in a read-only snapshot where the database has them.
 func (s *Store) read(ctx context.Context, fn func(tx *gorm.DB) error) error {
 	return s.db.WithContext(ctx).Transaction(fn, s.dialect.readTx)

@@ -29,6 +29,9 @@ const (
 	// which reads select by (see fields.go).
 	metaFieldsDeclared = "fields_declared"
 	metaFieldsIndexed  = "fields_indexed"
+	// metaHistoryExpired is the revision up to which the history was
+	// dropped: history reads below it answer TooOld (history.go).
+	metaHistoryExpired = "history_expired"
 	fieldsTable        = "panorama_fields"
 	attrKindLabel      = "l"
 	attrKindField      = "f"
@@ -36,6 +39,8 @@ const (
 	attributesTable    = "attributes"
 	eventsTable        = "events"
 	metaTable          = "panorama_meta"
+	historyTable       = "history"
+	revisionTimesTable = "revision_times"
 	migrationsTable    = "panorama_schema_migrations"
 )
 
@@ -159,6 +164,43 @@ var migrations = []struct {
 		primaryKey: []string{"version"},
 	}},
 	rekeyAttributes: true,
+}, {
+	// The history of changes (history.go), kept past the log's compaction.
+	version: 5,
+	tables: []table{
+		{
+			// One row per compacted change: what turns the object after it
+			// back into the one before (a reverse merge patch; for DELETED
+			// the last state; nothing for ADDED), so that states are
+			// rebuilt backwards from the current row or the log.
+			name: historyTable,
+			columns: append(append([]column{{name: "revision", typ: "bigint"}, {name: "type", typ: "s16"}}, keyColumns...),
+				column{name: "created_at", typ: "bigint"},
+				column{name: "committed_at", typ: "bigint"},
+				column{name: "member_resource_version", typ: "s253"},
+				column{name: "patch", typ: "blob", nullable: true},
+			),
+			primaryKey: []string{"revision"},
+			indexes: []index{
+				{name: "history_key", columns: []string{"api_group", "version", "resource", "cluster", "namespace", "name", "revision"}},
+				{name: "history_created", columns: []string{"api_group", "version", "resource", "created_at", "cluster", "namespace", "name"}},
+			},
+		},
+		{
+			// One row per write group: its first revision and the wall
+			// time it was written at (microseconds), which maps times to
+			// revisions and back.
+			name:       revisionTimesTable,
+			columns:    []column{{name: "revision", typ: "bigint"}, {name: "committed_at", typ: "bigint"}},
+			primaryKey: []string{"revision"},
+			indexes:    []index{{name: "revision_times_committed", columns: []string{"committed_at"}}},
+		},
+	},
+	// What was compacted before has no history: it starts at the mark.
+	statements: func(*dialect) []string {
+		return []string{"INSERT INTO " + metaTable + " (name, value) SELECT '" + metaHistoryExpired + "', value FROM " + metaTable +
+			" WHERE name = '" + metaCompacted + "' AND NOT EXISTS (SELECT 1 FROM " + metaTable + " WHERE name = '" + metaHistoryExpired + "')"}
+	},
 }}
 
 // rekeyAttributes adds seq to the attributes' primary key, unless that was
@@ -299,6 +341,6 @@ func (s *Store) migrateLocked(db *gorm.DB) error {
 			return err
 		}
 	}
-	seed := []metaRow{{Name: metaRevision}, {Name: metaCompacted}, {Name: metaFieldsDeclared}, {Name: metaFieldsIndexed}}
+	seed := []metaRow{{Name: metaRevision}, {Name: metaCompacted}, {Name: metaFieldsDeclared}, {Name: metaFieldsIndexed}, {Name: metaHistoryExpired}}
 	return db.Clauses(clause.OnConflict{DoNothing: true}).Create(&seed).Error
 }

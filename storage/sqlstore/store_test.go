@@ -375,10 +375,10 @@ func TestCompaction(t *testing.T) {
 		if _, err := s.Apply(ctx, "east", podsGVR, []storage.Change{storage.Delete("ns", "p9")}); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Compact(ctx, 12); err == nil {
+		if err := s.Compact(ctx, 12, false); err == nil {
 			t.Fatal("compacting past the current revision should fail")
 		}
-		if err := s.Compact(ctx, 8); err != nil {
+		if err := s.Compact(ctx, 8, false); err != nil {
 			t.Fatal(err)
 		}
 		if cur, compacted, _ := s.Revision(ctx); cur != 11 || compacted != 8 {
@@ -400,13 +400,13 @@ func TestCompaction(t *testing.T) {
 			t.Fatalf("list at a compacted revision: %v", err)
 		}
 		// Compaction at 10 keeps revision 10 readable; at 11 it is gone.
-		if err := s.Compact(ctx, 10); err != nil {
+		if err := s.Compact(ctx, 10, false); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := s.List(ctx, &storage.ListQuery{GVR: podsGVR, Limit: 3, Continue: first.Continue}); err != nil {
 			t.Fatalf("continue at the compacted revision itself: %v", err)
 		}
-		if err := s.Compact(ctx, 11); err != nil {
+		if err := s.Compact(ctx, 11, false); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := s.List(ctx, &storage.ListQuery{GVR: podsGVR, Limit: 3, Continue: first.Continue}); !storage.IsTooOld(err) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -205,6 +206,10 @@ func (s *Store) write(group []*batch) (ran int, blamed []*batch, err error) {
 		// The group's revisions are base+1 .. next: the one place they are
 		// taken, in one update of the counter.
 		if err := tx.Model(&metaRow{}).Where("name = ?", metaRevision).Update("value", next).Error; err != nil {
+			return err
+		}
+		// When the group was written, for history (history.go): one row.
+		if err := tx.Create(&revisionTimeRow{Revision: base + 1, Committed: time.Now().UnixMicro()}).Error; err != nil {
 			return err
 		}
 		return s.notifyInTx(tx, next)

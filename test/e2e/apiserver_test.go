@@ -145,6 +145,7 @@ func TestAPIServer(t *testing.T) {
 		}
 	})
 	t.Run("counts", func(t *testing.T) { testCounts(t, alice, carol) })
+	t.Run("history", func(t *testing.T) { testHistory(t, alice, carol, eastKube) }) // history_test.go
 	t.Run("output formats", func(t *testing.T) {
 		out := kubectl(t, alice, "--context", "east", "get", "pod", "web-1", "-n", "web", "-o", "yaml")
 		for _, want := range []string{"name: web-1", "panorama.io/cluster: east", "app: web"} {
