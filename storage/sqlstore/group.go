@@ -43,6 +43,8 @@ type batch struct {
 	ctx context.Context
 	// cluster is the one whose rows fn reads.
 	cluster string
+	// epoch, when not 0, is the owner epoch the write is fenced by (fence.go).
+	epoch int64
 	rows    int
 	fn      batchFunc
 	done    chan result // buffered: the writer never waits for the caller
@@ -138,7 +140,7 @@ func (q *queue) close() {
 // groupContext). Either way the write is over when submit returns: a batch
 // never commits after its caller has given up on it.
 func (s *Store) submit(ctx context.Context, cluster string, rows int, fn batchFunc) (int64, error) {
-	b := &batch{ctx: ctx, cluster: cluster, rows: rows, fn: fn, done: make(chan result, 1)}
+	b := &batch{ctx: ctx, cluster: cluster, epoch: storage.EpochFrom(ctx), rows: rows, fn: fn, done: make(chan result, 1)}
 	if err := s.queue.push(b); err != nil {
 		return 0, err
 	}

@@ -159,6 +159,14 @@ var migrations = []struct {
 		primaryKey: []string{"version"},
 	}},
 	rekeyAttributes: true,
+}, {
+	// The owner epoch of each cluster whose writes are fenced (fence.go).
+	version: 8,
+	tables: []table{{
+		name:       ownersTable,
+		columns:    []column{{name: "cluster", typ: "s128"}, {name: "epoch", typ: "bigint"}},
+		primaryKey: []string{"cluster"},
+	}},
 }}
 
 // rekeyAttributes adds seq to the attributes' primary key, unless that was
