@@ -43,11 +43,12 @@ type batch struct {
 	ctx context.Context
 	// cluster is the one whose rows fn reads.
 	cluster string
-	// epoch, when not 0, is the owner epoch the write is fenced by (fence.go).
-	epoch int64
 	rows    int
 	fn      batchFunc
 	done    chan result // buffered: the writer never waits for the caller
+
+	// epoch, when not 0, is the owner epoch the write is fenced by (fence.go).
+	epoch int64
 }
 
 type result struct {
