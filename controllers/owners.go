@@ -120,6 +120,9 @@ func (r *ClusterReconciler) shardChanged(ctx context.Context, shard int) {
 	for _, name := range r.owners.inShard(shard) {
 		r.stop(name)
 	}
+	if ctx.Err() != nil {
+		return // shutting down
+	}
 	names, err := r.clusterNames(ctx)
 	if err != nil {
 		log.FromContext(ctx).Error(err, "listing the Clusters of a shard", "shard", shard)

@@ -63,7 +63,7 @@ type Coordinator struct {
 
 	mu      sync.Mutex
 	held    map[int]bool
-	running map[int]context.CancelFunc // electors of the shards assigned here
+	running map[int]*shardElector // of the shards assigned here
 
 	// seen is when each member Lease was last seen renewed, by this
 	// replica's clock: membership does not depend on clocks agreeing. Only
@@ -81,7 +81,7 @@ func New(client kubernetes.Interface, opts Options, onChange func(ctx context.Co
 	if opts.Shards <= 0 || opts.Name == "" || opts.Namespace == "" || opts.Identity == "" {
 		return nil, fmt.Errorf("sharding needs shards, a name, a namespace and an identity: %+v", opts)
 	}
-	return &Coordinator{opts: opts, client: client, onChange: onChange, held: map[int]bool{}, running: map[int]context.CancelFunc{}, seen: map[string]observation{}}, nil
+	return &Coordinator{opts: opts, client: client, onChange: onChange, held: map[int]bool{}, running: map[int]*shardElector{}, seen: map[string]observation{}}, nil
 }
 
 // ShardOf is the shard of a cluster.
@@ -240,15 +240,18 @@ func (c *Coordinator) assign(ctx context.Context, members []string, wg *sync.Wai
 	for shard := range c.opts.Shards {
 		mine := Assignment(members, shard) == c.opts.Identity
 		c.mu.Lock()
-		cancel, running := c.running[shard]
+		e, running := c.running[shard]
 		if running && !mine {
 			delete(c.running, shard)
 		}
 		c.mu.Unlock()
 		switch {
 		case running && !mine:
+			// Stop syncing before the Lease is released, so that the next
+			// holder rarely finds a write of ours still on its way.
 			logger.Info("handing over a shard", "shard", shard)
-			cancel()
+			c.setHeld(ctx, shard, false)
+			e.cancel()
 		case !running && mine:
 			if err := c.runShard(ctx, shard, wg); err != nil {
 				logger.Error(err, "starting the elector of a shard", "shard", shard)
@@ -257,25 +260,45 @@ func (c *Coordinator) assign(ctx context.Context, members []string, wg *sync.Wai
 	}
 }
 
+// shardElector runs for one shard while it is assigned here.
+type shardElector struct{ cancel context.CancelFunc }
+
 func (c *Coordinator) runShard(ctx context.Context, shard int, wg *sync.WaitGroup) error {
 	shardCtx, cancel := context.WithCancel(ctx)
+	e := &shardElector{cancel: cancel}
+	// Only the shard's current elector says whether it is held: one handed
+	// over (and marked not held then) may still be releasing while the
+	// shard, assigned here again, is taken by the next.
+	current := func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.running[shard] == e
+	}
 	le, err := c.elector(fmt.Sprintf("%s-shard-%d", c.opts.Name, shard), nil, leaderelection.LeaderCallbacks{
-		OnStartedLeading: func(context.Context) { c.setHeld(ctx, shard, true) },
-		OnStoppedLeading: func() { c.setHeld(ctx, shard, false) },
+		OnStartedLeading: func(context.Context) {
+			if current() {
+				c.setHeld(ctx, shard, true)
+			}
+		},
+		OnStoppedLeading: func() {
+			if current() {
+				c.setHeld(ctx, shard, false)
+			}
+		},
 	})
 	if err != nil {
 		cancel()
 		return err
 	}
 	c.mu.Lock()
-	c.running[shard] = cancel
+	c.running[shard] = e
 	c.mu.Unlock()
 	wg.Go(func() {
 		le.Run(shardCtx)
-		// Lost without being handed over (renewing failed): try again while
-		// the shard is still assigned here.
+		// Lost without being handed over (renewing failed): the next round
+		// tries again while the shard is still assigned here.
 		c.mu.Lock()
-		if shardCtx.Err() == nil {
+		if c.running[shard] == e {
 			delete(c.running, shard)
 		}
 		c.mu.Unlock()
