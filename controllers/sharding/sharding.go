@@ -17,6 +17,8 @@ package sharding
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
 	"hash/fnv"
 	"slices"
@@ -224,9 +226,10 @@ func Assignment(members []string, shard int) string {
 	var best string
 	var bestScore uint64
 	for _, m := range members {
-		h := fnv.New64a()
-		h.Write([]byte(m + "/" + strconv.Itoa(shard)))
-		if score := h.Sum64(); best == "" || score > bestScore || (score == bestScore && m < best) {
+		// SHA-256, not FNV: names that differ in a character or two, as
+		// replicas' do, must still score independently.
+		sum := sha256.Sum256([]byte(m + "/" + strconv.Itoa(shard)))
+		if score := binary.BigEndian.Uint64(sum[:8]); best == "" || score > bestScore || (score == bestScore && m < best) {
 			best, bestScore = m, score
 		}
 	}
