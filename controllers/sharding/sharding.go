@@ -5,8 +5,9 @@
 // clusters. Which replica should hold a shard is decided by rendezvous
 // hashing over the live replicas, each of which keeps a membership Lease of
 // its own renewed: every replica computes the same assignment from the same
-// Leases, runs an elector (client-go leaderelection) for the shards
-// assigned to it and releases those assigned elsewhere, so a replica that
+// Leases, and its elector of a shard (client-go leaderelection; one per
+// shard on every replica) takes the shard's Lease only while it is assigned
+// here, and releases it when it is assigned elsewhere. So a replica that
 // joins takes its share, one that leaves (or stops renewing) has its shards
 // taken over once their Leases expire. Two replicas whose views differ for a
 // moment contend for a Lease, which one holds.
@@ -19,6 +20,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"slices"
@@ -63,9 +65,10 @@ type Coordinator struct {
 	// stopped holding.
 	onChange func(ctx context.Context, shard int)
 
-	mu      sync.Mutex
-	held    map[int]bool
-	running map[int]*shardElector // of the shards assigned here
+	mu       sync.Mutex
+	held     map[int]bool
+	assigned map[int]bool          // shards this replica may take
+	running  map[int]*shardElector // the current elector of each shard
 
 	// seen is when each member Lease was last seen renewed, by this
 	// replica's clock: membership does not depend on clocks agreeing. Only
@@ -83,7 +86,7 @@ func New(client kubernetes.Interface, opts Options, onChange func(ctx context.Co
 	if opts.Shards <= 0 || opts.Name == "" || opts.Namespace == "" || opts.Identity == "" {
 		return nil, fmt.Errorf("sharding needs shards, a name, a namespace and an identity: %+v", opts)
 	}
-	return &Coordinator{opts: opts, client: client, onChange: onChange, held: map[int]bool{}, running: map[int]*shardElector{}, seen: map[string]observation{}}, nil
+	return &Coordinator{opts: opts, client: client, onChange: onChange, held: map[int]bool{}, assigned: map[int]bool{}, running: map[int]*shardElector{}, seen: map[string]observation{}}, nil
 }
 
 // ShardOf is the shard of a cluster.
@@ -133,7 +136,7 @@ func (c *Coordinator) Start(ctx context.Context) error {
 	defer wg.Wait()
 	memberLost := make(chan struct{}, 1)
 	runMember := func() error {
-		le, err := c.elector(c.opts.Name+"-member-"+c.opts.Identity, map[string]string{MemberLabel: c.opts.Name}, leaderelection.LeaderCallbacks{
+		le, err := c.elector(c.opts.Name+"-member-"+c.opts.Identity, map[string]string{MemberLabel: c.opts.Name}, nil, leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(context.Context) {},
 			OnStoppedLeading: func() {
 				select {
@@ -152,13 +155,15 @@ func (c *Coordinator) Start(ctx context.Context) error {
 	if err := runMember(); err != nil {
 		return err
 	}
+	for shard := range c.opts.Shards {
+		wg.Go(func() { c.runShard(ctx, shard) })
+	}
 	tick := time.NewTicker(c.opts.RetryPeriod)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			c.assign(ctx, nil, &wg) // stops every elector, which release their Leases
-			return nil
+			return nil // the electors release the Leases they hold
 		case <-memberLost:
 			// Renewing failed: the others count this replica out and take its
 			// shards, whose electors have stopped by the same deadline. Join again.
@@ -173,7 +178,7 @@ func (c *Coordinator) Start(ctx context.Context) error {
 				logger.Error(err, "reading the members' Leases")
 				continue
 			}
-			c.assign(ctx, members, &wg)
+			c.assign(ctx, members)
 		}
 	}
 }
@@ -236,78 +241,77 @@ func Assignment(members []string, shard int) string {
 	return best
 }
 
-// assign runs an elector for each shard assigned here and stops those of the
-// shards assigned elsewhere; with no members, all of them.
-func (c *Coordinator) assign(ctx context.Context, members []string, wg *sync.WaitGroup) {
+// assign lets this replica take the shards assigned to it, and hands over
+// those it holds that are assigned elsewhere.
+func (c *Coordinator) assign(ctx context.Context, members []string) {
 	logger := log.FromContext(ctx)
 	for shard := range c.opts.Shards {
 		mine := Assignment(members, shard) == c.opts.Identity
 		c.mu.Lock()
-		e, running := c.running[shard]
-		if running && !mine {
-			delete(c.running, shard)
-		}
+		c.assigned[shard] = mine
+		e := c.running[shard]
+		handOver := !mine && c.held[shard]
 		c.mu.Unlock()
-		switch {
-		case running && !mine:
+		if handOver {
 			// Stop syncing before the Lease is released, so that the next
 			// holder rarely finds a write of ours still on its way.
 			logger.Info("handing over a shard", "shard", shard)
 			c.setHeld(ctx, shard, false)
 			e.cancel()
-		case !running && mine:
-			if err := c.runShard(ctx, shard, wg); err != nil {
-				logger.Error(err, "starting the elector of a shard", "shard", shard)
-			}
 		}
 	}
 }
 
-// shardElector runs for one shard while it is assigned here.
+// shardElector is one run of a shard's elector.
 type shardElector struct{ cancel context.CancelFunc }
 
-func (c *Coordinator) runShard(ctx context.Context, shard int, wg *sync.WaitGroup) error {
-	shardCtx, cancel := context.WithCancel(ctx)
-	e := &shardElector{cancel: cancel}
-	// Only the shard's current elector says whether it is held: one handed
-	// over (and marked not held then) may still be releasing while the
-	// shard, assigned here again, is taken by the next.
-	current := func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		return c.running[shard] == e
-	}
-	le, err := c.elector(fmt.Sprintf("%s-shard-%d", c.opts.Name, shard), nil, leaderelection.LeaderCallbacks{
-		OnStartedLeading: func(context.Context) {
-			if current() {
-				c.setHeld(ctx, shard, true)
-			}
-		},
-		OnStoppedLeading: func() {
-			if current() {
-				c.setHeld(ctx, shard, false)
-			}
-		},
-	})
-	if err != nil {
-		cancel()
-		return err
-	}
-	c.mu.Lock()
-	c.running[shard] = e
-	c.mu.Unlock()
-	wg.Go(func() {
-		le.Run(shardCtx)
-		// Lost without being handed over (renewing failed): the next round
-		// tries again while the shard is still assigned here.
-		c.mu.Lock()
-		if c.running[shard] == e {
-			delete(c.running, shard)
+// runShard runs electors of shard one after the other until ctx ends. Every
+// replica runs one for every shard, so that each has watched the shard's
+// Lease for a lease duration by the time the shard is assigned to it (an
+// elector trusts only its own observation of the holder's renewals, not
+// their timestamps): the replica a dead one's shards move to takes them as
+// soon as their Leases expire. An elector may take or renew the Lease only
+// while the shard is assigned here (gatedLock). A run ends when the shard is
+// handed over, releasing the Lease, or when renewing fails.
+func (c *Coordinator) runShard(ctx context.Context, shard int) {
+	logger := log.FromContext(ctx)
+	for ctx.Err() == nil {
+		runCtx, cancel := context.WithCancel(ctx)
+		e := &shardElector{cancel: cancel}
+		// Only the shard's current run says whether it is held: one handed
+		// over (marked not held then) may still be releasing.
+		current := func() bool {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			return c.running[shard] == e
 		}
+		le, err := c.elector(fmt.Sprintf("%s-shard-%d", c.opts.Name, shard), nil, func() bool {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			return c.assigned[shard]
+		}, leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(context.Context) {
+				if current() {
+					c.setHeld(ctx, shard, true)
+				}
+			},
+			OnStoppedLeading: func() {
+				if current() {
+					c.setHeld(ctx, shard, false)
+				}
+			},
+		})
+		if err != nil {
+			cancel()
+			logger.Error(err, "starting the elector of a shard", "shard", shard)
+			return
+		}
+		c.mu.Lock()
+		c.running[shard] = e
 		c.mu.Unlock()
+		le.Run(runCtx)
 		cancel()
-	})
-	return nil
+	}
 }
 
 func (c *Coordinator) setHeld(ctx context.Context, shard int, held bool) {
@@ -326,14 +330,20 @@ func (c *Coordinator) setHeld(ctx context.Context, shard int, held bool) {
 	}
 }
 
-func (c *Coordinator) elector(name string, labels map[string]string, cb leaderelection.LeaderCallbacks) (*leaderelection.LeaderElector, error) {
+// elector makes an elector of the Lease name; allowed, when set, gates
+// taking and renewing it.
+func (c *Coordinator) elector(name string, labels map[string]string, allowed func() bool, cb leaderelection.LeaderCallbacks) (*leaderelection.LeaderElector, error) {
+	var lock resourcelock.Interface = &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Name: name, Namespace: c.opts.Namespace},
+		Client:     c.client.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: c.opts.Identity},
+		Labels:     labels,
+	}
+	if allowed != nil {
+		lock = gatedLock{Interface: lock, allowed: allowed}
+	}
 	return leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock: &resourcelock.LeaseLock{
-			LeaseMeta:  metav1.ObjectMeta{Name: name, Namespace: c.opts.Namespace},
-			Client:     c.client.CoordinationV1(),
-			LockConfig: resourcelock.ResourceLockConfig{Identity: c.opts.Identity},
-			Labels:     labels,
-		},
+		Lock:          lock,
 		LeaseDuration: c.opts.LeaseDuration,
 		RenewDeadline: c.opts.RenewDeadline,
 		RetryPeriod:   c.opts.RetryPeriod,
@@ -343,4 +353,28 @@ func (c *Coordinator) elector(name string, labels map[string]string, cb leaderel
 		Callbacks:       cb,
 		Name:            name,
 	})
+}
+
+// errNotAssigned refuses to take or renew a shard's Lease.
+var errNotAssigned = errors.New("the shard is not assigned to this replica")
+
+// gatedLock is a Lease lock that may be taken or renewed only while allowed
+// says so; it is always read, and may always be released.
+type gatedLock struct {
+	resourcelock.Interface
+	allowed func() bool
+}
+
+func (l gatedLock) Create(ctx context.Context, r resourcelock.LeaderElectionRecord) error {
+	if !l.allowed() {
+		return errNotAssigned
+	}
+	return l.Interface.Create(ctx, r)
+}
+
+func (l gatedLock) Update(ctx context.Context, r resourcelock.LeaderElectionRecord) error {
+	if r.HolderIdentity != "" && !l.allowed() {
+		return errNotAssigned
+	}
+	return l.Interface.Update(ctx, r)
 }
