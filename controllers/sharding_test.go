@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -170,6 +171,20 @@ func TestShardedSync(t *testing.T) {
 		})
 		converged(t)
 		t.Logf("handover of a replica that stopped: %v", time.Since(start).Round(100*time.Millisecond))
+		// The status is the owners': each Cluster synced, counting the pods.
+		pods, err := m.kube.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range names {
+			waitCluster(t, hc, name, func(c *clusterv1alpha1.Cluster) error {
+				if !meta.IsStatusConditionTrue(c.Status.Conditions, clusterv1alpha1.ConditionSynced) ||
+					len(c.Status.SyncResources) != 1 || c.Status.SyncResources[0].Count != int64(len(pods.Items)) {
+					return fmt.Errorf("%s status: %+v", name, c.Status)
+				}
+				return nil
+			})
+		}
 	})
 
 	t.Run("one epoch at a time", func(t *testing.T) {
