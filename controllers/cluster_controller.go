@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -83,6 +84,7 @@ type ClusterReconciler struct {
 
 	events  chan event.TypedGenericEvent[*clusterv1alpha1.Cluster]
 	openAPI openAPIChecks // openapi.go
+	owners  owners        // owners.go; set when sharded
 }
 
 // SetupWithManager registers the reconciler and its synchronizer pool.
@@ -102,22 +104,35 @@ func SetupWithManager(mgr ctrl.Manager, store storage.Interface, opts Options) e
 		events: make(chan event.TypedGenericEvent[*clusterv1alpha1.Cluster], 1024),
 	}
 	r.Pool = synchronizer.NewPool(store, opts.Sync, r.syncStateChanged)
+	sharded := opts.Sharding.Shards > 0
+	if sharded {
+		if err := r.owners.setup(mgr, store, opts.Sharding, r.shardChanged); err != nil {
+			return err
+		}
+	}
 	// On shutdown, no synchronizer outlives the manager: each has stopped,
 	// its storage call in flight returned, before the manager returns.
-	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+	if err := mgr.Add(runnable{sharded, func(ctx context.Context) error {
 		<-ctx.Done()
 		r.Pool.StopAll()
 		return nil
-	})); err != nil {
+	}}); err != nil {
 		return err
 	}
-	// The leader, which alone runs synchronizers, removes what no Cluster
-	// selects any more: at start for what changed while no controller ran,
-	// then whenever a cluster's resources become known.
-	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		r.Pool.SweepOrphans(ctx, r.clusterNames)
+	// Whoever runs synchronizers (the leader; each replica, sharded) removes
+	// what no Cluster selects any more: at start for what changed while no
+	// controller ran, then whenever a cluster's resources become known.
+	// Sharded, the Clusters that exist are read from the host rather than
+	// from this replica's cache, which may not have one another replica
+	// syncs yet.
+	clusters := r.clusterNames
+	if sharded {
+		clusters = func(ctx context.Context) ([]string, error) { return listClusterNames(ctx, r.APIReader) }
+	}
+	if err := mgr.Add(runnable{sharded, func(ctx context.Context) error {
+		r.Pool.SweepOrphans(ctx, clusters)
 		return nil
-	})); err != nil {
+	}}); err != nil {
 		return err
 	}
 	if err := setupIndexedFields(mgr, store); err != nil {
@@ -139,15 +154,28 @@ func SetupWithManager(mgr ctrl.Manager, store storage.Interface, opts Options) e
 		Watches(&clusterv1alpha1.ClusterSyncResources{}, handler.EnqueueRequestsFromMapFunc(r.clustersReferencing)).
 		WatchesRawSource(source.Channel(r.events, &handler.TypedEnqueueRequestForObject[*clusterv1alpha1.Cluster]{})).
 		Named("cluster").
-		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles, NeedLeaderElection: ptr.To(!sharded)}).
 		Complete(r)
 }
+
+// runnable runs on the leader only, or on every replica.
+type runnable struct {
+	everyReplica bool
+	run          manager.RunnableFunc
+}
+
+func (r runnable) Start(ctx context.Context) error { return r.run(ctx) }
+func (r runnable) NeedLeaderElection() bool        { return !r.everyReplica }
 
 // clusterNames lists every Cluster of the host, from the cache, which the
 // list waits for to be synced.
 func (r *ClusterReconciler) clusterNames(ctx context.Context) ([]string, error) {
+	return listClusterNames(ctx, r.Client)
+}
+
+func listClusterNames(ctx context.Context, reader client.Reader) ([]string, error) {
 	var list clusterv1alpha1.ClusterList
-	if err := r.List(ctx, &list); err != nil {
+	if err := reader.List(ctx, &list); err != nil {
 		return nil, err
 	}
 	names := make([]string, 0, len(list.Items))
@@ -186,12 +214,22 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	var c clusterv1alpha1.Cluster
 	if err := r.Get(ctx, req.NamespacedName, &c); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.Pool.Stop(req.Name)
-			forgetCluster(req.Name)
-			r.openAPI.forget(req.Name)
+			r.stop(req.Name)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
+	}
+	if r.owners.sharded() {
+		// Only the holder of the cluster's shard syncs it, writes its status
+		// and removes it; its storage writes carry its owner epoch.
+		epoch, owned, err := r.owners.epoch(ctx, c.Name)
+		if err != nil || !owned {
+			if !owned {
+				r.stop(c.Name)
+			}
+			return ctrl.Result{}, err
+		}
+		ctx = storage.WithEpoch(ctx, epoch)
 	}
 	if !c.DeletionTimestamp.IsZero() {
 		if !controllerutil.ContainsFinalizer(&c, Finalizer) {

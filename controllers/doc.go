@@ -4,7 +4,8 @@ package controllers
 
 // RBAC of the controller manager. Cluster-wide it only reads and updates
 // Clusters (and reads IndexedFields, writing their status); Secrets (credentials of members), its lease and the lease's
-// events are granted in its own namespace only, so that whoever may create a
+// events, and the Leases of sharding (listed: the replicas' membership),
+// are granted in its own namespace only, so that whoever may create a
 // Cluster cannot make it read any other Secret of the host.
 // +kubebuilder:rbac:groups=cluster.panorama.io,resources=clusters,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=cluster.panorama.io,resources=clusters/status,verbs=get;update;patch
@@ -13,5 +14,5 @@ package controllers
 // +kubebuilder:rbac:groups=cluster.panorama.io,resources=indexedfields,verbs=get;list;watch
 // +kubebuilder:rbac:groups=cluster.panorama.io,resources=indexedfields/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",namespace=panorama-system,resources=secrets,verbs=get
-// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=panorama-system,resources=leases,verbs=get;create;update
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=panorama-system,resources=leases,verbs=get;list;create;update
 // +kubebuilder:rbac:groups="",namespace=panorama-system,resources=events,verbs=create;patch

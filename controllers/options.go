@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/panorama-io/panorama/controllers/sharding"
 	"github.com/panorama-io/panorama/controllers/synchronizer"
 	"github.com/panorama-io/panorama/storage"
 )
@@ -34,6 +35,9 @@ type Options struct {
 	// EventRetention is the retention of synced Events of Clusters that set
 	// none (spec.eventRetention); 0 is DefaultEventRetention.
 	EventRetention time.Duration
+	// Sharding, when Shards is not 0, divides the Clusters among the
+	// replicas (controllers/sharding); else the leader syncs them all.
+	Sharding sharding.Options
 }
 
 // DefaultEventRetention is kube-apiserver's default --event-ttl: a member
@@ -57,6 +61,11 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Sync.KeepLastApplied, "keep-last-applied", false, "Store the kubectl last-applied-configuration annotation (dropped by default; always dropped from Secrets whose data is).")
 	fs.Int64Var(&o.Sync.PageSize, "sync-page-size", synchronizer.DefaultPageSize, "Page size of initial lists.")
 	fs.IntVar(&o.Sync.BatchSize, "sync-batch-size", synchronizer.DefaultBatchSize, "Changes written to storage in one transaction at most.")
+	fs.IntVar(&o.Sharding.Shards, "shards", 0, "Divide the Clusters into this many shards, synced by whichever replicas hold their Leases (the most replicas that share the work); 0 has the elected leader sync every Cluster. The same on every replica.")
+	fs.StringVar(&o.Sharding.Identity, "replica-identity", replicaIdentity(), "This replica's name among the others when sharding (default: POD_NAME, else the host name); unique, a DNS label.")
+	fs.DurationVar(&o.Sharding.LeaseDuration, "shard-lease-duration", 15*time.Second, "How long a replica that stopped renewing keeps its shards before others take them over.")
+	fs.DurationVar(&o.Sharding.RenewDeadline, "shard-renew-deadline", 10*time.Second, "How long a replica tries to renew a shard's Lease before it stops syncing the shard.")
+	fs.DurationVar(&o.Sharding.RetryPeriod, "shard-retry-period", 2*time.Second, "How often shard Leases are tried and the replicas' membership read.")
 	fs.DurationVar(&o.Sync.FlushInterval, "sync-flush-interval", synchronizer.DefaultFlushInterval, "How long a change may wait to share a write with others.")
 }
 
@@ -78,6 +87,12 @@ func (o *Options) Validate() error {
 	if o.HistoryRetention < 0 {
 		errs = append(errs, errors.New("history-retention must not be negative"))
 	}
+	if o.Sharding.Shards < 0 {
+		errs = append(errs, errors.New("shards must not be negative"))
+	}
+	if o.Sharding.Shards > 0 && !(o.Sharding.LeaseDuration > o.Sharding.RenewDeadline && o.Sharding.RenewDeadline > o.Sharding.RetryPeriod*6/5 && o.Sharding.RetryPeriod > 0) {
+		errs = append(errs, errors.New("shard-lease-duration must exceed shard-renew-deadline, which must exceed 1.2 times shard-retry-period (client-go's jitter)"))
+	}
 	if o.SecretNamespace == "" {
 		errs = append(errs, errors.New("secret-namespace is required"))
 	}
@@ -85,6 +100,16 @@ func (o *Options) Validate() error {
 		errs = append(errs, errors.New("sync-page-size, sync-batch-size and sync-flush-interval must not be negative"))
 	}
 	return errors.Join(errs...)
+}
+
+// replicaIdentity is POD_NAME (the chart sets it from the pod's name),
+// else the host name, which is the pod's.
+func replicaIdentity() string {
+	if name := os.Getenv("POD_NAME"); name != "" {
+		return name
+	}
+	name, _ := os.Hostname()
+	return name
 }
 
 // inClusterNamespaceFile holds the namespace of a pod's service account.

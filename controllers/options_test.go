@@ -73,3 +73,39 @@ func TestHistoryRetentionFlag(t *testing.T) {
 		t.Fatalf("negative retention: %v", err)
 	}
 }
+
+// TestShardFlags: sharding is off by default; on, its timings must let a
+// replica stop before its Leases expire, as client-go's electors require.
+func TestShardFlags(t *testing.T) {
+	var o controllers.Options
+	fs := pflag.NewFlagSet("controller-manager", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse([]string{"--secret-namespace=panorama-system"}); err != nil {
+		t.Fatal(err)
+	}
+	if o.Sharding.Shards != 0 || o.Validate() != nil {
+		t.Fatalf("default shards %d (%v)", o.Sharding.Shards, o.Validate())
+	}
+	if err := fs.Parse([]string{"--shards=16", "--replica-identity=cm-0"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Validate(); err != nil || o.Sharding.Identity != "cm-0" {
+		t.Fatalf("16 shards at the default timings: %v, identity %q", err, o.Sharding.Identity)
+	}
+	for _, args := range [][]string{
+		{"--shard-renew-deadline=15s"},                            // not below the lease duration
+		{"--shard-renew-deadline=10s", "--shard-retry-period=9s"}, // not above 1.2 retry periods
+		{"--shard-retry-period=0s"},
+		{"--shards=-1", "--shard-retry-period=2s"},
+	} {
+		var bad controllers.Options
+		fs := pflag.NewFlagSet("controller-manager", pflag.ContinueOnError)
+		bad.AddFlags(fs)
+		if err := fs.Parse(append([]string{"--secret-namespace=panorama-system", "--shards=4"}, args...)); err != nil {
+			t.Fatal(err)
+		}
+		if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "shard") {
+			t.Fatalf("%v: %v", args, err)
+		}
+	}
+}

@@ -30,8 +30,8 @@ func main() {
 	fs := pflag.CommandLine
 	fs.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the /metrics endpoint; 0 disables it.")
 	fs.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
-	fs.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader, so that only one replica syncs.")
-	fs.StringVar(&leaderNamespace, "leader-election-namespace", "", "Namespace of the leader election lease (default: the pod's namespace).")
+	fs.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader, so that only one replica syncs (with --shards, compacts, indexes fields and imports, while all sync).")
+	fs.StringVar(&leaderNamespace, "leader-election-namespace", "", "Namespace of the leader election lease and the sharding Leases (default: the pod's namespace).")
 	opts.AddFlags(fs)
 	storageOpts.AddFlags(fs)
 	zapOpts := zap.Options{}
@@ -40,6 +40,7 @@ func main() {
 	pflag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
+	opts.Sharding.Namespace = leaderNamespace
 	if err := opts.Validate(); err != nil {
 		log.Error(err, "invalid flags")
 		os.Exit(1)

@@ -45,6 +45,10 @@ type clusterSyncs struct {
 	// resolved: the last Selection was complete, so syncs is every resource
 	// of the cluster that storage should hold.
 	resolved bool
+
+	// epoch is the owner epoch the synchronizers write with (storage.WithEpoch):
+	// a change restarts everything too.
+	epoch int64
 }
 
 // Selection is what one cluster should sync.
@@ -74,7 +78,8 @@ func NewPool(store storage.Interface, opts Options, onChange func(cluster string
 // it starts the missing ones, and stops the ones no longer wanted (unless
 // the selection is partial) and removes their objects from storage.
 // configID identifies the connection; when it changes every synchronizer
-// restarts (their objects stay). A synchronizer is always stopped, its last
+// restarts (their objects stay), as when the owner epoch ctx carries
+// (storage.WithEpoch), which the synchronizers write with, does. A synchronizer is always stopped, its last
 // storage call returned, before the one replacing it starts: a late write of
 // the old one could otherwise bring back an object the new one deleted.
 func (p *Pool) Ensure(ctx context.Context, cluster, configID string, client dynamic.Interface, sel Selection) error {
@@ -92,12 +97,13 @@ func (p *Pool) Ensure(ctx context.Context, cluster, configID string, client dyna
 		p.clusters[cluster] = cs
 	}
 	var restart []*running
-	if cs.config != configID {
+	epoch := storage.EpochFrom(ctx)
+	if cs.config != configID || cs.epoch != epoch {
 		for gvr, r := range cs.syncs {
 			restart = append(restart, r)
 			delete(cs.syncs, gvr)
 		}
-		cs.config = configID
+		cs.config, cs.epoch = configID, epoch
 	}
 	want := map[schema.GroupVersionResource]Resource{}
 	for _, res := range sel.Resources {
@@ -147,7 +153,7 @@ func (p *Pool) Ensure(ctx context.Context, cluster, configID string, client dyna
 	}
 	for _, res := range sel.Resources {
 		if _, ok := cs.syncs[res.GVR]; !ok {
-			cs.syncs[res.GVR] = p.start(cluster, res, client)
+			cs.syncs[res.GVR] = p.start(cluster, res, client, epoch)
 		}
 	}
 	if newlyResolved {
@@ -158,8 +164,8 @@ func (p *Pool) Ensure(ctx context.Context, cluster, configID string, client dyna
 	return nil
 }
 
-func (p *Pool) start(cluster string, res Resource, client dynamic.Interface) *running {
-	ctx, cancel := context.WithCancel(log.IntoContext(context.Background(), p.logger))
+func (p *Pool) start(cluster string, res Resource, client dynamic.Interface, epoch int64) *running {
+	ctx, cancel := context.WithCancel(storage.WithEpoch(log.IntoContext(context.Background(), p.logger), epoch))
 	r := &running{
 		sync:     New(cluster, res, client, p.store, p.opts, func() { p.onChange(cluster) }),
 		resource: res, cancel: cancel, done: make(chan struct{}),

@@ -46,6 +46,9 @@ type batch struct {
 	rows    int
 	fn      batchFunc
 	done    chan result // buffered: the writer never waits for the caller
+
+	// epoch, when not 0, is the owner epoch the write is fenced by (fence.go).
+	epoch int64
 }
 
 type result struct {
@@ -138,7 +141,7 @@ func (q *queue) close() {
 // groupContext). Either way the write is over when submit returns: a batch
 // never commits after its caller has given up on it.
 func (s *Store) submit(ctx context.Context, cluster string, rows int, fn batchFunc) (int64, error) {
-	b := &batch{ctx: ctx, cluster: cluster, rows: rows, fn: fn, done: make(chan result, 1)}
+	b := &batch{ctx: ctx, cluster: cluster, epoch: storage.EpochFrom(ctx), rows: rows, fn: fn, done: make(chan result, 1)}
 	if err := s.queue.push(b); err != nil {
 		return 0, err
 	}

@@ -201,6 +201,14 @@ var migrations = []struct {
 		return []string{"INSERT INTO " + metaTable + " (name, value) SELECT '" + metaHistoryExpired + "', value FROM " + metaTable +
 			" WHERE name = '" + metaCompacted + "' AND NOT EXISTS (SELECT 1 FROM " + metaTable + " WHERE name = '" + metaHistoryExpired + "')"}
 	},
+}, {
+	// The owner epoch of each cluster whose writes are fenced (fence.go).
+	version: 8,
+	tables: []table{{
+		name:       ownersTable,
+		columns:    []column{{name: "cluster", typ: "s128"}, {name: "epoch", typ: "bigint"}},
+		primaryKey: []string{"cluster"},
+	}},
 }}
 
 // rekeyAttributes adds seq to the attributes' primary key, unless that was

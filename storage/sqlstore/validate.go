@@ -15,10 +15,18 @@ import (
 // would otherwise fail its whole batch, every time it is retried. The JSON of
 // an object is stored as bytes, which hold anything.
 
-func validateTarget(cluster string, gvr schema.GroupVersionResource) error {
-	switch {
-	case cluster == "" || len(cluster) > maxClusterLen || !storage.StorableText(cluster):
+func validateCluster(cluster string) error {
+	if cluster == "" || len(cluster) > maxClusterLen || !storage.StorableText(cluster) {
 		return storage.Invalid("cluster", "must be UTF-8 of 1 to %d characters", maxClusterLen)
+	}
+	return nil
+}
+
+func validateTarget(cluster string, gvr schema.GroupVersionResource) error {
+	if err := validateCluster(cluster); err != nil {
+		return err
+	}
+	switch {
 	case len(gvr.Group) > maxGroupLen, gvr.Version == "" || len(gvr.Version) > maxVersionLen, gvr.Resource == "" || len(gvr.Resource) > maxResourceLen,
 		!storage.StorableText(gvr.Group + gvr.Version + gvr.Resource):
 		return storage.Invalid("resource", "%v is not a storable resource", gvr)

@@ -189,6 +189,10 @@ func (s *Store) write(group []*batch) (ran int, blamed []*batch, err error) {
 					return err
 				}
 			}
+			if err := checkFence(tx, b); err != nil {
+				blamed = []*batch{b}
+				return err
+			}
 			n, err := b.fn(tx, &p, next)
 			if err != nil {
 				blamed = []*batch{b}

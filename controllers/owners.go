@@ -1,0 +1,141 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	clusterv1alpha1 "github.com/panorama-io/panorama/apis/cluster/v1alpha1"
+	"github.com/panorama-io/panorama/controllers/sharding"
+	"github.com/panorama-io/panorama/storage"
+)
+
+// owners is what a sharded replica knows of the clusters it syncs: the
+// shards it holds (sharding.Coordinator) and, per cluster it has started to
+// sync since it came to hold the cluster's shard, the owner epoch storage
+// gave it, which its writes of the cluster carry.
+type owners struct {
+	coord *sharding.Coordinator
+	store storage.Owner
+
+	mu     sync.Mutex
+	epochs map[string]int64
+}
+
+// DefaultShardLeaseName prefixes the sharding Leases when no name is given.
+const DefaultShardLeaseName = "panorama-controller-manager"
+
+func (o *owners) setup(mgr ctrl.Manager, store storage.Interface, opts sharding.Options, onChange func(context.Context, int)) error {
+	owner, ok := store.(storage.Owner)
+	if !ok {
+		return errors.New("sharding needs a storage that fences writes by owner epoch")
+	}
+	if opts.Name == "" {
+		opts.Name = DefaultShardLeaseName
+	}
+	if opts.Namespace == "" {
+		opts.Namespace = podNamespace()
+	}
+	kc, err := kubernetes.NewForConfig(mgr.GetConfig())
+	if err != nil {
+		return err
+	}
+	coord, err := sharding.New(kc, opts, onChange)
+	if err != nil {
+		return err
+	}
+	o.coord, o.store, o.epochs = coord, owner, map[string]int64{}
+	return mgr.Add(coord)
+}
+
+func (o *owners) sharded() bool { return o.coord != nil }
+
+// epoch returns this replica's owner epoch of cluster, taking ownership in
+// storage the first time since it came to hold the cluster's shard; owned
+// is false when it does not hold it.
+func (o *owners) epoch(ctx context.Context, cluster string) (epoch int64, owned bool, err error) {
+	if !o.coord.Owns(cluster) {
+		return 0, false, nil
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if e, ok := o.epochs[cluster]; ok {
+		return e, true, nil
+	}
+	e, err := o.store.Own(ctx, cluster)
+	if err != nil {
+		return 0, true, err
+	}
+	log.FromContext(ctx).Info("took the cluster over", "epoch", e)
+	o.epochs[cluster] = e
+	o.coord.Syncing(cluster, true)
+	return e, true, nil
+}
+
+// forget drops cluster's epoch: syncing it again takes ownership anew.
+func (o *owners) forget(cluster string) {
+	if !o.sharded() {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, ok := o.epochs[cluster]; ok {
+		delete(o.epochs, cluster)
+		o.coord.Syncing(cluster, false)
+	}
+}
+
+// inShard lists the clusters of shard that have an epoch.
+func (o *owners) inShard(shard int) []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []string
+	for name := range o.epochs {
+		if o.coord.Shard(name) == shard {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// stop stops syncing cluster here; what is stored of it stays.
+func (r *ClusterReconciler) stop(cluster string) {
+	r.Pool.Stop(cluster)
+	forgetCluster(cluster)
+	r.openAPI.forget(cluster)
+	r.owners.forget(cluster)
+}
+
+// shardChanged is called when this replica comes to hold a shard or stops
+// holding it. The clusters it synced of the shard stop at once, whichever
+// it is: a shard lost and held again is taken with new epochs. Then each
+// Cluster of the shard is reconciled, to start or to step back.
+func (r *ClusterReconciler) shardChanged(ctx context.Context, shard int) {
+	for _, name := range r.owners.inShard(shard) {
+		r.stop(name)
+	}
+	if ctx.Err() != nil {
+		return // shutting down
+	}
+	names, err := r.clusterNames(ctx)
+	if err != nil {
+		log.FromContext(ctx).Error(err, "listing the Clusters of a shard", "shard", shard)
+		return
+	}
+	for _, name := range names {
+		if r.owners.coord.Shard(name) != shard {
+			continue
+		}
+		select {
+		case r.events <- event.TypedGenericEvent[*clusterv1alpha1.Cluster]{Object: &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}}}:
+		case <-ctx.Done():
+			return
+		}
+	}
+}

@@ -1,0 +1,58 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Fencing. When controller-manager replicas divide the clusters among
+// themselves, a lease in the host says who syncs a cluster, but a replica
+// that lost its lease (paused, partitioned from the host) may still have a
+// write on its way to the database. So storage keeps, per cluster, the
+// epoch of its current owner: a replica takes ownership with Own, which
+// moves the epoch on, and writes with WithEpoch; a write carrying any other
+// epoch than the cluster's current one is refused, checked in the write's
+// transaction, so from the moment a new owner has its epoch no write of the
+// old one commits.
+
+// Owner is implemented by stores that fence writes by owner epoch.
+type Owner interface {
+	// Own makes the caller the cluster's owner and returns its epoch, above
+	// every epoch given before for that cluster. Writes to the cluster made
+	// under any older epoch fail with a FencedError from then on.
+	Own(ctx context.Context, cluster string) (epoch int64, err error)
+}
+
+type epochKey struct{}
+
+// WithEpoch makes the cluster writes (Apply, DeleteResource) made with ctx
+// fenced: they succeed only while epoch is their cluster's current owner
+// epoch. Writes without one are not fenced.
+func WithEpoch(ctx context.Context, epoch int64) context.Context {
+	return context.WithValue(ctx, epochKey{}, epoch)
+}
+
+// EpochFrom returns the owner epoch WithEpoch gave ctx, 0 when none.
+func EpochFrom(ctx context.Context) int64 {
+	e, _ := ctx.Value(epochKey{}).(int64)
+	return e
+}
+
+// FencedError says a write was refused, nothing of it written, because its
+// owner epoch is not the cluster's current one: another owner took the
+// cluster over (or none ever owned it).
+type FencedError struct {
+	Cluster        string
+	Epoch, Current int64
+}
+
+func (e *FencedError) Error() string {
+	return fmt.Sprintf("cluster %q is owned at epoch %d, not %d: the write is fenced off", e.Cluster, e.Current, e.Epoch)
+}
+
+// IsFenced reports whether err is a FencedError.
+func IsFenced(err error) bool {
+	var e *FencedError
+	return errors.As(err, &e)
+}

@@ -1,0 +1,75 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+
+	"gorm.io/gorm"
+
+	"github.com/panorama-io/panorama/storage"
+)
+
+// ownersTable holds, per cluster, the epoch of its current owner
+// (storage.Owner). Both taking ownership and checking it run in a group's
+// transaction, holding the revision counter: every write transaction of
+// every process serializes there, so a write sees the epoch of the last
+// Own committed before it, and none commits after an Own it missed.
+const ownersTable = "panorama_owners"
+
+type ownerRow struct {
+	Cluster string `gorm:"column:cluster;primaryKey"`
+	Epoch   int64  `gorm:"column:epoch"`
+}
+
+func (ownerRow) TableName() string { return ownersTable }
+
+var _ storage.Owner = (*Store)(nil)
+
+// Own implements storage.Owner.
+func (s *Store) Own(ctx context.Context, cluster string) (int64, error) {
+	if err := validateCluster(cluster); err != nil {
+		return 0, err
+	}
+	var epoch int64
+	// Unfenced itself, whatever ctx carries: taking over is what fences.
+	_, err := s.submit(storage.WithEpoch(ctx, 0), cluster, 0, func(tx *gorm.DB, _ *pending, _ int64) (int64, error) {
+		current, err := ownerEpoch(tx, cluster)
+		if err != nil {
+			return 0, err
+		}
+		epoch = current + 1
+		if current == 0 {
+			err = tx.Create(&ownerRow{Cluster: cluster, Epoch: epoch}).Error
+		} else {
+			err = tx.Model(&ownerRow{}).Where("cluster = ?", cluster).Update("epoch", epoch).Error
+		}
+		return 0, err
+	})
+	return epoch, err
+}
+
+// ownerEpoch is the cluster's current owner epoch, 0 when never owned.
+func ownerEpoch(tx *gorm.DB, cluster string) (int64, error) {
+	var row ownerRow
+	err := tx.Where("cluster = ?", cluster).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return 0, nil
+	}
+	return row.Epoch, err
+}
+
+// checkFence refuses b when it carries an owner epoch that is not its
+// cluster's current one. tx holds the revision counter.
+func checkFence(tx *gorm.DB, b *batch) error {
+	if b.epoch == 0 {
+		return nil
+	}
+	current, err := ownerEpoch(tx, b.cluster)
+	if err != nil {
+		return err
+	}
+	if current != b.epoch {
+		return &storage.FencedError{Cluster: b.cluster, Epoch: b.epoch, Current: current}
+	}
+	return nil
+}

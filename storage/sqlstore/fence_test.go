@@ -1,0 +1,116 @@
+package sqlstore_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/panorama-io/panorama/storage"
+	"github.com/panorama-io/panorama/storage/storagetest"
+)
+
+// Two replicas, each a Store of its own on one database, hand a cluster
+// over: once the second has taken ownership, every write of the first is
+// refused with nothing of it written, while the new owner's, and unfenced
+// writes, go on.
+func TestFencedWrites(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
+		opts := b.Options(t)
+		first, second := storagetest.OpenStore(t, opts), storagetest.OpenStore(t, opts)
+		ctx := context.Background()
+
+		// Never owned: a fenced write has no owner to match.
+		if _, err := first.Apply(storage.WithEpoch(ctx, 1), "east", podsGVR, []storage.Change{storage.Upsert(object("Pod", "default", "a", "1"))}); !isFenced(err, 1, 0) {
+			t.Fatalf("write to a cluster never owned: %v, want fenced at 0", err)
+		}
+
+		old, err := first.Own(ctx, "east")
+		if err != nil || old != 1 {
+			t.Fatalf("first Own: %d, %v; want epoch 1", old, err)
+		}
+		oldCtx := storage.WithEpoch(ctx, old)
+		rev, err := first.Apply(oldCtx, "east", podsGVR, []storage.Change{storage.Upsert(object("Pod", "default", "a", "1"))})
+		if err != nil || rev != 1 {
+			t.Fatalf("owner's write: rev %d, %v", rev, err)
+		}
+
+		epoch, err := second.Own(ctx, "east")
+		if err != nil || epoch != 2 {
+			t.Fatalf("second Own: %d, %v; want epoch 2", epoch, err)
+		}
+		if other, err := second.Own(ctx, "west"); err != nil || other != 1 {
+			t.Fatalf("Own of another cluster: %d, %v; want its own epoch 1", other, err)
+		}
+
+		// The former owner: an upsert, a delete, a whole resource, a batch
+		// sharing its group with the new owner's.
+		stale := []func() error{
+			func() error {
+				_, err := first.Apply(oldCtx, "east", podsGVR, []storage.Change{storage.Upsert(object("Pod", "default", "b", "2"))})
+				return err
+			},
+			func() error {
+				_, err := first.Apply(oldCtx, "east", podsGVR, []storage.Change{storage.Delete("default", "a")})
+				return err
+			},
+			func() error {
+				_, err := first.DeleteResource(oldCtx, "east", podsGVR)
+				return err
+			},
+		}
+		for i, write := range stale {
+			if err := write(); !isFenced(err, 1, 2) {
+				t.Fatalf("stale write %d: %v, want fenced at 2", i, err)
+			}
+		}
+		newCtx := storage.WithEpoch(ctx, epoch)
+		errs := make(chan error, 2)
+		go func() {
+			_, err := second.Apply(oldCtx, "east", podsGVR, []storage.Change{storage.Upsert(object("Pod", "default", "c", "3"))})
+			errs <- err
+		}()
+		go func() {
+			_, err := second.Apply(newCtx, "east", podsGVR, []storage.Change{storage.Upsert(object("Pod", "default", "d", "4"))})
+			errs <- err
+		}()
+		var fenced, ok int
+		for range 2 {
+			switch err := <-errs; {
+			case err == nil:
+				ok++
+			case isFenced(err, 1, 2):
+				fenced++
+			default:
+				t.Fatalf("concurrent writes: %v", err)
+			}
+		}
+		if fenced != 1 || ok != 1 {
+			t.Fatalf("concurrent writes: %d fenced, %d written; want 1 and 1", fenced, ok)
+		}
+
+		// Nothing of the stale writes is stored or logged: a is as the first
+		// owner wrote it, d is the new owner's, and the log has the two.
+		got, err := second.MemberVersions(ctx, "east", podsGVR)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[storage.NamespacedName]string{{Namespace: "default", Name: "a"}: "1", {Namespace: "default", Name: "d"}: "4"}
+		if len(got) != len(want) || got[storage.NamespacedName{Namespace: "default", Name: "a"}] != "1" || got[storage.NamespacedName{Namespace: "default", Name: "d"}] != "4" {
+			t.Fatalf("stored %v, want %v", got, want)
+		}
+		events, err := second.Events(ctx, 0, 100)
+		if err != nil || len(events) != 2 || events[0].Key.Name != "a" || events[1].Key.Name != "d" {
+			t.Fatalf("log %+v, %v; want the adds of a and d", events, err)
+		}
+
+		// Unfenced writes, as a single controller makes, are not checked.
+		if _, err := first.Apply(ctx, "east", podsGVR, []storage.Change{storage.Upsert(object("Pod", "default", "e", "5"))}); err != nil {
+			t.Fatalf("unfenced write: %v", err)
+		}
+	})
+}
+
+func isFenced(err error, epoch, current int64) bool {
+	var f *storage.FencedError
+	return errors.As(err, &f) && f.Cluster == "east" && f.Epoch == epoch && f.Current == current
+}
