@@ -17,3 +17,6 @@ func Queued(s *Store) int {
 	defer s.queue.mu.Unlock()
 	return len(s.queue.pending)
 }
+
+// Conflicts counts the groups a Store wrote again after a write conflict.
+func Conflicts(s *Store) int64 { return s.conflicts.Load() }

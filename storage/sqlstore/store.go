@@ -90,6 +90,8 @@ type Store struct {
 	// written counts rows written since statistics were last refreshed.
 	written   atomic.Int64
 	analyzing atomic.Bool
+	// conflicts counts groups written again after a conflict (conflict.go).
+	conflicts atomic.Int64
 }
 
 // analyzeAfter is how many written rows make the statistics worth refreshing.
