@@ -111,7 +111,11 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		if o.DSN == "" {
 			return nil, errors.New("--storage-dsn is required for mysql")
 		}
-		dialector = mysql.Open(o.DSN)
+		dsn, err := mysqlDSN(o.DSN)
+		if err != nil {
+			return nil, err
+		}
+		dialector = mysql.Open(dsn)
 	case "postgres":
 		if o.DSN == "" {
 			return nil, errors.New("--storage-dsn is required for postgres")
