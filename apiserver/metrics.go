@@ -33,6 +33,7 @@ func init() { legacyregistry.Registerer().MustRegister(requestDuration, watches)
 // replicaLagger is a store that reads from a replica (sqlstore.Replicated).
 type replicaLagger interface {
 	ReplicaLag() (revisions int64, seconds float64)
+	Fallbacks() int64
 }
 
 var (
@@ -62,6 +63,10 @@ func exportReplicaLag(store any) {
 				Name: "panorama_storage_replica_lag_revisions",
 				Help: "Revisions the read replica (--storage-read-dsn) is behind the primary.",
 			}, lag(func(l replicaLagger) float64 { r, _ := l.ReplicaLag(); return float64(r) })),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name: "panorama_storage_replica_fallbacks_total",
+				Help: "Reads served by the primary because the read replica had not reached their revision within --storage-read-wait.",
+			}, lag(func(l replicaLagger) float64 { return float64(l.Fallbacks()) })),
 		)
 	})
 }

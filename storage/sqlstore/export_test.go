@@ -25,9 +25,5 @@ func Queued(s *Store) int {
 // Conflicts counts the groups a Store wrote again after a write conflict.
 func Conflicts(s *Store) int64 { return s.conflicts.Load() }
 
-// Fallbacks counts the reads a Replicated sent to the primary because the
-// standby was behind.
-func Fallbacks(r *Replicated) int64 { return r.fallbacks.Load() }
-
 // MeasureLag measures the standby's lag now, rather than at the next tick.
 func MeasureLag(ctx context.Context, r *Replicated) error { return r.measure(ctx) }

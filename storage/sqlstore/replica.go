@@ -79,7 +79,40 @@ func OpenForReads(ctx context.Context, o Options) (storage.Interface, error) {
 		return nil, fmt.Errorf("--storage-read-dsn: %w", err)
 	}
 	standby.standby = true
+	if err := caughtUp(ctx, primary, standby); err != nil {
+		_ = standby.Close()
+		_ = primary.Close()
+		return nil, fmt.Errorf("--storage-read-dsn: %w", err)
+	}
 	return NewReplicated(primary, standby, o.ReadWait), nil
+}
+
+// openCatchUp bounds how long opening waits for the standby to replay what
+// the primary held at open, its schema first.
+const openCatchUp = time.Minute
+
+// caughtUp waits until the standby has replayed the primary's revision as
+// of now: before, it may lack the tables themselves (a new database, a
+// migration), and every read would fall back. A standby of another
+// database never does, which this reports.
+func caughtUp(ctx context.Context, primary, standby *Store) error {
+	want, _, err := primary.Revision(ctx)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, openCatchUp)
+	defer cancel()
+	for {
+		rev, _, err := standby.Revision(ctx)
+		if err == nil && rev >= want {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the replica has not reached the primary's revision %d in %s (is it a standby of the same database?): at %d, %v", want, openCatchUp, rev, err)
+		case <-time.After(replicaPoll):
+		}
+	}
 }
 
 // Replicated reads from a standby and writes to the primary (see above).
@@ -153,6 +186,10 @@ func (r *Replicated) ReadableRevision(ctx context.Context, rev int64) (int64, er
 func (r *Replicated) ReplicaLag() (revisions int64, seconds float64) {
 	return r.lagRevisions.Load(), math.Float64frombits(r.lagSeconds.Load())
 }
+
+// Fallbacks counts the reads sent to the primary because the standby had
+// not reached their revision within the read wait.
+func (r *Replicated) Fallbacks() int64 { return r.fallbacks.Load() }
 
 // measureLag measures the lag every lagEvery until ctx ends.
 func (r *Replicated) measureLag(ctx context.Context) {

@@ -87,7 +87,7 @@ func TestReplicaReadsNeverOlderThanSeen(t *testing.T) {
 	if !slices.Equal(got, []string{"a", "b", "c"}) || at < rev1 {
 		t.Fatalf("listed %v at %d after a write at %d", got, at, rev1)
 	}
-	if n := sqlstore.Fallbacks(r); n != 0 {
+	if n := r.Fallbacks(); n != 0 {
 		t.Fatalf("%d reads fell back to the primary while the standby replayed", n)
 	}
 	page, err := r.List(ctx, &storage.ListQuery{GVR: podsGVR, Limit: 1})
@@ -104,7 +104,7 @@ func TestReplicaReadsNeverOlderThanSeen(t *testing.T) {
 	if _, err := r.Get(ctx, storage.Key{Cluster: "east", GVR: podsGVR, Namespace: "ns", Name: "d"}); err != nil {
 		t.Fatalf("replay paused: get of the new pod: %v", err)
 	}
-	if n := sqlstore.Fallbacks(r); n != 2 {
+	if n := r.Fallbacks(); n != 2 {
 		t.Fatalf("replay paused: %d reads fell back to the primary, want the list and the get", n)
 	}
 	// The log and its revision are the standby's: behind, never out of order.
@@ -137,7 +137,7 @@ func TestReplicaReadsNeverOlderThanSeen(t *testing.T) {
 
 	replay(false)
 	// A continue token pinned to rev1 the standby has: read there.
-	before := sqlstore.Fallbacks(r)
+	before := r.Fallbacks()
 	rest, err := r.List(ctx, &storage.ListQuery{GVR: podsGVR, Continue: page.Continue})
 	if err != nil {
 		t.Fatal(err)
@@ -145,7 +145,7 @@ func TestReplicaReadsNeverOlderThanSeen(t *testing.T) {
 	if len(rest.Objects) != 2 || rest.Revision != page.Revision {
 		t.Fatalf("the rest of the pages at %d: %d objects at %d", page.Revision, len(rest.Objects), rest.Revision)
 	}
-	if n := sqlstore.Fallbacks(r); n != before {
+	if n := r.Fallbacks(); n != before {
 		t.Fatalf("a page pinned to a revision the standby has fell back to the primary")
 	}
 	if err := sqlstore.MeasureLag(ctx, r); err != nil {
