@@ -78,9 +78,11 @@ func (s *Store) Apply(ctx context.Context, cluster string, gvr schema.GroupVersi
 	// again after an error (a lost connection, a node gone), which must
 	// carry the member's resourceVersion, not a revision of the attempt
 	// that failed, or a commit that did happen would be written again.
-	for i, c := range valid {
-		if err != nil && c.Object != nil {
-			c.Object.SetResourceVersion(memberRVs[i])
+	if err != nil {
+		for i, c := range valid {
+			if c.Object != nil {
+				c.Object.SetResourceVersion(memberRVs[i])
+			}
 		}
 	}
 	if err == nil && refused != nil {
