@@ -187,9 +187,7 @@ stop_node() { # node
 case "${1:-}" in
 start) start ;;
 stop) for n in 3 2 1; do stop_node "$n"; done ;;
-kill)
-  pid_alive "$2" && kill -9 "$(cat "$dir/node$2.pid")"
-  ;;
+kill) if pid_alive "$2"; then kill -9 "$(cat "$dir/node$2.pid")"; fi ;;
 start-node) start_node "$2" ;;
 status) for n in "${nodes[@]}"; do echo "node$n $(port "$n") $(state "$n" || true)"; done ;;
 *)

@@ -5,7 +5,8 @@
 # /var/lib/postgresql/panorama-replica as root (PostgreSQL runs as the
 # postgres user, who cannot enter root's home).
 #
-#   hack/pgreplica.sh start   copy the primary and start replicating (idempotent)
+#   hack/pgreplica.sh start   copy the primary (unless copied before) and start replicating (idempotent)
+#   hack/pgreplica.sh fresh   copy the primary again and start
 #   hack/pgreplica.sh stop
 #   hack/pgreplica.sh status
 #
@@ -44,19 +45,16 @@ allow_replication() {
   fi
 }
 
-start() {
-  if running; then return 0; fi
-  allow_replication
-  if [ ! -f "$data/standby.signal" ]; then
-    log "copying the primary (pg_basebackup)"
-    rm -rf "$data"
-    mkdir -p "$dir"
-    [ "$(id -u)" = 0 ] && chown postgres "$dir"
-    # -R writes primary_conninfo and standby.signal.
-    as pg_basebackup -h 127.0.0.1 -p "$PRIMARY_PORT" -U postgres -D "$data" -X stream -R -c fast
-    # Debian keeps the configuration outside the data folder: the copy
-    # needs its own.
-    as tee "$data/postgresql.conf" >/dev/null <<EOF
+copy() {
+  log "copying the primary (pg_basebackup)"
+  rm -rf "$data"
+  mkdir -p "$dir"
+  [ "$(id -u)" = 0 ] && chown postgres "$dir"
+  # -R writes primary_conninfo and standby.signal.
+  as pg_basebackup -h 127.0.0.1 -p "$PRIMARY_PORT" -U postgres -D "$data" -X stream -R -c fast
+  # Debian keeps the configuration outside the data folder: the copy
+  # needs its own.
+  as tee "$data/postgresql.conf" >/dev/null <<EOF
 listen_addresses = '127.0.0.1'
 port = $PORT
 unix_socket_directories = '$dir'
@@ -66,24 +64,52 @@ hot_standby_feedback = on
 max_connections = 100
 shared_buffers = 64MB
 EOF
-    as tee "$data/pg_hba.conf" >/dev/null <<EOF
+  as tee "$data/pg_hba.conf" >/dev/null <<EOF
 local all all trust
 host all all 127.0.0.1/32 trust
 EOF
-  fi
+}
+
+# same_primary: the data is a standby's copy of this primary (not of one
+# since recreated).
+same_primary() {
+  [ -f "$data/standby.signal" ] || return 1
+  [ "$(as "$bin/pg_controldata" "$data" | awk -F': *' '/^Database system identifier/ {print $2}')" = \
+    "$(primary 'SELECT system_identifier FROM pg_control_system()')" ]
+}
+
+launch() {
   log "starting the replica on 127.0.0.1:$PORT"
   as "$bin/pg_ctl" -D "$data" -l "$dir/replica.log" -w -t 60 start >/dev/null
 }
 
+# start reuses the copy of an earlier start. A replica stopped for long may
+# need WAL the primary has recycled since (no replication slot keeps it,
+# which would fill the primary's disk while the replica is away): its log
+# then says "requested WAL segment ... has already been removed", and
+# `fresh` copies the primary again.
+start() {
+  if running; then return 0; fi
+  allow_replication
+  same_primary || copy
+  launch
+}
+
 case "${1:-}" in
 start) start ;;
+fresh)
+  if running; then as "$bin/pg_ctl" -D "$data" -m fast -w stop >/dev/null; fi
+  allow_replication
+  copy
+  launch
+  ;;
 stop) if running; then as "$bin/pg_ctl" -D "$data" -m fast -w stop >/dev/null; fi ;;
 status)
   running || { echo "stopped"; exit 1; }
   psql -h 127.0.0.1 -p "$PORT" -U postgres -d postgres -tAc "SELECT 'in recovery: ' || pg_is_in_recovery() || ', replayed ' || pg_last_wal_replay_lsn()"
   ;;
 *)
-  echo "usage: $0 start|stop|status" >&2
+  echo "usage: $0 start|fresh|stop|status" >&2
   exit 2
   ;;
 esac
