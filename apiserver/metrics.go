@@ -3,6 +3,8 @@ package apiserver
 import (
 	"net/http"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,6 +29,47 @@ var (
 )
 
 func init() { legacyregistry.Registerer().MustRegister(requestDuration, watches) }
+
+// replicaLagger is a store that reads from a replica (sqlstore.Replicated).
+type replicaLagger interface {
+	ReplicaLag() (revisions int64, seconds float64)
+	Fallbacks() int64
+}
+
+var (
+	lagOnce sync.Once
+	// lagStore is the replica-reading store of the latest server built.
+	lagStore atomic.Pointer[replicaLagger]
+)
+
+// exportReplicaLag exports the lag of the replica store reads from, if it
+// reads from one.
+func exportReplicaLag(store any) {
+	l, ok := store.(replicaLagger)
+	if !ok {
+		return
+	}
+	lagStore.Store(&l)
+	lagOnce.Do(func() {
+		lag := func(f func(l replicaLagger) float64) func() float64 {
+			return func() float64 { return f(*lagStore.Load()) }
+		}
+		legacyregistry.Registerer().MustRegister(
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "panorama_storage_replica_lag_seconds",
+				Help: "How long ago the oldest commit the read replica (--storage-read-dsn) has not replayed was made; 0 when it has replayed all.",
+			}, lag(func(l replicaLagger) float64 { _, s := l.ReplicaLag(); return s })),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "panorama_storage_replica_lag_revisions",
+				Help: "Revisions the read replica (--storage-read-dsn) is behind the primary.",
+			}, lag(func(l replicaLagger) float64 { r, _ := l.ReplicaLag(); return float64(r) })),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name: "panorama_storage_replica_fallbacks_total",
+				Help: "Reads served by the primary because the read replica had not reached their revision within --storage-read-wait.",
+			}, lag(func(l replicaLagger) float64 { return float64(l.Fallbacks()) })),
+		)
+	})
+}
 
 // statusRecorder keeps the code a handler answered with.
 type statusRecorder struct {

@@ -132,13 +132,27 @@ func (v readVersion) storeRevision() int64 {
 	return 0
 }
 
+// replicaReader is a store that reads from a replica (sqlstore.Replicated):
+// ReadableRevision waits briefly for the replica to reach rev and returns
+// the revision a read would then show, the primary's if it is still
+// behind.
+type replicaReader interface {
+	ReadableRevision(ctx context.Context, rev int64) (int64, error)
+}
+
 // checkStore fails a NotOlderThan list when the store has not reached the
 // revision asked for: 504, Too large resource version, which clients retry.
 func (v readVersion) checkStore(ctx context.Context, store storage.Interface) error {
 	if v.watch || v.match != notOlderThan {
 		return nil
 	}
-	cur, _, err := store.Revision(ctx)
+	var cur int64
+	var err error
+	if r, ok := store.(replicaReader); ok {
+		cur, err = r.ReadableRevision(ctx, v.rev)
+	} else {
+		cur, _, err = store.Revision(ctx)
+	}
 	if err != nil {
 		return err
 	}

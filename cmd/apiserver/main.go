@@ -20,6 +20,7 @@ func main() {
 	var storageOpts sqlstore.Options
 	opts.AddFlags(pflag.CommandLine)
 	storageOpts.AddFlags(pflag.CommandLine)
+	storageOpts.AddReadFlags(pflag.CommandLine)
 	klog.InitFlags(nil)
 	pflag.CommandLine.AddGoFlagSet(flag.CommandLine)
 	pflag.Parse()
@@ -28,7 +29,7 @@ func main() {
 		fail("invalid flags", err)
 	}
 	ctx := genericapiserver.SetupSignalContext()
-	store, err := sqlstore.Open(ctx, storageOpts)
+	store, err := sqlstore.OpenForReads(ctx, storageOpts)
 	if err != nil {
 		fail("opening storage", err)
 	}

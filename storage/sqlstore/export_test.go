@@ -1,6 +1,10 @@
 package sqlstore
 
-import "gorm.io/gorm"
+import (
+	"context"
+
+	"gorm.io/gorm"
+)
 
 // GormDB lets the external tests record and explain the statements a Store
 // runs.
@@ -17,3 +21,9 @@ func Queued(s *Store) int {
 	defer s.queue.mu.Unlock()
 	return len(s.queue.pending)
 }
+
+// Conflicts counts the groups a Store wrote again after a write conflict.
+func Conflicts(s *Store) int64 { return s.conflicts.Load() }
+
+// MeasureLag measures the standby's lag now, rather than at the next tick.
+func MeasureLag(ctx context.Context, r *Replicated) error { return r.measure(ctx) }

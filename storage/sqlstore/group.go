@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"time"
 
 	"gorm.io/gorm"
 
@@ -170,10 +171,13 @@ func (s *Store) writeLoop() {
 // on are taken out and the rest written without them; each then runs
 // alone, so that its error is its own (or, if it was passing, such as a
 // deadlock, it succeeds). A batch whose caller has given up is dropped. A
-// failure of the group as a whole (locking the counter, committing) fails
-// every batch, as it would have failed each of them alone.
+// group that conflicted with another writer is written again as it is
+// (conflict.go). Any other failure of the group as a whole (locking the
+// counter, committing) fails every batch, as it would have failed each of
+// them alone.
 func (s *Store) commit(group []*batch) {
 	var alone []*batch
+	retries := 0
 	for {
 		group = slices.DeleteFunc(group, func(b *batch) bool {
 			if err := b.ctx.Err(); err != nil {
@@ -189,8 +193,13 @@ func (s *Store) commit(group []*batch) {
 		switch {
 		case err == nil:
 			group = group[ran:]
+			retries = 0
 		case slices.ContainsFunc(group, func(b *batch) bool { return b.ctx.Err() != nil }):
 			// Rolled back because a caller gave up: again without it.
+		case conflicted(err) && retries < maxConflictRetries:
+			retries++
+			s.conflicts.Add(1)
+			time.Sleep(conflictPause(retries))
 		case len(blamed) > 0 && len(group) > 1:
 			alone = append(alone, blamed...)
 			group = slices.DeleteFunc(group, func(b *batch) bool { return slices.Contains(blamed, b) })

@@ -43,8 +43,10 @@ const (
 
 var _ storage.Follower = (*Store)(nil)
 
-// pushes reports whether the database delivers notifications at commit.
-func (s *Store) pushes() bool { return s.dialect.name == "postgres" }
+// pushes reports whether the database delivers notifications at commit:
+// PostgreSQL does, but not to a session on a standby, which it refuses
+// LISTEN.
+func (s *Store) pushes() bool { return s.dialect.name == "postgres" && !s.standby }
 
 // notifyInTx tells listeners, once tx commits, that the log reached rev.
 // The write transaction calls it after the counter update: the counter's

@@ -48,6 +48,10 @@ type Options struct {
 	DSN string
 	// MaxOpenConns bounds the connection pool (not for sqlite, which uses one).
 	MaxOpenConns int
+	// ReadDSN reaches a streaming replica of DSN's database to read from,
+	// and ReadWait bounds how long a read waits for it (replica.go).
+	ReadDSN  string
+	ReadWait time.Duration
 }
 
 // DefaultSQLiteFile is where the zero-setup default keeps its data.
@@ -72,7 +76,7 @@ func (o *Options) Validate() error {
 	if o.MaxOpenConns <= 0 {
 		return fmt.Errorf("--storage-max-open-conns must be positive, not %d", o.MaxOpenConns)
 	}
-	return nil
+	return o.validateRead()
 }
 
 // Store is the SQL storage.
@@ -90,6 +94,10 @@ type Store struct {
 	// written counts rows written since statistics were last refreshed.
 	written   atomic.Int64
 	analyzing atomic.Bool
+	// conflicts counts groups written again after a conflict (conflict.go).
+	conflicts atomic.Int64
+	// standby: the database is a hot standby, read only (replica.go).
+	standby bool
 }
 
 // analyzeAfter is how many written rows make the statistics worth refreshing.
@@ -99,6 +107,22 @@ var _ storage.Interface = (*Store)(nil)
 
 // Open connects, migrates the schema and returns a ready Store.
 func Open(ctx context.Context, o Options) (*Store, error) {
+	s, err := connect(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.migrate(ctx); err != nil {
+		_ = s.closeDB()
+		return nil, fmt.Errorf("migrating %s schema: %w", o.Driver, err)
+	}
+	s.queue = newQueue()
+	go s.writeLoop()
+	return s, nil
+}
+
+// connect opens the database of o, without migrating it or starting the
+// writer.
+func connect(ctx context.Context, o Options) (*Store, error) {
 	d, ok := dialects[o.Driver]
 	if !ok {
 		return nil, fmt.Errorf("unknown storage backend %q (want sqlite, mysql or postgres)", o.Driver)
@@ -109,7 +133,11 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		if o.DSN == "" {
 			return nil, errors.New("--storage-dsn is required for mysql")
 		}
-		dialector = mysql.Open(o.DSN)
+		dsn, err := mysqlDSN(o.DSN)
+		if err != nil {
+			return nil, err
+		}
+		dialector = mysql.Open(dsn)
 	case "postgres":
 		if o.DSN == "" {
 			return nil, errors.New("--storage-dsn is required for postgres")
@@ -150,14 +178,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 			return nil, err
 		}
 	}
-	s := &Store{db: db, dialect: d, changed: make(chan struct{})}
-	if err := s.migrate(ctx); err != nil {
-		_ = sqlDB.Close()
-		return nil, fmt.Errorf("migrating %s schema: %w", o.Driver, err)
-	}
-	s.queue = newQueue()
-	go s.writeLoop()
-	return s, nil
+	return &Store{db: db, dialect: d, changed: make(chan struct{})}, nil
 }
 
 // newLogger logs slow and failed statements without their parameters, which
@@ -225,7 +246,13 @@ func (s *Store) notify() {
 // Close implements storage.Interface. Writes already queued are written
 // first; later ones fail.
 func (s *Store) Close() error {
-	s.queue.close()
+	if s.queue != nil { // a standby's reader has no writer
+		s.queue.close()
+	}
+	return s.closeDB()
+}
+
+func (s *Store) closeDB() error {
 	sqlDB, err := s.db.DB()
 	if err != nil {
 		return err

@@ -73,6 +73,18 @@ func (s *Store) Apply(ctx context.Context, cluster string, gvr schema.GroupVersi
 		ops := plan(valid, existing)
 		return int64(len(ops)), p.add(cluster, gvr, base, ops)
 	})
+	// A caller whose write failed gets its objects back as it sent them
+	// (written, they are as stored): a synchronizer sends the same ones
+	// again after an error (a lost connection, a node gone), which must
+	// carry the member's resourceVersion, not a revision of the attempt
+	// that failed, or a commit that did happen would be written again.
+	if err != nil {
+		for i, c := range valid {
+			if c.Object != nil {
+				c.Object.SetResourceVersion(memberRVs[i])
+			}
+		}
+	}
 	if err == nil && refused != nil {
 		err = &storage.InvalidObjectError{Refused: refused}
 	}

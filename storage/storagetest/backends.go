@@ -4,6 +4,11 @@
 //
 // A server that cannot be reached skips its backend, unless
 // PANORAMA_REQUIRE_DB=1 (as CI sets), where it fails the test.
+//
+// Beyond the backends every test runs on, Galera and PostgresReplica
+// reach the MariaDB Galera cluster of hack/galera.sh and the PostgreSQL
+// streaming replica of hack/pgreplica.sh, for the tests of what only they
+// show.
 package storagetest
 
 import (

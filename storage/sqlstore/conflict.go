@@ -1,0 +1,80 @@
+package sqlstore
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	mysqldriver "github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Write conflicts. Within one database server, writers queue on the
+// counter's row lock and never conflict. A multi-primary cluster (MariaDB
+// Galera) locks rows only on the node a transaction runs on: writers on
+// two nodes both lock the counter, each on its own node, read the same
+// revision and write the same next ones. Galera certifies transactions
+// at commit in one cluster-wide order; every write transaction updates the
+// counter row, so of two that overlap only the first certified commits,
+// and the other fails with a deadlock (MySQL error 1213, "WSREP detected
+// deadlock/conflict"), rolled back whole: no revision is written twice.
+// A local transaction may also be aborted by a conflicting one being
+// applied from another node while it still runs (a "brute force" abort),
+// with the same error at whatever statement it had reached.
+//
+// Such a group is written again, from the counter as it is now: its
+// batches may run more than once (see batchFunc), and nothing of the
+// failed attempt is left. A database that detects a deadlock or a
+// serialization failure between its own transactions answers the same way
+// (MySQL 1213, PostgreSQL 40P01 and 40001), and is retried alike.
+const (
+	// maxConflictRetries bounds the attempts at one group: a cluster
+	// certifies the first of the conflicting transactions, so some node
+	// always makes progress, but one node's writer could keep losing.
+	maxConflictRetries = 30
+	// conflictBackoff is the longest pause before a retry; attempts back
+	// off up to it, at random, so that two nodes' writers that just
+	// collided do not collide again in step.
+	conflictBackoff = 100 * time.Millisecond
+)
+
+// conflicted reports whether err is a transaction the database rolled back
+// whole for conflicting with another, so that it may simply run again.
+func conflicted(err error) bool {
+	var my *mysqldriver.MySQLError
+	if errors.As(err, &my) {
+		return my.Number == 1213 // ER_LOCK_DEADLOCK; Galera's certification failures too
+	}
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) {
+		return pg.Code == "40001" || pg.Code == "40P01" // serialization_failure, deadlock_detected
+	}
+	return false
+}
+
+// conflictPause is how long to wait before attempt n (1, 2, ...) of a group
+// that conflicted: random, up to a bound doubling from 1ms to
+// conflictBackoff.
+func conflictPause(n int) time.Duration {
+	bound := min(time.Millisecond<<min(n, 10), conflictBackoff)
+	return rand.N(bound) + time.Millisecond
+}
+
+// mysqlDSN has the driver send each statement with its parameters as one
+// query, escaped by the driver, rather than prepare it, execute it and
+// close it. Galera may abort a transaction while its client is between
+// statements (a brute force abort, above), and reports it to the next
+// command the client sends; when that command is the close of a prepared
+// statement, which has no answer, the report is lost, the transaction is
+// already rolled back, and the statements after it run each in a
+// transaction of its own: a group would commit half its rows. Every query
+// is answered. (It also saves two round trips a statement.)
+func mysqlDSN(dsn string) (string, error) {
+	cfg, err := mysqldriver.ParseDSN(dsn)
+	if err != nil {
+		return "", fmt.Errorf("--storage-dsn: %w", err)
+	}
+	cfg.InterpolateParams = true
+	return cfg.FormatDSN(), nil
+}
