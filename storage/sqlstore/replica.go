@@ -249,8 +249,24 @@ func (r *Replicated) DeleteOrphans(ctx context.Context, keep []storage.ClusterRe
 }
 
 // Compact implements storage.Interface on the primary.
-func (r *Replicated) Compact(ctx context.Context, revision int64) error {
-	return r.primary.Compact(ctx, revision)
+func (r *Replicated) Compact(ctx context.Context, revision int64, keepHistory bool) error {
+	return r.primary.Compact(ctx, revision, keepHistory)
+}
+
+// ExpireHistory implements storage.Interface on the primary.
+func (r *Replicated) ExpireHistory(ctx context.Context, before time.Time) error {
+	return r.primary.ExpireHistory(ctx, before)
+}
+
+// ObjectHistory implements storage.Interface at the latest revision.
+func (r *Replicated) ObjectHistory(ctx context.Context, key storage.Key, limit int) ([]storage.Version, error) {
+	return r.reader(ctx, 0).ObjectHistory(ctx, key, limit)
+}
+
+// RevisionAt implements storage.Interface at the latest revision, so that
+// a recent time maps to what the primary has committed.
+func (r *Replicated) RevisionAt(ctx context.Context, t time.Time) (int64, error) {
+	return r.reader(ctx, 0).RevisionAt(ctx, t)
 }
 
 // DeclareFields implements storage.Interface on the primary.
