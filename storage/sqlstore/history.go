@@ -468,31 +468,19 @@ func historyStates(tx *gorm.DB, q *storage.ListQuery, rev int64, ranged func(*go
 			rowRevs, rowKey[last.Revision] = append(rowRevs, last.Revision), k
 		}
 	}
-	for start := 0; start < len(logRevs); start += keyChunk {
-		var es []eventRow
-		if err := tx.Select("revision", "prev_object").Where("revision IN ?", logRevs[start:min(start+keyChunk, len(logRevs))]).Find(&es).Error; err != nil {
-			return nil, err
-		}
-		for _, e := range es {
-			prev, err := decodeBlob(e.PrevObject)
-			if err != nil {
-				return nil, err
-			}
-			after[logKey[e.Revision]] = prev
-		}
+	preImages, err := blobsAt(tx, eventsTable, "prev_object", logRevs)
+	if err != nil {
+		return nil, err
 	}
-	for start := 0; start < len(rowRevs); start += keyChunk {
-		var rs []resourceRow
-		if err := tx.Select("revision", "object").Where("revision IN ?", rowRevs[start:min(start+keyChunk, len(rowRevs))]).Find(&rs).Error; err != nil {
-			return nil, err
-		}
-		for _, r := range rs {
-			object, err := decodeBlob(r.Object)
-			if err != nil {
-				return nil, err
-			}
-			after[rowKey[r.Revision]] = object
-		}
+	for rev, prev := range preImages {
+		after[logKey[rev]] = prev
+	}
+	current, err := blobsAt(tx, resourcesTable, "object", rowRevs)
+	if err != nil {
+		return nil, err
+	}
+	for rev, object := range current {
+		after[rowKey[rev]] = object
 	}
 	out := make(map[storage.Key][]byte, len(byKey))
 	for k, hs := range byKey {

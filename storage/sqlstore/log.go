@@ -75,22 +75,16 @@ func (s *Store) resolveLog(tx *gorm.DB, entries []eventRow) error {
 		}
 	}
 	// Objects still current.
+	current, err := blobsAt(tx, resourcesTable, "object", live)
+	if err != nil {
+		return err
+	}
 	replaced := map[int64]bool{}
-	for start := 0; start < len(live); start += keyChunk {
-		chunk := live[start:min(start+keyChunk, len(live))]
-		var rows []resourceRow
-		if err := tx.Select("revision", "object").Where("revision IN ?", chunk).Find(&rows).Error; err != nil {
-			return err
-		}
-		for _, rev := range chunk {
+	for _, rev := range live {
+		if data, ok := current[rev]; ok {
+			byRev[rev].Object = data
+		} else {
 			replaced[rev] = true
-		}
-		for _, r := range rows {
-			delete(replaced, r.Revision)
-			var err error
-			if byRev[r.Revision].Object, err = decodeBlob(r.Object); err != nil {
-				return err
-			}
 		}
 	}
 	// Objects replaced since: the pre-image of the key's next entry, among
@@ -124,33 +118,51 @@ func (s *Store) resolveLog(tx *gorm.DB, entries []eventRow) error {
 	for rev := range preImageOf {
 		holders = append(holders, rev)
 	}
-	for start := 0; start < len(holders); start += keyChunk {
-		var rows []eventRow
-		if err := tx.Select("revision", "prev_object").Where("revision IN ?", holders[start:min(start+keyChunk, len(holders))]).Find(&rows).Error; err != nil {
-			return err
-		}
-		for _, r := range rows {
-			prev, err := decodeBlob(r.PrevObject)
-			if err != nil {
-				return err
-			}
-			for _, rev := range preImageOf[r.Revision] {
-				e := byRev[rev]
-				if watch.EventType(e.Type) == watch.Deleted {
-					if e.Object, err = withRevision(prev, rev); err != nil {
-						return err
-					}
-				} else {
-					e.Object = prev
+	preImages, err := blobsAt(tx, eventsTable, "prev_object", holders)
+	if err != nil {
+		return err
+	}
+	for holder, prev := range preImages {
+		for _, rev := range preImageOf[holder] {
+			e := byRev[rev]
+			if watch.EventType(e.Type) == watch.Deleted {
+				if e.Object, err = withRevision(prev, rev); err != nil {
+					return err
 				}
+			} else {
+				e.Object = prev
 			}
-			delete(preImageOf, r.Revision)
 		}
+		delete(preImageOf, holder)
 	}
 	if len(preImageOf) > 0 {
 		return fmt.Errorf("%d log entries whose pre-images are other entries' objects are missing", len(preImageOf))
 	}
 	return nil
+}
+
+// blobsAt reads column, an object or pre-image, of the rows of table at
+// revs (both tables are keyed by revision), decompressed, by revision;
+// rows absent are absent from the map.
+func blobsAt(tx *gorm.DB, table, column string, revs []int64) (map[int64][]byte, error) {
+	out := make(map[int64][]byte, len(revs))
+	for start := 0; start < len(revs); start += keyChunk {
+		var rows []struct {
+			Revision int64
+			Data     []byte
+		}
+		if err := tx.Table(table).Select("revision, "+column+" AS data").Where("revision IN ?", revs[start:min(start+keyChunk, len(revs))]).Scan(&rows).Error; err != nil {
+			return nil, err
+		}
+		for _, r := range rows {
+			data, err := decodeBlob(r.Data)
+			if err != nil {
+				return nil, err
+			}
+			out[r.Revision] = data
+		}
+	}
+	return out, nil
 }
 
 // nextEntries adds to preImageOf the first entry of each of entries' keys
