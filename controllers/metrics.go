@@ -7,6 +7,7 @@ import (
 
 	clusterv1alpha1 "github.com/panorama-io/panorama/apis/cluster/v1alpha1"
 	"github.com/panorama-io/panorama/controllers/synchronizer"
+	"github.com/panorama-io/panorama/storage/sqlstore"
 )
 
 // clusterCondition mirrors the Clusters' conditions, so that alerts need
@@ -16,13 +17,13 @@ var clusterCondition = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 	Help: "1 when a Cluster's condition (Ready, Synced) is True, else 0, by cluster and condition; set by the reconciling controller manager.",
 }, []string{"cluster", "condition"})
 
-func init() { metrics.Registry.MustRegister(clusterCondition) }
+func init() { metrics.Registry.MustRegister(clusterCondition, sqlstore.WriteConflictsCollector()) }
 
 // Collectors are the controller manager's own metrics, for a registry
 // other than controller-runtime's too (the all-in-one binary serves the
-// API server's).
+// API server's): its writes' too.
 func Collectors() []prometheus.Collector {
-	return append(synchronizer.Collectors(), clusterCondition)
+	return append(synchronizer.Collectors(), clusterCondition, sqlstore.WriteConflictsCollector())
 }
 
 // recordConditions sets a reconciled Cluster's condition gauges.

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"gorm.io/gorm"
 )
 
@@ -22,8 +23,8 @@ func Queued(s *Store) int {
 	return len(s.queue.pending)
 }
 
-// Conflicts counts the groups a Store wrote again after a write conflict.
-func Conflicts(s *Store) int64 { return s.conflicts.Load() }
+// WriteConflicts is the process's panorama_storage_write_conflicts_total.
+func WriteConflicts() float64 { return testutil.ToFloat64(writeConflicts) }
 
 // MeasureLag measures the standby's lag now, rather than at the next tick.
 func MeasureLag(ctx context.Context, r *Replicated) error { return r.measure(ctx) }

@@ -198,7 +198,7 @@ func (s *Store) commit(group []*batch) {
 			// Rolled back because a caller gave up: again without it.
 		case conflicted(err) && retries < maxConflictRetries:
 			retries++
-			s.conflicts.Add(1)
+			writeConflicts.Inc()
 			time.Sleep(conflictPause(retries))
 		case len(blamed) > 0 && len(group) > 1:
 			alone = append(alone, blamed...)

@@ -94,8 +94,6 @@ type Store struct {
 	// written counts rows written since statistics were last refreshed.
 	written   atomic.Int64
 	analyzing atomic.Bool
-	// conflicts counts groups written again after a conflict (conflict.go).
-	conflicts atomic.Int64
 	// standby: the database is a hot standby, read only (replica.go).
 	standby bool
 }
