@@ -129,6 +129,7 @@ func TestInstall(t *testing.T) {
 		if out, err := helm(host.Kubeconfig, "template", "p", chart, "--set", "apiserver.tlsSecret=mine"); err == nil || !strings.Contains(out, "needs apiserver.caBundle") {
 			t.Fatalf("own Secret without a CA: %v\n%s", err, out)
 		}
+		checkReadReplicaValues(t, host, chart)
 	})
 	t.Run("helm, cert-manager", func(t *testing.T) {
 		host := testenv.Start(t, testenv.WithoutCRDs())
@@ -283,6 +284,38 @@ func verifyServingCert(t *testing.T, caBundle, crt, dnsName string) {
 	}
 	if _, err := cert.Verify(x509.VerifyOptions{Roots: pool, DNSName: dnsName}); err != nil {
 		t.Fatalf("serving certificate: %v", err)
+	}
+}
+
+// checkReadReplicaValues: the API servers, and they alone, read from the
+// replica whose DSN a Secret holds; a replica without PostgreSQL is refused.
+func checkReadReplicaValues(t *testing.T, host *testenv.Env, chart string) {
+	t.Helper()
+	out, err := helm(host.Kubeconfig, "template", "p", chart, "--set", "storage.driver=postgres", "--set", "storage.dsnSecret.name=db",
+		"--set", "storage.readDsnSecret.name=replica")
+	if err != nil {
+		t.Fatalf("helm template with a read replica: %v\n%s", err, out)
+	}
+	for _, o := range testenv.Objects(t, out) {
+		if o.GetKind() != "Deployment" {
+			continue
+		}
+		containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+		c, _ := containers[0].(map[string]any)
+		args, _, _ := unstructured.NestedStringSlice(c, "args")
+		env, _, _ := unstructured.NestedSlice(c, "env")
+		reads := slices.Contains(args, "--storage-read-dsn=$(PANORAMA_STORAGE_READ_DSN)")
+		fromSecret := slices.ContainsFunc(env, func(e any) bool {
+			name, _, _ := unstructured.NestedString(e.(map[string]any), "name")
+			secret, _, _ := unstructured.NestedString(e.(map[string]any), "valueFrom", "secretKeyRef", "name")
+			return name == "PANORAMA_STORAGE_READ_DSN" && secret == "replica"
+		})
+		if want := o.GetName() == "p-apiserver"; reads != want || fromSecret != want {
+			t.Errorf("%s reads from the replica: args %v, env %v", o.GetName(), args, env)
+		}
+	}
+	if out, err := helm(host.Kubeconfig, "template", "p", chart, "--set", "storage.readDsn=host=replica"); err == nil || !strings.Contains(out, "for storage.driver postgres") {
+		t.Errorf("a read replica of SQLite: %v\n%s", err, out)
 	}
 }
 

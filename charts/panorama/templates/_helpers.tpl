@@ -25,12 +25,35 @@ helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
 {{- end }}
 {{- end }}
 
-{{- define "panorama.storageEnv" -}}
-{{- if and (ne .Values.storage.driver "sqlite") .Values.storage.dsnSecret.name }}
-env:
-- name: PANORAMA_STORAGE_DSN
-  valueFrom:
-    secretKeyRef: {name: {{ .Values.storage.dsnSecret.name }}, key: {{ .Values.storage.dsnSecret.key }}}
+{{/* The API server's reads from a PostgreSQL replica (--storage-read-dsn). */}}
+{{- define "panorama.readArgs" -}}
+{{- if or .Values.storage.readDsn .Values.storage.readDsnSecret.name }}
+{{- if .Values.storage.readDsnSecret.name }}
+- --storage-read-dsn=$(PANORAMA_STORAGE_READ_DSN)
+{{- else }}
+- --storage-read-dsn={{ .Values.storage.readDsn }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* The environment of a component: (list $ "apiserver"). DSNs held in
+Secrets, and the controller manager's replica name (--replica-identity). */}}
+{{- define "panorama.env" -}}
+{{- $ := index . 0 }}{{ $part := index . 1 }}
+{{- $env := list }}
+{{- with $.Values.storage }}
+{{- if and (ne .driver "sqlite") .dsnSecret.name }}
+{{- $env = append $env (dict "name" "PANORAMA_STORAGE_DSN" "valueFrom" (dict "secretKeyRef" (dict "name" .dsnSecret.name "key" .dsnSecret.key))) }}
+{{- end }}
+{{- if and (eq $part "apiserver") .readDsnSecret.name }}
+{{- $env = append $env (dict "name" "PANORAMA_STORAGE_READ_DSN" "valueFrom" (dict "secretKeyRef" (dict "name" .readDsnSecret.name "key" .readDsnSecret.key))) }}
+{{- end }}
+{{- end }}
+{{- if eq $part "controller-manager" }}
+{{- $env = append $env (dict "name" "POD_NAME" "valueFrom" (dict "fieldRef" (dict "fieldPath" "metadata.name"))) }}
+{{- end }}
+{{- with $env }}
+env: {{- toYaml . | nindent 0 }}
 {{- end }}
 {{- end }}
 
