@@ -25,14 +25,9 @@ import (
 // answer TooOld.
 
 type historyRow struct {
-	Revision  int64  `gorm:"column:revision;primaryKey;autoIncrement:false"`
-	Type      string `gorm:"column:type"`
-	Cluster   string `gorm:"column:cluster"`
-	Group     string `gorm:"column:api_group"`
-	Version   string `gorm:"column:version"`
-	Resource  string `gorm:"column:resource"`
-	Namespace string `gorm:"column:namespace"`
-	Name      string `gorm:"column:name"`
+	Revision int64  `gorm:"column:revision;primaryKey;autoIncrement:false"`
+	Type     string `gorm:"column:type"`
+	KeyColumns
 	// Created is as eventRow's: what a page ordered by creation seeks on.
 	Created int64 `gorm:"column:created_at"`
 	// Committed is when the change was written, in Unix microseconds; 0
@@ -174,8 +169,7 @@ func (s *Store) keep(tx *gorm.DB, lo, hi int64) error {
 	for i := range events {
 		e := &events[i]
 		h := historyRow{
-			Revision: e.Revision, Type: e.Type, Cluster: e.Cluster, Group: e.Group, Version: e.Version, Resource: e.Resource,
-			Namespace: e.Namespace, Name: e.Name, Created: e.Created, Committed: times.at(e.Revision),
+			Revision: e.Revision, Type: e.Type, KeyColumns: e.KeyColumns, Created: e.Created, Committed: times.at(e.Revision),
 		}
 		state := e.Object
 		switch watch.EventType(e.Type) {

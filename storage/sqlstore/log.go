@@ -101,7 +101,7 @@ func (s *Store) resolveLog(tx *gorm.DB, entries []eventRow) error {
 	nextOf := map[storage.Key]int64{}
 	var beyond []*eventRow
 	for _, e := range order { // newest first
-		k := e.event().Key
+		k := e.key()
 		if replaced[e.Revision] {
 			if next, ok := nextOf[k]; ok {
 				preImageOf[next] = append(preImageOf[next], e.Revision)

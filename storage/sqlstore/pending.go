@@ -29,10 +29,7 @@ type pending struct {
 func (p *pending) add(cluster string, gvr schema.GroupVersionResource, base int64, ops []op) error {
 	for i, o := range ops {
 		rev := base + int64(i) + 1
-		ev := eventRow{
-			Revision: rev, Type: string(o.typ), Cluster: cluster,
-			Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource, Namespace: o.ns, Name: o.nm,
-		}
+		ev := eventRow{Revision: rev, Type: string(o.typ), KeyColumns: newKeyColumns(cluster, gvr, o.ns, o.nm)}
 		if o.old != nil {
 			// The replaced row's object moves to the log as it is stored:
 			// it is the object of the key's previous entry too (log.go).

@@ -7,14 +7,33 @@ import (
 	"github.com/panorama-io/panorama/storage"
 )
 
+// KeyColumns are the columns that name an object (keyColumns), which
+// every table of objects and of their changes has. It is exported only
+// because gorm embeds no unexported struct.
+type KeyColumns struct {
+	Cluster   string `gorm:"column:cluster"`
+	Group     string `gorm:"column:api_group"`
+	Version   string `gorm:"column:version"`
+	Resource  string `gorm:"column:resource"`
+	Namespace string `gorm:"column:namespace"`
+	Name      string `gorm:"column:name"`
+}
+
+func newKeyColumns(cluster string, gvr schema.GroupVersionResource, namespace, name string) KeyColumns {
+	return KeyColumns{Cluster: cluster, Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource, Namespace: namespace, Name: name}
+}
+
+func (k *KeyColumns) gvr() schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: k.Group, Version: k.Version, Resource: k.Resource}
+}
+
+func (k *KeyColumns) key() storage.Key {
+	return storage.Key{Cluster: k.Cluster, GVR: k.gvr(), Namespace: k.Namespace, Name: k.Name}
+}
+
 type resourceRow struct {
-	Revision              int64  `gorm:"column:revision;primaryKey;autoIncrement:false"`
-	Cluster               string `gorm:"column:cluster"`
-	Group                 string `gorm:"column:api_group"`
-	Version               string `gorm:"column:version"`
-	Resource              string `gorm:"column:resource"`
-	Namespace             string `gorm:"column:namespace"`
-	Name                  string `gorm:"column:name"`
+	Revision int64 `gorm:"column:revision;primaryKey;autoIncrement:false"`
+	KeyColumns
 	Kind                  string `gorm:"column:kind"`
 	UID                   string `gorm:"column:uid"`
 	OwnerUID              string `gorm:"column:owner_uid"`
@@ -32,10 +51,7 @@ func (r *resourceRow) object() (storage.Object, error) {
 		return storage.Object{}, err
 	}
 	return storage.Object{
-		Key: storage.Key{
-			Cluster: r.Cluster, GVR: schema.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Resource},
-			Namespace: r.Namespace, Name: r.Name,
-		},
+		Key:  r.key(),
 		Kind: r.Kind, UID: r.UID, OwnerUID: r.OwnerUID, CreatedAt: r.Created,
 		MemberResourceVersion: r.MemberResourceVersion, Revision: r.Revision, Data: data,
 	}, nil
@@ -53,14 +69,9 @@ type attributeRow struct {
 func (attributeRow) TableName() string { return attributesTable }
 
 type eventRow struct {
-	Revision  int64  `gorm:"column:revision;primaryKey;autoIncrement:false"`
-	Type      string `gorm:"column:type"`
-	Cluster   string `gorm:"column:cluster"`
-	Group     string `gorm:"column:api_group"`
-	Version   string `gorm:"column:version"`
-	Resource  string `gorm:"column:resource"`
-	Namespace string `gorm:"column:namespace"`
-	Name      string `gorm:"column:name"`
+	Revision int64  `gorm:"column:revision;primaryKey;autoIncrement:false"`
+	Type     string `gorm:"column:type"`
+	KeyColumns
 	// Object and PrevObject are as stored until resolveLog has made them
 	// JSON: Object is empty where another row holds it (log.go).
 	Object     []byte `gorm:"column:object"`
@@ -76,10 +87,7 @@ func (e *eventRow) event() storage.Event {
 	return storage.Event{
 		Revision: e.Revision,
 		Type:     watch.EventType(e.Type),
-		Key: storage.Key{
-			Cluster: e.Cluster, GVR: schema.GroupVersionResource{Group: e.Group, Version: e.Version, Resource: e.Resource},
-			Namespace: e.Namespace, Name: e.Name,
-		},
-		Object: e.Object,
+		Key:      e.key(),
+		Object:   e.Object,
 	}
 }

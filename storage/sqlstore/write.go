@@ -103,7 +103,7 @@ func (s *Store) DeleteOrphans(ctx context.Context, keep []storage.ClusterResourc
 	}
 	rev, _, err := s.Revision(ctx)
 	for _, r := range stored {
-		cr := storage.ClusterResource{Cluster: r.Cluster, GVR: schema.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Resource}}
+		cr := storage.ClusterResource{Cluster: r.Cluster, GVR: r.gvr()}
 		if err != nil || kept[cr] || kept[storage.ClusterResource{Cluster: cr.Cluster}] {
 			continue
 		}
@@ -131,7 +131,7 @@ func (s *Store) DeleteResource(ctx context.Context, cluster string, gvr schema.G
 			var order []schema.GroupVersionResource
 			for i := range rows {
 				r := &rows[i]
-				g := schema.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Resource}
+				g := r.gvr()
 				if _, ok := byGVR[g]; !ok {
 					order = append(order, g)
 				}
@@ -341,8 +341,7 @@ func newRow(fs *storage.FieldSet, cluster string, gvr schema.GroupVersionResourc
 		return resourceRow{}, nil, fmt.Errorf("encoding %s/%s: %w", d.Namespace, d.Name, err)
 	}
 	row := resourceRow{
-		Revision: rev, Cluster: cluster, Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource,
-		Namespace: d.Namespace, Name: d.Name, Kind: d.Kind, UID: d.UID, OwnerUID: d.OwnerUID,
+		Revision: rev, KeyColumns: newKeyColumns(cluster, gvr, d.Namespace, d.Name), Kind: d.Kind, UID: d.UID, OwnerUID: d.OwnerUID,
 		Created: d.CreatedAt, MemberResourceVersion: d.MemberResourceVersion, Object: encodeBlob(data),
 	}
 	attrs := make([]attributeRow, 0, len(d.Labels)+len(d.Fields))
