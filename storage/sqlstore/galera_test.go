@@ -183,6 +183,40 @@ func tail(ctx context.Context, s storage.Interface, stop <-chan struct{}, want f
 	}
 }
 
+// tailer follows one node's log (tail) while writers write, until finish
+// tells it the revision they reached.
+type tailer struct {
+	stop   chan struct{}
+	head   atomic.Int64
+	tailed chan []int64
+}
+
+func startTail(ctx context.Context, t *testing.T, s storage.Interface) *tailer {
+	tl := &tailer{stop: make(chan struct{}), tailed: make(chan []int64, 1)}
+	go func() {
+		seen, err := tail(ctx, s, tl.stop, tl.head.Load)
+		if err != nil {
+			t.Error(err)
+		}
+		tl.tailed <- seen
+	}()
+	return tl
+}
+
+// finish lets the tailer read up to writer's revision, checks that it saw
+// every revision in order, and returns that revision.
+func (tl *tailer) finish(ctx context.Context, t *testing.T, writer storage.Interface) int64 {
+	t.Helper()
+	rev, _, err := writer.Revision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl.head.Store(rev)
+	close(tl.stop)
+	checkTail(t, <-tl.tailed)
+	return rev
+}
+
 func checkTail(t *testing.T, seen []int64) {
 	t.Helper()
 	for i, r := range seen {
@@ -222,27 +256,12 @@ func TestGaleraWritersOnEveryNode(t *testing.T) {
 			})
 		}
 	}
-	stop := make(chan struct{})
-	var head atomic.Int64
-	tailed := make(chan []int64, 1)
-	go func() {
-		seen, err := tail(ctx, stores[2], stop, head.Load)
-		if err != nil {
-			t.Error(err)
-		}
-		tailed <- seen
-	}()
+	tailer := startTail(ctx, t, stores[2])
 	wg.Wait()
 	if t.Failed() {
 		t.FailNow()
 	}
-	rev, _, err := stores[0].Revision(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	head.Store(rev)
-	close(stop)
-	checkTail(t, <-tailed)
+	rev := tailer.finish(ctx, t, stores[0])
 	for i, s := range stores {
 		t.Run(fmt.Sprintf("node%d", i+1), func(t *testing.T) {
 			waitRevision(t, s, rev)
@@ -330,16 +349,7 @@ func TestGaleraNodeKilledMidChurn(t *testing.T) {
 			})
 		}
 	}
-	stop := make(chan struct{})
-	var head atomic.Int64
-	tailed := make(chan []int64, 1)
-	go func() {
-		seen, err := tail(ctx, stores[0], stop, head.Load)
-		if err != nil {
-			t.Error(err)
-		}
-		tailed <- seen
-	}()
+	tailer := startTail(ctx, t, stores[0])
 	for batches.Load() < int64(len(churners)*rounds/3) {
 		time.Sleep(time.Millisecond)
 	}
@@ -349,13 +359,7 @@ func TestGaleraNodeKilledMidChurn(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	rev, _, err := stores[0].Revision(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	head.Store(rev)
-	close(stop)
-	checkTail(t, <-tailed)
+	rev := tailer.finish(ctx, t, stores[0])
 	checkChurn(t, stores[0], churners)
 	checkChurn(t, stores[1], churners)
 	if failures.Load() == 0 {

@@ -47,19 +47,6 @@ func openReplicated(t *testing.T) (*sqlstore.Replicated, *sqlstore.Store, func(p
 	return r, writer, replay
 }
 
-func podNames(t *testing.T, s storage.Interface, q storage.ListQuery) ([]string, int64) {
-	t.Helper()
-	res, err := s.List(context.Background(), &q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, o := range res.Objects {
-		out = append(out, o.Name)
-	}
-	return out, res.Revision
-}
-
 // TestReplicaReadsNeverOlderThanSeen writes through the primary and reads
 // through a Replicated while the standby replays and while its replay is
 // paused: a read never shows a state older than the primary's when it
@@ -83,7 +70,7 @@ func TestReplicaReadsNeverOlderThanSeen(t *testing.T) {
 	}
 	rev1 := write("a", "b", "c")
 	// Replaying: the read waits for the standby, which soon has it all.
-	got, at := podNames(t, r, storage.ListQuery{GVR: podsGVR})
+	got, at := namesAt(t, r, storage.ListQuery{GVR: podsGVR})
 	if !slices.Equal(got, []string{"a", "b", "c"}) || at < rev1 {
 		t.Fatalf("listed %v at %d after a write at %d", got, at, rev1)
 	}
@@ -95,7 +82,7 @@ func TestReplicaReadsNeverOlderThanSeen(t *testing.T) {
 	replay(true)
 	fallbacks := r.Fallbacks()
 	rev2 := write("d")
-	got, at = podNames(t, r, storage.ListQuery{GVR: podsGVR})
+	got, at = namesAt(t, r, storage.ListQuery{GVR: podsGVR})
 	if !slices.Equal(got, []string{"a", "b", "c", "d"}) || at < rev2 {
 		t.Fatalf("replay paused: listed %v at %d after a write at %d", got, at, rev2)
 	}

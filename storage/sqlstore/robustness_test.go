@@ -25,6 +25,13 @@ var (
 
 func names(t *testing.T, s storage.Interface, q storage.ListQuery) []string {
 	t.Helper()
+	out, _ := namesAt(t, s, q)
+	return out
+}
+
+// namesAt returns the names q lists and the revision it lists them at.
+func namesAt(t *testing.T, s storage.Interface, q storage.ListQuery) ([]string, int64) {
+	t.Helper()
 	res, err := s.List(context.Background(), &q)
 	if err != nil {
 		t.Fatal(err)
@@ -33,7 +40,7 @@ func names(t *testing.T, s storage.Interface, q storage.ListQuery) []string {
 	for _, o := range res.Objects {
 		out = append(out, o.Name)
 	}
-	return out
+	return out, res.Revision
 }
 
 func TestPoisonObjectsAreRefusedAlone(t *testing.T) {
