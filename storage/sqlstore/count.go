@@ -4,25 +4,24 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"gorm.io/gorm"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/panorama-io/panorama/storage"
 )
 
 // Count implements storage.Interface.
 //
-// One GROUP BY statement over the rows List would select, in the same
-// read transaction as the revision it reports (the snapshot lists read
-// a page in): writers update the counter in the transaction that writes
-// the rows, so the snapshot holds exactly the rows at or before that
-// revision, and the statement needs no revision bound (which would keep
-// PostgreSQL from counting from the key index alone). Cluster and
-// namespace are columns of the row; a label or field is a LEFT JOIN to
-// its attribute rows, so objects without it form a group of their own
-// (NULL), and a field with several values (one row each) counts the
-// object in each value's group.
+// One GROUP BY statement, in the same read transaction as the revision it
+// reports (the snapshot lists read a page in): writers update the counter
+// in the transaction that writes the rows and the count summary, so the
+// snapshot holds exactly the rows and the summary at that revision, and
+// the statement needs no revision bound. It groups the summary's cells
+// when they answer the query (summarized), else the rows List would
+// select.
 func (s *Store) Count(ctx context.Context, q *storage.CountQuery) (*storage.CountResult, error) {
 	if _, err := s.validate(ctx, q); err != nil {
 		return nil, err
@@ -38,59 +37,50 @@ func (s *Store) Count(ctx context.Context, q *storage.CountQuery) (*storage.Coun
 			return err
 		}
 		res.Revision = current
-		var owners storage.OwnerSet
-		if q.Query.HasOwnerFilter() {
-			if owners, err = s.resolveOwners(tx, &q.Query); err != nil || len(owners) == 0 {
-				return err
-			}
-		}
-		cols := groupColumns(q.GroupBy)
-		grouped := func() *gorm.DB {
-			db := s.filter(tx.Table(resourcesTable), &q.Query, owners, nil) // images tested row by row
-			for i, g := range q.GroupBy {
-				if g.Kind == storage.GroupLabel || g.Kind == storage.GroupField {
-					kind := attrKindLabel
-					if g.Kind == storage.GroupField {
-						kind = attrKindField
-					}
-					db = db.Joins(fmt.Sprintf("LEFT JOIN %s a%d ON a%d.resource_revision = %s.revision AND a%d.kind = ? AND a%d.attr_key = ?",
-						attributesTable, i, i, resourcesTable, i, i), kind, g.Key)
+		var g grouping
+		if summarized(q) {
+			g = summaryGrouping(tx, q)
+		} else {
+			var owners storage.OwnerSet
+			if q.Query.HasOwnerFilter() {
+				if owners, err = s.resolveOwners(tx, &q.Query); err != nil || len(owners) == 0 {
+					return err
 				}
 			}
-			return db.Group(strings.Join(cols, ", "))
+			g = s.rowGrouping(tx, q, owners)
 		}
-		selects := make([]string, len(cols))
-		order := []string{"COUNT(*) DESC"}
-		for i, c := range cols {
+		selects := make([]string, len(g.cols))
+		order := []string{g.count + " DESC"}
+		for i, c := range g.cols {
 			selects[i] = fmt.Sprintf("%s AS g%d", c, i)
 			// Missing values first on every database (PostgreSQL sorts
 			// NULL last, the others first).
 			order = append(order, c+" IS NULL DESC", c)
 		}
-		rows, err := grouped().Select(strings.Join(selects, ", ") + ", COUNT(*) AS n").
+		rows, err := g.grouped().Select(strings.Join(selects, ", ") + ", " + g.count + " AS n").
 			Order(strings.Join(order, ", ")).Limit(limit + 1).Rows()
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
 		for rows.Next() {
-			values := make([]sql.NullString, len(cols))
-			dest := make([]any, len(cols)+1)
+			values := make([]sql.NullString, len(g.cols))
+			dest := make([]any, len(g.cols)+1)
 			for i := range values {
 				dest[i] = &values[i]
 			}
-			var g storage.CountGroup
-			dest[len(cols)] = &g.Count
+			var group storage.CountGroup
+			dest[len(g.cols)] = &group.Count
 			if err := rows.Scan(dest...); err != nil {
 				return err
 			}
-			g.Values = make([]*string, len(cols))
+			group.Values = make([]*string, len(g.cols))
 			for i, v := range values {
 				if v.Valid {
-					g.Values[i] = &v.String
+					group.Values[i] = &v.String
 				}
 			}
-			res.Groups = append(res.Groups, g)
+			res.Groups = append(res.Groups, group)
 		}
 		if err := rows.Err(); err != nil {
 			return err
@@ -98,7 +88,7 @@ func (s *Store) Count(ctx context.Context, q *storage.CountQuery) (*storage.Coun
 		if len(res.Groups) > limit {
 			res.Groups = res.Groups[:limit]
 			var all int64
-			if err := tx.Table("(?) AS g", grouped().Select("1")).Count(&all).Error; err != nil {
+			if err := tx.Table("(?) AS g", g.grouped().Select("1")).Count(&all).Error; err != nil {
 				return err
 			}
 			res.RemainingGroups = all - int64(limit)
@@ -111,11 +101,22 @@ func (s *Store) Count(ctx context.Context, q *storage.CountQuery) (*storage.Coun
 	return res, nil
 }
 
-// groupColumns are the columns of each group term: key columns of the
-// row, or the value of the term's attribute join.
-func groupColumns(groups []storage.GroupBy) []string {
-	cols := make([]string, len(groups))
-	for i, g := range groups {
+// grouping is where a count's groups come from: grouped selects and
+// groups the rows, each group's values are cols, its size count.
+type grouping struct {
+	grouped func() *gorm.DB
+	cols    []string
+	count   string
+}
+
+// rowGrouping counts the rows List would select. Cluster and namespace
+// are columns of the row; a label or field is a LEFT JOIN to its attribute
+// rows, so objects without it form a group of their own (NULL), and a
+// field with several values (one row each) counts the object in each
+// value's group.
+func (s *Store) rowGrouping(tx *gorm.DB, q *storage.CountQuery, owners storage.OwnerSet) grouping {
+	cols := make([]string, len(q.GroupBy))
+	for i, g := range q.GroupBy {
 		switch g.Kind {
 		case storage.GroupCluster:
 			cols[i] = resourcesTable + ".cluster"
@@ -125,5 +126,90 @@ func groupColumns(groups []storage.GroupBy) []string {
 			cols[i] = fmt.Sprintf("a%d.attr_value", i)
 		}
 	}
-	return cols
+	return grouping{cols: cols, count: "COUNT(*)", grouped: func() *gorm.DB {
+		db := s.filter(tx.Table(resourcesTable), &q.Query, owners, nil) // images tested row by row
+		for i, g := range q.GroupBy {
+			if kind, ok := attrKind(g); ok {
+				db = db.Joins(fmt.Sprintf("LEFT JOIN %s a%d ON a%d.resource_revision = %s.revision AND a%d.kind = ? AND a%d.attr_key = ?",
+					attributesTable, i, i, resourcesTable, i, i), kind, g.Key)
+			}
+		}
+		return db.Group(strings.Join(cols, ", "))
+	}}
+}
+
+// summarized reports whether the count summary answers q: it selects by
+// resource, clusters and namespaces alone (what authorization narrows a
+// query to), and groups by at most one label or field, whose cells hold
+// every combination of cluster, namespace and value.
+func summarized(q *storage.CountQuery) bool {
+	rest := q.Query
+	// What selects no objects, and what the summary's cells select by.
+	rest.Limit, rest.OrderBy, rest.WithRemainingCount = 0, nil, false
+	rest.GVR, rest.Clusters, rest.Namespaces = schema.GroupVersionResource{}, nil, nil
+	// Any other filter, one added later too, is for the rows.
+	if !reflect.ValueOf(rest).IsZero() {
+		return false
+	}
+	attrs := 0
+	for _, g := range q.GroupBy {
+		if _, ok := attrKind(g); ok {
+			attrs++
+		}
+	}
+	return attrs <= 1
+}
+
+// summaryGrouping counts from the summary's cells (summary.go): those of
+// the objects, and of the grouped label or field if any. An object lacking
+// that key is in the objects' cell and not in the key's, whose value is
+// NULL too: the NULL group sums the one minus the other, and is left out
+// when that is 0.
+func summaryGrouping(tx *gorm.DB, q *storage.CountQuery) grouping {
+	gvr := q.Query.GVR
+	scopes := []string{summaryScope(gvr.Group, gvr.Version, gvr.Resource, "", "")}
+	kind, key := "", ""
+	cols := make([]string, len(q.GroupBy))
+	for i, g := range q.GroupBy {
+		switch g.Kind {
+		case storage.GroupCluster, storage.GroupNamespace:
+			cols[i] = string(g.Kind)
+		default:
+			kind, _ = attrKind(g)
+			key = g.Key
+			scopes = append(scopes, summaryScope(gvr.Group, gvr.Version, gvr.Resource, kind, key))
+			cols[i] = "attr_value"
+		}
+	}
+	count := "SUM(CASE WHEN kind <> '' AND attr_value IS NULL THEN -n ELSE n END)"
+	return grouping{cols: cols, count: count, grouped: func() *gorm.DB {
+		var ranges []string
+		var args []any
+		for _, scope := range scopes {
+			from, to := scopeRange(scope)
+			ranges = append(ranges, "(id >= ? AND id < ?)")
+			args = append(args, from, to)
+		}
+		db := tx.Table(summaryTable).Where("("+strings.Join(ranges, " OR ")+")", args...).
+			Where("api_group = ? AND version = ? AND resource = ?", gvr.Group, gvr.Version, gvr.Resource).
+			Where("(kind = '' AND attr_key = '') OR (kind = ? AND attr_key = ?)", kind, key)
+		if len(q.Query.Clusters) > 0 {
+			db = db.Where("cluster IN ?", q.Query.Clusters)
+		}
+		if len(q.Query.Namespaces) > 0 {
+			db = db.Where("namespace IN ?", q.Query.Namespaces)
+		}
+		return db.Group(strings.Join(cols, ", ")).Having(count + " > 0")
+	}}
+}
+
+// attrKind is the attribute kind a term groups by, if it is a label or field.
+func attrKind(g storage.GroupBy) (string, bool) {
+	switch g.Kind {
+	case storage.GroupLabel:
+		return attrKindLabel, true
+	case storage.GroupField:
+		return attrKindField, true
+	}
+	return "", false
 }

@@ -35,6 +35,9 @@ type dialect struct {
 	writeTx *sql.TxOptions
 	// insertRows bounds the rows of one multi-row INSERT.
 	insertRows int
+	// addExcluded is the count of a summary cell that an upsert found,
+	// plus the one it inserts (summary.go).
+	addExcluded string
 	// analyze refreshes planner statistics. PostgreSQL plans a selector on
 	// a table it thinks empty as a nested loop over everything, until
 	// autovacuum gets to it; after a large initial sync that is minutes.
@@ -65,9 +68,10 @@ var dialects = map[string]*dialect{
 		},
 		forUpdate:    " FOR UPDATE",
 		insertRows:   500,
+		addExcluded:  summaryTable + ".n + excluded.n",
 		rowValues:    true,
 		contains:     func(c string) string { return "STRPOS(" + c + ", ?) > 0" },
-		analyze:      "VACUUM (ANALYZE) resources, attributes, events",
+		analyze:      "VACUUM (ANALYZE) resources, attributes, events, " + summaryTable,
 		lockSchema:   "SELECT 1 FROM pg_advisory_lock(hashtext('panorama_schema'))",
 		unlockSchema: "SELECT pg_advisory_unlock(hashtext('panorama_schema'))",
 		readTx:       &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true},
@@ -83,7 +87,8 @@ var dialects = map[string]*dialect{
 		rowValues: true,
 		// The driver binds each parameter in time linear in their count, so a
 		// statement's cost grows with its square: keep statements short.
-		insertRows: 20,
+		insertRows:  20,
+		addExcluded: summaryTable + ".n + excluded.n",
 	},
 }
 
@@ -105,11 +110,12 @@ func mysqlDialect(collation string) *dialect {
 		},
 		tableOptions:  " ENGINE=InnoDB ROW_FORMAT=DYNAMIC DEFAULT CHARSET=utf8mb4 COLLATE=" + collation,
 		insertRows:    500,
+		addExcluded:   "n + VALUES(n)",
 		inlineIndexes: true,
 		prefixIndexes: true,
 		forUpdate:     " FOR UPDATE",
 		contains:      func(c string) string { return "LOCATE(?, " + c + ") > 0" },
-		analyze:       "ANALYZE TABLE resources, attributes, events",
+		analyze:       "ANALYZE TABLE resources, attributes, events, " + summaryTable,
 		lockSchema:    "SELECT GET_LOCK('panorama_schema', 300)",
 		unlockSchema:  "SELECT RELEASE_LOCK('panorama_schema')",
 		readTx:        &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true},

@@ -222,7 +222,7 @@ func (s *Store) reindex(ctx context.Context, version int64) error {
 				return 0, err
 			}
 			var rows []resourceRow
-			if err := tx.Select("revision", "api_group", "resource", "object").Where("revision > ? AND revision <= ?", after, upTo).
+			if err := tx.Select("revision", "cluster", "api_group", "version", "resource", "namespace", "object").Where("revision > ? AND revision <= ?", after, upTo).
 				Order("revision").Limit(reindexBatch).Find(&rows).Error; err != nil {
 				return 0, err
 			}
@@ -230,6 +230,7 @@ func (s *Store) reindex(ctx context.Context, version int64) error {
 				return 0, tx.Model(&metaRow{}).Where("name = ?", metaFieldsIndexed).Update("value", version).Error
 			}
 			revs := make([]int64, len(rows))
+			keys := make(map[int64]*KeyColumns, len(rows))
 			var attrs []attributeRow
 			for i := range rows {
 				r := &rows[i]
@@ -241,13 +242,24 @@ func (s *Store) reindex(ctx context.Context, version int64) error {
 				if err := u.UnmarshalJSON(data); err != nil {
 					return 0, err
 				}
-				revs[i] = r.Revision
+				revs[i], keys[r.Revision] = r.Revision, &r.KeyColumns
 				attrs = fieldRows(attrs, r.Revision, fs.Extract(schema.GroupResource{Group: r.Group, Resource: r.Resource}, u.Object))
+			}
+			// The count summary trades the old field values for the new.
+			var old []attributeRow
+			if err := tx.Where("resource_revision IN ? AND kind = ?", revs, attrKindField).Find(&old).Error; err != nil {
+				return 0, err
 			}
 			if err := tx.Where("resource_revision IN ? AND kind = ?", revs, attrKindField).Delete(&attributeRow{}).Error; err != nil {
 				return 0, err
 			}
 			if err := insertChunked(tx, s.dialect.insertRows, attrs, func(*attributeRow) int { return 64 }); err != nil {
+				return 0, err
+			}
+			var t tally
+			t.attributes(keys, old, -1)
+			t.attributes(keys, attrs, 1)
+			if err := t.apply(tx, s.dialect); err != nil {
 				return 0, err
 			}
 			next, stop = revs[len(revs)-1], false

@@ -14,7 +14,8 @@ import (
 // batch), before the counter is updated, and before a batch reads rows of
 // a cluster that has some here.
 type pending struct {
-	oldRevs  []int64
+	// old are the rows replaced or deleted.
+	old      []*resourceRow
 	rows     []resourceRow
 	attrs    []attributeRow
 	events   []eventRow
@@ -33,7 +34,7 @@ func (p *pending) add(cluster string, gvr schema.GroupVersionResource, base int6
 		if o.old != nil {
 			// The replaced row's object moves to the log as it is stored:
 			// it is the object of the key's previous entry too (log.go).
-			p.oldRevs = append(p.oldRevs, o.old.Revision)
+			p.old = append(p.old, o.old)
 			ev.PrevObject, ev.Created = o.old.Object, o.old.Created
 		}
 		if o.typ != watch.Deleted {
@@ -60,23 +61,47 @@ func (p *pending) add(cluster string, gvr schema.GroupVersionResource, base int6
 }
 
 // flush writes what is pending in tx, old rows out first, and forgets it.
-func (p *pending) flush(tx *gorm.DB, insertRows int) error {
-	oldRevs, rows, attrs, events := p.oldRevs, p.rows, p.attrs, p.events
-	p.oldRevs, p.rows, p.attrs, p.events, p.clusters = nil, nil, nil, nil, nil
-	for start := 0; start < len(oldRevs); start += keyChunk {
-		chunk := oldRevs[start:min(start+keyChunk, len(oldRevs))]
-		if err := tx.Where("resource_revision IN ?", chunk).Delete(&attributeRow{}).Error; err != nil {
+// The count summary loses the old rows, read with their attributes (which
+// may have been indexed with other fields than the new rows), and gains
+// the new ones.
+func (p *pending) flush(tx *gorm.DB, d *dialect) error {
+	old, rows, attrs, events := p.old, p.rows, p.attrs, p.events
+	p.old, p.rows, p.attrs, p.events, p.clusters = nil, nil, nil, nil, nil
+	var t tally
+	for start := 0; start < len(old); start += keyChunk {
+		chunk := old[start:min(start+keyChunk, len(old))]
+		revs := make([]int64, len(chunk))
+		keys := make(map[int64]*KeyColumns, len(chunk))
+		for i, r := range chunk {
+			revs[i], keys[r.Revision] = r.Revision, &r.KeyColumns
+		}
+		var oldAttrs []attributeRow
+		if err := tx.Where("resource_revision IN ?", revs).Find(&oldAttrs).Error; err != nil {
 			return err
 		}
-		if err := tx.Where("revision IN ?", chunk).Delete(&resourceRow{}).Error; err != nil {
+		t.objects(keys, -1)
+		t.attributes(keys, oldAttrs, -1)
+		if err := tx.Where("resource_revision IN ?", revs).Delete(&attributeRow{}).Error; err != nil {
+			return err
+		}
+		if err := tx.Where("revision IN ?", revs).Delete(&resourceRow{}).Error; err != nil {
 			return err
 		}
 	}
-	if err := insertChunked(tx, insertRows, rows, func(r *resourceRow) int { return len(r.Object) }); err != nil {
+	if err := insertChunked(tx, d.insertRows, rows, func(r *resourceRow) int { return len(r.Object) }); err != nil {
 		return err
 	}
-	if err := insertChunked(tx, insertRows, attrs, func(*attributeRow) int { return 64 }); err != nil {
+	if err := insertChunked(tx, d.insertRows, attrs, func(*attributeRow) int { return 64 }); err != nil {
 		return err
 	}
-	return insertChunked(tx, insertRows, events, func(e *eventRow) int { return len(e.Object) + len(e.PrevObject) })
+	keys := make(map[int64]*KeyColumns, len(rows))
+	for i := range rows {
+		keys[rows[i].Revision] = &rows[i].KeyColumns
+	}
+	t.objects(keys, 1)
+	t.attributes(keys, attrs, 1)
+	if err := t.apply(tx, d); err != nil {
+		return err
+	}
+	return insertChunked(tx, d.insertRows, events, func(e *eventRow) int { return len(e.Object) + len(e.PrevObject) })
 }

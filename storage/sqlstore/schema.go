@@ -62,8 +62,8 @@ var migrations = []struct {
 	statements func(d *dialect) []string
 	// alterations add columns and indexes to existing tables.
 	alterations []alteration
-	// rekeyAttributes runs Store.rekeyAttributes.
-	rekeyAttributes bool
+	// run, when set, is a step in Go, after the others.
+	run func(s *Store, db *gorm.DB) error
 }{{
 	version: 1,
 	tables: []table{
@@ -163,7 +163,7 @@ var migrations = []struct {
 		columns:    []column{{name: "version", typ: "bigint"}, {name: "declarations", typ: "blob"}},
 		primaryKey: []string{"version"},
 	}},
-	rekeyAttributes: true,
+	run: (*Store).rekeyAttributes,
 }, {
 	// The history of changes (history.go), kept past the log's compaction.
 	version: 5,
@@ -209,6 +209,26 @@ var migrations = []struct {
 		columns:    []column{{name: "cluster", typ: "s128"}, {name: "epoch", typ: "bigint"}},
 		primaryKey: []string{"cluster"},
 	}},
+}, {
+	// The count summary (summary.go), filled from the rows there are.
+	version: 9,
+	tables: []table{{
+		name: summaryTable,
+		columns: []column{
+			{name: "id", typ: "s64"},
+			{name: "api_group", typ: "s128"},
+			{name: "version", typ: "s64"},
+			{name: "resource", typ: "s128"},
+			{name: "cluster", typ: "s128"},
+			{name: "namespace", typ: "s64"},
+			{name: "kind", typ: "char1"},
+			{name: "attr_key", typ: "s317"},
+			{name: "attr_value", typ: "s512", nullable: true},
+			{name: "n", typ: "bigint"},
+		},
+		primaryKey: []string{"id"},
+	}},
+	run: (*Store).fillSummary,
 }}
 
 // rekeyAttributes adds seq to the attributes' primary key, unless that was
@@ -340,8 +360,8 @@ func (s *Store) migrateLocked(db *gorm.DB) error {
 				return fmt.Errorf("migration %d: %w", m.version, err)
 			}
 		}
-		if m.rekeyAttributes {
-			if err := s.rekeyAttributes(db); err != nil {
+		if m.run != nil {
+			if err := m.run(s, db); err != nil {
 				return fmt.Errorf("migration %d: %w", m.version, err)
 			}
 		}

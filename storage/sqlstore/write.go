@@ -168,7 +168,7 @@ func (s *Store) write(group []*batch) (ran int, blamed []*batch, err error) {
 	var p pending
 	flushed := 0 // group[flushed:ran] have rows pending
 	flush := func(tx *gorm.DB) error {
-		if err := p.flush(tx, s.dialect.insertRows); err != nil {
+		if err := p.flush(tx, s.dialect); err != nil {
 			blamed = slices.Clone(group[flushed:ran])
 			return err
 		}

@@ -1,0 +1,199 @@
+package sqlstore
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"slices"
+	"strings"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// The count summary: how many objects each resource has per cluster and
+// namespace, and how many of them have each value of each label and field,
+// kept up to date by the transactions that write the rows, so that a count
+// reads a few rows per group instead of every object (count.go).
+//
+// A row is a cell of one scope:
+//
+//   - the scope is the resource and an attribute kind and key, or no
+//     attribute (kind and key ""), whose cells count the objects;
+//   - the cell is a cluster, a namespace and a value: the objects with
+//     that value of the key (one per attribute row, as a GROUP BY of the
+//     attribute join counts them), or, NULL, the objects that have the key
+//     at all, so that those lacking it are the objects' cell minus this one.
+//
+// Its key, id, is the hash of the scope followed by the hash of the cell:
+// one short column whatever the values' length (MySQL's index key limit
+// forbids their own), which keeps a scope's cells together so that a count
+// reads one range of the key. The values are stored beside it and compared
+// on read.
+
+const (
+	summaryTable = "count_summary"
+	// hashLen is the hex length of each half of an id: 128 bits of SHA-256.
+	hashLen = 32
+)
+
+type summaryRow struct {
+	ID        string  `gorm:"column:id;primaryKey"`
+	Group     string  `gorm:"column:api_group"`
+	Version   string  `gorm:"column:version"`
+	Resource  string  `gorm:"column:resource"`
+	Cluster   string  `gorm:"column:cluster"`
+	Namespace string  `gorm:"column:namespace"`
+	Kind      string  `gorm:"column:kind"`
+	Key       string  `gorm:"column:attr_key"`
+	Value     *string `gorm:"column:attr_value"`
+	N         int64   `gorm:"column:n"`
+}
+
+func (summaryRow) TableName() string { return summaryTable }
+
+// summaryScope is the id prefix of the cells of a resource's attribute
+// kind and key ("" and "" for the objects' cells). Texts hold no NUL
+// (StorableText), which makes it a separator.
+func summaryScope(group, version, resource, kind, key string) string {
+	return hashHex(group, version, resource, kind, key)
+}
+
+func hashHex(parts ...string) string {
+	sum := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
+	return hex.EncodeToString(sum[:hashLen/2])
+}
+
+// scopeRange is the range of ids of scope's cells: ids are hex digits, which
+// sort before "g".
+func scopeRange(scope string) (from, to string) { return scope, scope + "g" }
+
+// tally adds up the changes to the summary that a transaction's writes
+// make, to apply them at its end in one statement per chunk of cells.
+type tally struct {
+	cells  map[string]*summaryRow
+	scopes map[[5]string]string
+}
+
+func (t *tally) add(k *KeyColumns, kind, key string, value *string, n int64) {
+	if t.cells == nil {
+		t.cells, t.scopes = map[string]*summaryRow{}, map[[5]string]string{}
+	}
+	s := [5]string{k.Group, k.Version, k.Resource, kind, key}
+	scope, ok := t.scopes[s]
+	if !ok {
+		scope = summaryScope(s[0], s[1], s[2], s[3], s[4])
+		t.scopes[s] = scope
+	}
+	v := "\x00" // no value: distinct from every value, which holds no NUL
+	if value != nil {
+		v = "=" + *value
+	}
+	id := scope + hashHex(k.Cluster, k.Namespace, v)
+	c := t.cells[id]
+	if c == nil {
+		c = &summaryRow{ID: id, Group: k.Group, Version: k.Version, Resource: k.Resource, Cluster: k.Cluster, Namespace: k.Namespace,
+			Kind: kind, Key: key, Value: value}
+		t.cells[id] = c
+	}
+	c.N += n
+}
+
+// objects counts the objects of rows sign times (1 written, -1 removed).
+func (t *tally) objects(rows map[int64]*KeyColumns, sign int64) {
+	for _, k := range rows {
+		t.add(k, "", "", nil, sign)
+	}
+}
+
+// attributes counts attrs, the attribute rows of rows, sign times: each in
+// its value's cell, and each key of an object once in the key's cell.
+func (t *tally) attributes(rows map[int64]*KeyColumns, attrs []attributeRow, sign int64) {
+	type objectKey struct {
+		rev       int64
+		kind, key string
+	}
+	seen := make(map[objectKey]bool, len(attrs))
+	for i := range attrs {
+		a := &attrs[i]
+		k := rows[a.Revision]
+		t.add(k, a.Kind, a.Key, &a.Value, sign)
+		if ok := (objectKey{a.Revision, a.Kind, a.Key}); !seen[ok] {
+			seen[ok] = true
+			t.add(k, a.Kind, a.Key, nil, sign)
+		}
+	}
+}
+
+// apply writes the changed cells in id order (writers lock them in one
+// order, so never each other's in turn): one upsert that adds each change
+// per chunk, then removes the cells that fell to 0.
+func (t *tally) apply(tx *gorm.DB, d *dialect) error {
+	rows := make([]summaryRow, 0, len(t.cells))
+	var emptied []string
+	for _, c := range t.cells {
+		if c.N != 0 {
+			rows = append(rows, *c)
+		}
+		if c.N < 0 {
+			emptied = append(emptied, c.ID)
+		}
+	}
+	t.cells = nil
+	slices.SortFunc(rows, func(a, b summaryRow) int { return strings.Compare(a.ID, b.ID) })
+	upsert := tx.Clauses(clause.OnConflict{
+		Columns:   []clause.Column{{Name: "id"}},
+		DoUpdates: clause.Assignments(map[string]any{"n": gorm.Expr(d.addExcluded)}),
+	})
+	if err := insertChunked(upsert, d.insertRows, rows, func(*summaryRow) int { return 256 }); err != nil {
+		return err
+	}
+	slices.Sort(emptied)
+	for start := 0; start < len(emptied); start += keyChunk {
+		chunk := emptied[start:min(start+keyChunk, len(emptied))]
+		if err := tx.Where("id IN ? AND n = 0", chunk).Delete(&summaryRow{}).Error; err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fillSummary counts the rows written before the summary was, holding the
+// revision counter so that no write of this version runs meanwhile. It
+// starts from an empty summary, so that it may run again.
+func (s *Store) fillSummary(db *gorm.DB) error {
+	const page = 5000
+	return db.Transaction(func(tx *gorm.DB) error {
+		var rev []int64
+		if err := tx.Raw("SELECT value FROM "+metaTable+" WHERE name = ?"+s.dialect.forUpdate, metaRevision).Scan(&rev).Error; err != nil {
+			return err
+		}
+		if err := tx.Where("1 = 1").Delete(&summaryRow{}).Error; err != nil {
+			return err
+		}
+		var t tally
+		for after := int64(-1); ; {
+			var rows []resourceRow
+			if err := tx.Select("revision", "cluster", "api_group", "version", "resource", "namespace").
+				Where("revision > ?", after).Order("revision").Limit(page).Find(&rows).Error; err != nil {
+				return err
+			}
+			if len(rows) == 0 {
+				break
+			}
+			keys := make(map[int64]*KeyColumns, len(rows))
+			for i := range rows {
+				keys[rows[i].Revision] = &rows[i].KeyColumns
+			}
+			last := rows[len(rows)-1].Revision
+			// A row's attributes go with it: the range holds those of these rows only.
+			var attrs []attributeRow
+			if err := tx.Where("resource_revision > ? AND resource_revision <= ?", after, last).Find(&attrs).Error; err != nil {
+				return err
+			}
+			t.objects(keys, 1)
+			t.attributes(keys, attrs, 1)
+			after = last
+		}
+		return t.apply(tx, s.dialect)
+	})
+}

@@ -1,0 +1,196 @@
+package sqlstore_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/panorama-io/panorama/storage"
+	"github.com/panorama-io/panorama/storage/sqlstore"
+	"github.com/panorama-io/panorama/storage/storagetest"
+)
+
+// TestCountSummaryStaysExact writes rounds of random changes: creates,
+// updates that change labels and fields (images, multi-valued, among
+// them), deletes, a cluster removed, a resource swept as orphaned, a field
+// declared over stored rows and dropped again. After each, every count the
+// summary answers (filters of clusters and namespaces, at most one label or
+// field) equals the brute-force count of the objects the test wrote, and
+// the summary holds no empty or negative cell.
+func TestCountSummaryStaysExact(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
+		s := b.Open(t)
+		ctx := context.Background()
+		rng := rand.New(rand.NewPCG(11, 12))
+		w := generate(t, s, rng, 12)
+		team := storage.FieldDeclaration{Name: "team", Paths: []string{"metadata.annotations.team"}}
+		withTeam := func(u *unstructured.Unstructured) {
+			if rng.IntN(3) > 0 {
+				u.SetAnnotations(map[string]string{"team": fmt.Sprint("t", rng.IntN(3))})
+			}
+		}
+		fs := storage.BuiltinFields
+		check := func(step string) {
+			t.Helper()
+			described := describeAll(t, w, fs)
+			terms := [][]string{{"cluster"}, {"namespace"}, {"namespace", "cluster"}, {"label:app"}, {"namespace", "label:tier"},
+				{"label:example.com/canary", "cluster"}, {"field:images"}, {"cluster", "namespace", "field:images"}}
+			podTerms := [][]string{{"field:status.phase"}, {"cluster", "field:spec.nodeName"}}
+			if fs.Selectable(team.Name) {
+				podTerms = append(podTerms, []string{"field:team", "namespace"})
+			}
+			for _, gvr := range []schema.GroupVersionResource{podsGVR, deploymentsGVR, replicaSetsGVR} {
+				all := terms
+				if gvr == podsGVR {
+					all = append(slices.Clone(terms), podTerms...)
+				}
+				for _, groupBy := range all {
+					q := storage.ListQuery{GVR: gvr}
+					switch rng.IntN(4) {
+					case 1:
+						q.Clusters = []string{clusters[rng.IntN(len(clusters))]}
+					case 2:
+						q.Namespaces = []string{namespaces[rng.IntN(len(namespaces))], namespaces[rng.IntN(len(namespaces))]}
+					case 3:
+						q.Clusters, q.Namespaces = clusters[:2], namespaces[1:]
+					}
+					limit := 0
+					if rng.IntN(3) == 0 {
+						limit = 1 + rng.IntN(4)
+					}
+					t.Logf("%s: count by %v", step, groupBy)
+					checkCount(t, s, described, q, groupBy, limit)
+				}
+			}
+			var bad int64
+			if err := sqlstore.GormDB(s).Table("count_summary").Where("n <= 0").Count(&bad).Error; err != nil || bad != 0 {
+				t.Fatalf("%s: %d empty or negative cells in the summary (%v)", step, bad, err)
+			}
+		}
+		check("generated")
+		rv := 2
+		for round := range 8 {
+			for _, c := range clusters {
+				for _, gvr := range []schema.GroupVersionResource{podsGVR, deploymentsGVR} {
+					var changes []storage.Change
+					var written []*unstructured.Unstructured
+					var deleted []storage.Key
+					for range 12 {
+						ns, name := namespaces[rng.IntN(len(namespaces))], fmt.Sprint("churn-", rng.IntN(15))
+						if rng.IntN(4) == 0 {
+							changes = append(changes, storage.Delete(ns, name))
+							deleted = append(deleted, storage.Key{Cluster: c, GVR: gvr, Namespace: ns, Name: name})
+							continue
+						}
+						rv++
+						u := object("Pod", ns, name, fmt.Sprint(rv), withLabels(rng), withPodFields(rng), withTeam)
+						if gvr == deploymentsGVR {
+							u = object("Deployment", ns, name, fmt.Sprint(rv), withLabels(rng), withImages(rng, "spec", "template", "spec"), withTeam)
+						}
+						changes = append(changes, storage.Upsert(u))
+						written = append(written, u)
+					}
+					if _, err := s.Apply(ctx, c, gvr, changes); err != nil {
+						t.Fatal(err)
+					}
+					// The last change of a key wins: replay them in order.
+					wi := 0
+					for _, ch := range changes {
+						if ch.Object == nil {
+							delete(w.objects, deleted[0])
+							deleted = deleted[1:]
+						} else {
+							w.put(c, gvr, written[wi])
+							wi++
+						}
+					}
+				}
+			}
+			step := fmt.Sprint("round ", round)
+			switch round {
+			case 2:
+				if err := s.DeclareFields(ctx, []storage.FieldDeclaration{team}); err != nil {
+					t.Fatal(err)
+				}
+				step += ", team declared"
+			case 4:
+				if _, err := s.DeleteResource(ctx, "north", schema.GroupVersionResource{}); err != nil {
+					t.Fatal(err)
+				}
+				for k := range w.objects {
+					if k.Cluster == "north" {
+						delete(w.objects, k)
+					}
+				}
+				step += ", north removed"
+			case 5:
+				var keep []storage.ClusterResource
+				for _, c := range clusters {
+					for _, gvr := range []schema.GroupVersionResource{podsGVR, deploymentsGVR, replicaSetsGVR} {
+						if c != "west" || gvr != replicaSetsGVR {
+							keep = append(keep, storage.ClusterResource{Cluster: c, GVR: gvr})
+						}
+					}
+				}
+				if _, err := s.DeleteOrphans(ctx, keep); err != nil {
+					t.Fatal(err)
+				}
+				for k := range w.objects {
+					if k.Cluster == "west" && k.GVR == replicaSetsGVR {
+						delete(w.objects, k)
+					}
+				}
+				step += ", west's replicasets swept"
+			case 6:
+				if err := s.DeclareFields(ctx, nil); err != nil {
+					t.Fatal(err)
+				}
+				step += ", team dropped"
+			}
+			var err error
+			if fs, err = s.Fields(ctx); err != nil {
+				t.Fatal(err)
+			}
+			check(step)
+		}
+	})
+}
+
+// TestCountSummaryFill: counting the stored rows afresh, as the migration
+// that made the summary does over the rows written before it, gives the
+// summary the writes kept, whatever it held before.
+func TestCountSummaryFill(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
+		s := b.Open(t)
+		generate(t, s, rand.New(rand.NewPCG(13, 14)), 10)
+		db := sqlstore.GormDB(s)
+		cells := func() []map[string]any {
+			var out []map[string]any
+			if err := db.Table("count_summary").Order("id").Find(&out).Error; err != nil {
+				t.Fatal(err)
+			}
+			return out
+		}
+		kept := cells()
+		if len(kept) < 100 {
+			t.Fatalf("the summary holds %d cells after writing 3 clusters of objects", len(kept))
+		}
+		if err := db.Exec("UPDATE count_summary SET n = n + 5").Error; err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Exec("DELETE FROM count_summary WHERE id IN (?)", []any{kept[0]["id"], kept[len(kept)/2]["id"]}).Error; err != nil {
+			t.Fatal(err)
+		}
+		if err := sqlstore.FillSummary(s); err != nil {
+			t.Fatal(err)
+		}
+		if got := cells(); fmt.Sprint(got) != fmt.Sprint(kept) {
+			t.Fatalf("filled afresh, the summary differs from the one writes kept:\n got %d cells %.500v\nwant %d cells %.500v", len(got), got, len(kept), kept)
+		}
+	})
+}
