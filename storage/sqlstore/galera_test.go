@@ -141,6 +141,20 @@ func checkChurn(t *testing.T, s storage.Interface, churners []*churner) {
 	if len(events) != total {
 		t.Fatalf("%d log entries for %d changes sent", len(events), total)
 	}
+	// The count summary, which every write group updates too, agrees.
+	res, err := s.Count(ctx, &storage.CountQuery{Query: storage.ListQuery{GVR: podsGVR}, GroupBy: []storage.GroupBy{{Kind: storage.GroupCluster}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	counted := map[string]int64{}
+	for _, g := range res.Groups {
+		counted[*g.Values[0]] = g.Count
+	}
+	for _, c := range churners {
+		if counted[c.cluster] != int64(len(c.live)) {
+			t.Errorf("%s: counted %d pods, %d live", c.cluster, counted[c.cluster], len(c.live))
+		}
+	}
 }
 
 func mapsEqual(a, b map[string]string) bool {
