@@ -27,7 +27,7 @@ func BenchmarkCount(b *testing.B) {
 			b.Fatalf("PANORAMA_BENCH_COUNT_OBJECTS=%q: want an integer of at least %d", v, benchBatch)
 		}
 	}
-	const runs = 5
+	const runs, slow = 5, 10 * time.Second
 	group := func(terms ...string) []storage.GroupBy {
 		var out []storage.GroupBy
 		for _, t := range terms {
@@ -76,7 +76,9 @@ func BenchmarkCount(b *testing.B) {
 			for _, c := range counts {
 				var best, bestPlain time.Duration
 				var res *storage.CountResult
-				for range runs {
+				// A count of more than slow is timed once: the rows' GROUP
+				// BY under a selector takes minutes at 1M rows on MariaDB.
+				for r := 0; r < runs && (r == 0 || best < slow); r++ {
 					if d := plain(); bestPlain == 0 || d < bestPlain {
 						bestPlain = d
 					}

@@ -183,10 +183,20 @@ func summaryGrouping(tx *gorm.DB, q *storage.CountQuery) grouping {
 	}
 	count := "SUM(CASE WHEN kind <> '' AND attr_value IS NULL THEN -n ELSE n END)"
 	return grouping{cols: cols, count: count, grouped: func() *gorm.DB {
+		// A range of ids per scope, or per scope and namespace selected.
+		prefixes := scopes
+		if len(q.Query.Namespaces) > 0 {
+			prefixes = nil
+			for _, scope := range scopes {
+				for _, ns := range q.Query.Namespaces {
+					prefixes = append(prefixes, summaryNamespace(scope, ns))
+				}
+			}
+		}
 		var ranges []string
 		var args []any
-		for _, scope := range scopes {
-			from, to := scopeRange(scope)
+		for _, p := range prefixes {
+			from, to := prefixRange(p)
 			ranges = append(ranges, "(id >= ? AND id < ?)")
 			args = append(args, from, to)
 		}

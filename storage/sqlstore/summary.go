@@ -24,17 +24,14 @@ import (
 //     attribute join counts them), or, NULL, the objects that have the key
 //     at all, so that those lacking it are the objects' cell minus this one.
 //
-// Its key, id, is the hash of the scope followed by the hash of the cell:
-// one short column whatever the values' length (MySQL's index key limit
-// forbids their own), which keeps a scope's cells together so that a count
-// reads one range of the key. The values are stored beside it and compared
-// on read.
+// Its key, id, is a hash of the scope, then of the namespace, then of the
+// cluster and value: one short column whatever the values' length (MySQL's
+// index key limit forbids their own), which keeps the cells of a scope, and
+// within it of a namespace, together, so that a count reads one range of
+// the key per scope and namespace asked for. The values are stored beside
+// it and compared on read.
 
-const (
-	summaryTable = "count_summary"
-	// hashLen is the hex length of each half of an id: 128 bits of SHA-256.
-	hashLen = 32
-)
+const summaryTable = "count_summary"
 
 type summaryRow struct {
 	ID        string  `gorm:"column:id;primaryKey"`
@@ -52,20 +49,26 @@ type summaryRow struct {
 func (summaryRow) TableName() string { return summaryTable }
 
 // summaryScope is the id prefix of the cells of a resource's attribute
-// kind and key ("" and "" for the objects' cells). Texts hold no NUL
-// (StorableText), which makes it a separator.
+// kind and key ("" and "" for the objects' cells); summaryNamespace adds
+// a namespace to it. 64 bits of hash each: a collision only makes a count
+// read cells it then leaves out by their values. The cell's own hash has
+// 128, as two cells whose ids collide would be counted as one.
 func summaryScope(group, version, resource, kind, key string) string {
-	return hashHex(group, version, resource, kind, key)
+	return hashHex(8, group, version, resource, kind, key)
 }
 
-func hashHex(parts ...string) string {
+func summaryNamespace(scope, namespace string) string { return scope + hashHex(8, namespace) }
+
+// hashHex is the first n bytes of the SHA-256 of parts, in hex. Texts hold
+// no NUL (StorableText), which makes it a separator.
+func hashHex(n int, parts ...string) string {
 	sum := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
-	return hex.EncodeToString(sum[:hashLen/2])
+	return hex.EncodeToString(sum[:n])
 }
 
-// scopeRange is the range of ids of scope's cells: ids are hex digits, which
-// sort before "g".
-func scopeRange(scope string) (from, to string) { return scope, scope + "g" }
+// prefixRange is the range of ids that start with prefix: ids are hex
+// digits, which sort before "g".
+func prefixRange(prefix string) (from, to string) { return prefix, prefix + "g" }
 
 // tally adds up the changes to the summary that a transaction's writes
 // make, to apply them at its end in one statement per chunk of cells.
@@ -88,7 +91,7 @@ func (t *tally) add(k *KeyColumns, kind, key string, value *string, n int64) {
 	if value != nil {
 		v = "=" + *value
 	}
-	id := scope + hashHex(k.Cluster, k.Namespace, v)
+	id := summaryNamespace(scope, k.Namespace) + hashHex(16, k.Cluster, v)
 	c := t.cells[id]
 	if c == nil {
 		c = &summaryRow{ID: id, Group: k.Group, Version: k.Version, Resource: k.Resource, Cluster: k.Cluster, Namespace: k.Namespace,
