@@ -119,6 +119,9 @@ func (t *tally) attributes(rows map[int64]*KeyColumns, attrs []attributeRow, sig
 	for i := range attrs {
 		a := &attrs[i]
 		k := rows[a.Revision]
+		if k == nil {
+			continue // of no row: a join from the rows would not count it either
+		}
 		t.add(k, a.Kind, a.Key, &a.Value, sign)
 		if ok := (objectKey{a.Revision, a.Kind, a.Key}); !seen[ok] {
 			seen[ok] = true
