@@ -19,7 +19,8 @@ import (
 // reports (the snapshot lists read a page in): writers update the counter
 // in the transaction that writes the rows and the count summary, so the
 // snapshot holds exactly the rows and the summary at that revision, and
-// the statement needs no revision bound. It groups the summary's cells
+// the statement needs no revision bound (which would keep PostgreSQL from
+// counting rows from the key index alone). It groups the summary's cells
 // when they answer the query (summarized), else the rows List would
 // select.
 func (s *Store) Count(ctx context.Context, q *storage.CountQuery) (*storage.CountResult, error) {
