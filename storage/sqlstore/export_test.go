@@ -28,7 +28,3 @@ func WriteConflicts() float64 { return testutil.ToFloat64(writeConflicts) }
 
 // MeasureLag measures the standby's lag now, rather than at the next tick.
 func MeasureLag(ctx context.Context, r *Replicated) error { return r.measure(ctx) }
-
-// FillSummary counts the stored rows into the count summary afresh, as
-// the migration that made it does.
-func FillSummary(s *Store) error { return s.fillSummary(s.db) }
