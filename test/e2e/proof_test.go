@@ -129,15 +129,23 @@ func TestScaleOut(t *testing.T) {
 		}
 		return nil
 	})
+	// Each API server's view of all clusters ("") and of each.
+	clients := make([]map[string]dynamic.Interface, len(ports))
+	for i, port := range ports {
+		clients[i] = map[string]dynamic.Interface{}
+		for _, name := range append([]string{""}, names...) {
+			clients[i][name] = panoramaClient(port, aggregation, name)
+		}
+	}
 	expect := func() map[string]string { return memberPods(t, kubes) }
 	converged := func(want map[string]string, views []*orderedView) error {
-		for i, port := range ports {
-			if err := sameList(fmt.Sprintf("API server %d", i), panoramaClient(port, aggregation, ""), 0, want); err != nil {
-				return err
-			}
-			for _, name := range names {
-				c := panoramaClient(port, aggregation, name)
-				if err := sameList(fmt.Sprintf("API server %d's view of %s", i, name), c, 0, filterCluster(want, name)); err != nil {
+		for i := range ports {
+			for name, c := range clients[i] {
+				w := want
+				if name != "" {
+					w = filterCluster(want, name)
+				}
+				if err := sameList(fmt.Sprintf("API server %d's view %q", i, name), c, 0, w); err != nil {
 					return err
 				}
 			}
@@ -161,8 +169,8 @@ func TestScaleOut(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	views := make([]*orderedView, len(ports))
-	for i, port := range ports {
-		views[i] = startOrderedView(ctx, t, fmt.Sprintf("the watcher of API server %d", i), panoramaClient(port, aggregation, ""))
+	for i := range ports {
+		views[i] = startOrderedView(ctx, t, fmt.Sprintf("the watcher of API server %d", i), clients[i][""])
 	}
 	rss := &peakRSS{}
 	go rss.sample(ctx, procs)
