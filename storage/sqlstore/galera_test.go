@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"sync"
@@ -304,15 +302,6 @@ func waitRevision(t *testing.T, s storage.Interface, rev int64) {
 	}
 }
 
-// galera runs hack/galera.sh.
-func galera(t *testing.T, args ...string) {
-	t.Helper()
-	out, err := exec.Command("../../hack/galera.sh", args...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("hack/galera.sh %v: %v\n%s", args, err, out)
-	}
-}
-
 // TestGaleraNodeKilledMidChurn writes through all three nodes and kills one
 // (kill -9) while they write. Writers whose node died go on through the
 // next node, sending again the batch that failed, whose commit they cannot
@@ -321,13 +310,10 @@ func galera(t *testing.T, args ...string) {
 // tailer on a surviving node saw them in order, and the killed node, once
 // restarted, catches up to the same log.
 func TestGaleraNodeKilledMidChurn(t *testing.T) {
-	if os.Getenv("PANORAMA_TEST_GALERA") != "" {
-		t.Skip("kills and restarts nodes of the cluster of hack/galera.sh only, not of PANORAMA_TEST_GALERA")
-	}
-	galera(t, "start") // an earlier run may have left a node down
+	storagetest.GaleraScript(t, "start") // an earlier run may have left a node down
 	stores := openGalera(t)
 	const killed = 2 // node 3
-	t.Cleanup(func() { galera(t, "start-node", strconv.Itoa(killed+1)) })
+	t.Cleanup(func() { storagetest.GaleraScript(t, "start-node", strconv.Itoa(killed+1)) })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	const perNode, rounds = 3, 40
@@ -367,7 +353,7 @@ func TestGaleraNodeKilledMidChurn(t *testing.T) {
 	for batches.Load() < int64(len(churners)*rounds/3) {
 		time.Sleep(time.Millisecond)
 	}
-	galera(t, "kill", strconv.Itoa(killed+1))
+	storagetest.GaleraScript(t, "kill", strconv.Itoa(killed+1))
 	killedAt := batches.Load()
 	wg.Wait()
 	if t.Failed() {
@@ -379,7 +365,7 @@ func TestGaleraNodeKilledMidChurn(t *testing.T) {
 	if failures.Load() == 0 {
 		t.Fatal("no write failed: the node was not killed while written through")
 	}
-	galera(t, "start-node", strconv.Itoa(killed+1))
+	storagetest.GaleraScript(t, "start-node", strconv.Itoa(killed+1))
 	waitRevision(t, stores[killed], rev)
 	checkChurn(t, stores[killed], churners)
 	t.Logf("killed node %d after %d of %d batches; %d writes failed and were sent again; %d revisions",

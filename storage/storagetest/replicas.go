@@ -3,6 +3,9 @@ package storagetest
 import (
 	"database/sql"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -32,6 +35,23 @@ func Galera(t testing.TB) []sqlstore.Options {
 		out[i] = sqlstore.Options{Driver: "mysql", DSN: addr + db + "?charset=utf8mb4", MaxOpenConns: 10}
 	}
 	return out
+}
+
+// GaleraScript runs hack/galera.sh with args ("start", "kill N",
+// "start-node N"), for tests that crash and restart nodes of its cluster.
+// A cluster named by PANORAMA_TEST_GALERA is not the script's to crash:
+// the test is skipped.
+func GaleraScript(t testing.TB, args ...string) {
+	t.Helper()
+	if os.Getenv("PANORAMA_TEST_GALERA") != "" {
+		t.Skip("kills and restarts nodes of the cluster of hack/galera.sh only, not of PANORAMA_TEST_GALERA")
+	}
+	_, here, _, _ := runtime.Caller(0)
+	script := filepath.Join(filepath.Dir(here), "..", "..", "hack", "galera.sh")
+	out, err := exec.Command(script, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("hack/galera.sh %v: %v\n%s", args, err, out)
+	}
 }
 
 // PostgresReplicaAddr is the streaming replica of the PostgreSQL server

@@ -386,10 +386,16 @@ func apply(t *testing.T, env *testenv.Env, dir, manifest string) {
 }
 
 func clustersManifest(t *testing.T, members ...*testenv.Env) string {
+	return namedClustersManifest(t, []string{"east", "west"}[:len(members)], members)
+}
+
+// namedClustersManifest makes a Cluster names[i] of members[i] each, with
+// its kubeconfig Secret in panorama-system.
+func namedClustersManifest(t *testing.T, names []string, members []*testenv.Env) string {
 	var b strings.Builder
 	b.WriteString("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: panorama-system\n")
 	for i, m := range members {
-		name := []string{"east", "west"}[i]
+		name := names[i]
 		kc, err := os.ReadFile(m.Kubeconfig)
 		if err != nil {
 			t.Fatal(err)

@@ -70,6 +70,16 @@ func (p *process) stop() {
 	}
 }
 
+// kill ends the process with SIGKILL, as a crash or an OOM kill would:
+// nothing of it runs its shutdown (Leases stay held, writes stay in flight).
+func (p *process) kill() {
+	p.mu.Lock()
+	cmd, done := p.cmd, p.done
+	p.mu.Unlock()
+	_ = cmd.Process.Kill()
+	<-done
+}
+
 func (p *process) restart() {
 	p.stop()
 	p.start()

@@ -92,22 +92,7 @@ func TestSoak(t *testing.T) {
 	waitReady(t, port)
 	apply(t, host, dir, rbacManifest)
 
-	// Clients talk to Panorama as the host's aggregator does: its
-	// front-proxy certificate, the user in X-Remote-User. The host's own
-	// request timeout would otherwise cut every watch after a minute.
-	client := func(cluster string) dynamic.Interface {
-		cfg := &rest.Config{
-			Host:  fmt.Sprintf("https://127.0.0.1:%d%s", port, apiserver.ViewPath(cluster)),
-			QPS:   -1,
-			Burst: -1,
-			TLSClientConfig: rest.TLSClientConfig{
-				Insecure: true, CertFile: aggregation["proxy-client-cert-file"], KeyFile: aggregation["proxy-client-key-file"],
-				NextProtos: []string{"http/1.1"}, // a connection per watch, as many clients have
-			},
-			WrapTransport: func(rt http.RoundTripper) http.RoundTripper { return asUser{rt, "alice"} },
-		}
-		return dynamic.NewForConfigOrDie(cfg)
-	}
+	client := func(cluster string) dynamic.Interface { return panoramaClient(port, aggregation, cluster) }
 	all := client("")
 	expect := func() map[string]string { return memberPods(t, kubes) }
 	eventuallyT(t, func() error { return sameList("panorama", all, 0, expect()) })
@@ -137,7 +122,7 @@ func TestSoak(t *testing.T) {
 	ops := map[string]*atomic.Int64{}
 	for name, kube := range kubes {
 		ops[name] = &atomic.Int64{}
-		churn.Go(func() { churnPods(churnCtx, t, kube, name, ops[name]) })
+		churn.Go(func() { churnPods(churnCtx, t, kube, name, soakOpsInterval, ops[name]) })
 	}
 	lists := &pagedLists{}
 	churn.Go(func() { lists.run(churnCtx, t, all) })
@@ -204,6 +189,24 @@ peak RSS: controller manager %d MiB, API server %d MiB (bound %d MiB each)`,
 	if msg := lists.inconsistent.Load(); msg != nil {
 		t.Errorf("a paged list was inconsistent: %s", *msg)
 	}
+}
+
+// panoramaClient talks to the API server on port as the host's aggregator
+// does: its front-proxy certificate, user alice in X-Remote-User, a view of
+// cluster ("" for all). The host's own request timeout would otherwise cut
+// every watch after a minute.
+func panoramaClient(port int, aggregation map[string]string, cluster string) dynamic.Interface {
+	cfg := &rest.Config{
+		Host:  fmt.Sprintf("https://127.0.0.1:%d%s", port, apiserver.ViewPath(cluster)),
+		QPS:   -1,
+		Burst: -1,
+		TLSClientConfig: rest.TLSClientConfig{
+			Insecure: true, CertFile: aggregation["proxy-client-cert-file"], KeyFile: aggregation["proxy-client-key-file"],
+			NextProtos: []string{"http/1.1"}, // a connection per watch, as many clients have
+		},
+		WrapTransport: func(rt http.RoundTripper) http.RoundTripper { return asUser{rt, "alice"} },
+	}
+	return dynamic.NewForConfigOrDie(cfg)
 }
 
 // asUser sends the user as the front proxy (the host's aggregator) does.
@@ -301,8 +304,8 @@ func sameView(who string, got, want map[string]string) error {
 }
 
 // churnPods creates, relabels and deletes pods in namespace soak of one
-// member until ctx ends, keeping about soakPods of them.
-func churnPods(ctx context.Context, t *testing.T, kube kubernetes.Interface, cluster string, ops *atomic.Int64) {
+// member, one every interval, until ctx ends, keeping about soakPods of them.
+func churnPods(ctx context.Context, t *testing.T, kube kubernetes.Interface, cluster string, interval time.Duration, ops *atomic.Int64) {
 	pods := kube.CoreV1().Pods("soak")
 	names := make([]string, soakPods)
 	for i := range names {
@@ -310,7 +313,7 @@ func churnPods(ctx context.Context, t *testing.T, kube kubernetes.Interface, clu
 	}
 	next := soakPods
 	zero := int64(0)
-	tick := time.NewTicker(soakOpsInterval)
+	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
 		select {
