@@ -14,7 +14,9 @@ import (
 // moves the epoch on, and writes with WithEpoch; a write carrying any other
 // epoch than the cluster's current one is refused, checked in the write's
 // transaction, so from the moment a new owner has its epoch no write of the
-// old one commits.
+// old one commits. A sweep of orphans fences its deletes the same way
+// (DeleteOrphans), with the epochs it read (Epochs) before it listed the
+// clusters that exist: a cluster taken over since is not its to delete.
 
 // Owner is implemented by stores that fence writes by owner epoch.
 type Owner interface {
@@ -22,7 +24,15 @@ type Owner interface {
 	// every epoch given before for that cluster. Writes to the cluster made
 	// under any older epoch fail with a FencedError from then on.
 	Own(ctx context.Context, cluster string) (epoch int64, err error)
+	// Epochs returns the current owner epoch of every cluster ever owned:
+	// one absent from it is at NeverOwned.
+	Epochs(ctx context.Context) (map[string]int64, error)
 }
+
+// NeverOwned is the epoch of a cluster no one has taken over yet: a write
+// carrying it (WithEpoch) is made only while none has. Own's epochs are
+// above 0, and 0 is no epoch at all: writes that carry none are not fenced.
+const NeverOwned int64 = -1
 
 type epochKey struct{}
 
@@ -41,14 +51,21 @@ func EpochFrom(ctx context.Context) int64 {
 
 // FencedError says a write was refused, nothing of it written, because its
 // owner epoch is not the cluster's current one: another owner took the
-// cluster over (or none ever owned it).
+// cluster over (or none ever owned it: Current is NeverOwned).
 type FencedError struct {
 	Cluster        string
 	Epoch, Current int64
 }
 
 func (e *FencedError) Error() string {
-	return fmt.Sprintf("cluster %q is owned at epoch %d, not %d: the write is fenced off", e.Cluster, e.Current, e.Epoch)
+	return fmt.Sprintf("cluster %q is %s, not %s: the write is fenced off", e.Cluster, owned(e.Current), owned(e.Epoch))
+}
+
+func owned(epoch int64) string {
+	if epoch == NeverOwned {
+		return "owned by none"
+	}
+	return fmt.Sprintf("owned at epoch %d", epoch)
 }
 
 // IsFenced reports whether err is a FencedError.

@@ -98,8 +98,11 @@ type Interface interface {
 	// DeleteOrphans removes every object of the cluster/resource pairs not
 	// in keep: what is left of resources deselected, or clusters deleted,
 	// while no synchronizer ran. A pair with a zero GVR keeps every resource
-	// of its cluster. Each removal is logged.
-	DeleteOrphans(ctx context.Context, keep []ClusterResource) (int64, error)
+	// of its cluster. Each removal is logged. The removals of a cluster are
+	// fenced (WithEpoch) by its epoch in epochs, NeverOwned when absent
+	// from it, 0 not at all; those of a cluster fenced off are skipped:
+	// it was taken over since the caller judged it orphaned.
+	DeleteOrphans(ctx context.Context, keep []ClusterResource, epochs map[string]int64) (int64, error)
 	// Get returns one object; ErrNotFound when absent.
 	Get(ctx context.Context, key Key) (*Object, error)
 	// List returns the objects matching q at one revision, a page at a time.

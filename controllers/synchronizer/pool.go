@@ -244,6 +244,12 @@ const sweepRetry = 10 * time.Second
 // selection partial) is kept. clusters lists the clusters that exist. It
 // sweeps at once, then each time a cluster becomes resolved or stops, until
 // ctx ends.
+//
+// Another replica may take a cluster over while a sweep runs: the deletes
+// of a cluster this pool syncs carry its owner epoch, and those of one that
+// did not exist the epoch storage had for it before clusters was called
+// (storage.Owner), so that nothing its new owner, or the first owner of a
+// cluster created since, wrote is removed.
 func (p *Pool) SweepOrphans(ctx context.Context, clusters func(context.Context) ([]string, error)) {
 	logger := log.FromContext(ctx).WithName("orphans")
 	p.wantSweep()
@@ -271,22 +277,32 @@ func (p *Pool) SweepOrphans(ctx context.Context, clusters func(context.Context) 
 func (p *Pool) sweep(ctx context.Context, clusters func(context.Context) ([]string, error)) error {
 	p.sweeping.Lock()
 	defer p.sweeping.Unlock()
+	epochs := map[string]int64{}
+	if owner, ok := p.store.(storage.Owner); ok {
+		var err error
+		if epochs, err = owner.Epochs(ctx); err != nil {
+			return fmt.Errorf("reading owner epochs: %w", err)
+		}
+	}
 	names, err := clusters(ctx)
 	if err != nil {
 		return fmt.Errorf("listing clusters: %w", err)
 	}
-	_, err = p.store.DeleteOrphans(ctx, p.keep(names))
+	keep := p.keep(names, epochs)
+	_, err = p.store.DeleteOrphans(ctx, keep, epochs)
 	return err
 }
 
 // keep is what a sweep keeps: the resources each resolved cluster syncs
 // and its OpenAPI documents, and everything of every other cluster that exists (a zero GVR keeps all of
-// a cluster's resources).
-func (p *Pool) keep(existing []string) []storage.ClusterResource {
+// a cluster's resources). It sets the epochs of the clusters synced to
+// those their synchronizers write with.
+func (p *Pool) keep(existing []string, epochs map[string]int64) []storage.ClusterResource {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var keep []storage.ClusterResource
 	for name, cs := range p.clusters {
+		epochs[name] = cs.epoch
 		if !cs.resolved {
 			keep = append(keep, storage.ClusterResource{Cluster: name})
 			continue

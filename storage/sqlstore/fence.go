@@ -37,10 +37,11 @@ func (s *Store) Own(ctx context.Context, cluster string) (int64, error) {
 		if err != nil {
 			return 0, err
 		}
-		epoch = current + 1
-		if current == 0 {
+		if current == storage.NeverOwned {
+			epoch = 1
 			err = tx.Create(&ownerRow{Cluster: cluster, Epoch: epoch}).Error
 		} else {
+			epoch = current + 1
 			err = tx.Model(&ownerRow{}).Where("cluster = ?", cluster).Update("epoch", epoch).Error
 		}
 		return 0, err
@@ -48,12 +49,28 @@ func (s *Store) Own(ctx context.Context, cluster string) (int64, error) {
 	return epoch, err
 }
 
-// ownerEpoch is the cluster's current owner epoch, 0 when never owned.
+// Epochs implements storage.Owner. A plain read will do: the deletes of a
+// sweep compare these epochs with the current ones in their transactions,
+// where an epoch that a lagging read missed only makes them keep more.
+func (s *Store) Epochs(ctx context.Context) (map[string]int64, error) {
+	var rows []ownerRow
+	if err := s.db.WithContext(ctx).Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	epochs := make(map[string]int64, len(rows))
+	for _, r := range rows {
+		epochs[r.Cluster] = r.Epoch
+	}
+	return epochs, nil
+}
+
+// ownerEpoch is the cluster's current owner epoch, storage.NeverOwned when
+// none took it over.
 func ownerEpoch(tx *gorm.DB, cluster string) (int64, error) {
 	var row ownerRow
 	err := tx.Where("cluster = ?", cluster).Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return 0, nil
+		return storage.NeverOwned, nil
 	}
 	return row.Epoch, err
 }

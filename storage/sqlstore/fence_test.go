@@ -3,9 +3,15 @@ package sqlstore_test
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+
 	"github.com/panorama-io/panorama/storage"
+	"github.com/panorama-io/panorama/storage/sqlstore"
 	"github.com/panorama-io/panorama/storage/storagetest"
 )
 
@@ -20,8 +26,8 @@ func TestFencedWrites(t *testing.T) {
 		ctx := context.Background()
 
 		// Never owned: a fenced write has no owner to match.
-		if _, err := first.Apply(storage.WithEpoch(ctx, 1), "east", podsGVR, []storage.Change{storage.Upsert(object("Pod", "default", "a", "1"))}); !isFenced(err, 1, 0) {
-			t.Fatalf("write to a cluster never owned: %v, want fenced at 0", err)
+		if _, err := first.Apply(storage.WithEpoch(ctx, 1), "east", podsGVR, []storage.Change{storage.Upsert(object("Pod", "default", "a", "1"))}); !isFenced(err, 1, storage.NeverOwned) {
+			t.Fatalf("write to a cluster never owned: %v, want fenced as owned by none", err)
 		}
 
 		old, err := first.Own(ctx, "east")
@@ -106,6 +112,98 @@ func TestFencedWrites(t *testing.T) {
 		// Unfenced writes, as a single controller makes, are not checked.
 		if _, err := first.Apply(ctx, "east", podsGVR, []storage.Change{storage.Upsert(object("Pod", "default", "e", "5"))}); err != nil {
 			t.Fatalf("unfenced write: %v", err)
+		}
+	})
+}
+
+// A sweep of orphans judged with epochs read before another replica took
+// clusters over deletes nothing of them, and skips them without failing:
+// a cluster it synced whose owner changed since (its epoch is stale), a
+// cluster it saw no Cluster of, owned or never owned then, that has an
+// owner now. What is still orphaned goes, fenced or not.
+func TestFencedSweep(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
+		opts := b.Options(t)
+		sweeper, other := storagetest.OpenStore(t, opts), storagetest.OpenStore(t, opts)
+		ctx := context.Background()
+		own := func(s *sqlstore.Store, cluster string) context.Context {
+			t.Helper()
+			epoch, err := s.Own(ctx, cluster)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return storage.WithEpoch(ctx, epoch)
+		}
+		put := func(ctx context.Context, cluster string, gvr schema.GroupVersionResource) {
+			t.Helper()
+			if _, err := other.Apply(ctx, cluster, gvr, []storage.Change{storage.Upsert(object("X", "ns", "o", "1"))}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The sweeper syncs the pods of "mine" and "lost"; their secrets are
+		// deselected. "gone" and "gone-owned" have no Cluster, and neither
+		// have "taken" and "retaken" as the sweeper lists them.
+		mine, lost := own(sweeper, "mine"), own(sweeper, "lost")
+		for _, c := range []struct {
+			ctx     context.Context
+			cluster string
+		}{{mine, "mine"}, {lost, "lost"}, {ctx, "gone"}, {own(other, "gone-owned"), "gone-owned"}, {own(other, "retaken"), "retaken"}} {
+			put(c.ctx, c.cluster, podsGVR)
+			put(c.ctx, c.cluster, secretsGVR)
+		}
+		epochs, err := sweeper.Epochs(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[string]int64{"mine": 1, "lost": 1, "gone-owned": 1, "retaken": 1}; !maps.Equal(epochs, want) {
+			t.Fatalf("epochs %v, want %v", epochs, want)
+		}
+		// Meanwhile another replica takes "lost" over, and "taken" and
+		// "retaken" are created (again) and written by their new owner.
+		put(own(other, "lost"), "lost", secretsGVR)
+		put(own(other, "taken"), "taken", podsGVR)
+		put(own(other, "retaken"), "retaken", podsGVR)
+		before, _, err := sweeper.Revision(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		keep := []storage.ClusterResource{{Cluster: "mine", GVR: podsGVR}, {Cluster: "lost", GVR: podsGVR}}
+		if _, err := sweeper.DeleteOrphans(ctx, keep, epochs); err != nil {
+			t.Fatalf("a sweep with fenced clusters: %v, want them skipped", err)
+		}
+		for _, c := range []struct {
+			cluster string
+			gvr     schema.GroupVersionResource
+			kept    bool
+		}{
+			{"mine", podsGVR, true}, {"mine", secretsGVR, false},
+			{"lost", podsGVR, true}, {"lost", secretsGVR, true},
+			{"gone", podsGVR, false}, {"gone", secretsGVR, false},
+			{"gone-owned", podsGVR, false}, {"gone-owned", secretsGVR, false},
+			{"taken", podsGVR, true},
+			{"retaken", podsGVR, true}, {"retaken", secretsGVR, true},
+		} {
+			_, err := sweeper.Get(ctx, storage.Key{Cluster: c.cluster, GVR: c.gvr, Namespace: "ns", Name: "o"})
+			if c.kept != (err == nil) {
+				t.Errorf("%s %s: want kept %v, got %v", c.cluster, c.gvr.Resource, c.kept, err)
+			}
+		}
+		// Nothing else was logged: the fenced deletes wrote nothing.
+		evs, err := sweeper.Events(ctx, before, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var deleted []string
+		for _, e := range evs {
+			if e.Type != watch.Deleted {
+				t.Fatalf("the sweep logged %s of %s", e.Type, e.Key.Cluster)
+			}
+			deleted = append(deleted, e.Key.Cluster+"/"+e.Key.GVR.Resource)
+		}
+		slices.Sort(deleted)
+		if want := []string{"gone-owned/pods", "gone-owned/secrets", "gone/pods", "gone/secrets", "mine/secrets"}; !slices.Equal(deleted, want) {
+			t.Fatalf("the sweep deleted %v, want %v", deleted, want)
 		}
 	})
 }

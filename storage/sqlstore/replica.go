@@ -244,8 +244,8 @@ func (r *Replicated) DeleteResource(ctx context.Context, cluster string, gvr sch
 }
 
 // DeleteOrphans implements storage.Interface on the primary.
-func (r *Replicated) DeleteOrphans(ctx context.Context, keep []storage.ClusterResource) (int64, error) {
-	return r.primary.DeleteOrphans(ctx, keep)
+func (r *Replicated) DeleteOrphans(ctx context.Context, keep []storage.ClusterResource, epochs map[string]int64) (int64, error) {
+	return r.primary.DeleteOrphans(ctx, keep, epochs)
 }
 
 // Compact implements storage.Interface on the primary.

@@ -167,7 +167,7 @@ func TestDeleteOrphans(t *testing.T) {
 				}
 			}
 		}
-		if _, err := s.DeleteOrphans(ctx, []storage.ClusterResource{{Cluster: "east", GVR: podsGVR}, {Cluster: "unknown"}}); err != nil {
+		if _, err := s.DeleteOrphans(ctx, []storage.ClusterResource{{Cluster: "east", GVR: podsGVR}, {Cluster: "unknown"}}, nil); err != nil {
 			t.Fatal(err)
 		}
 		for _, cluster := range clusters {

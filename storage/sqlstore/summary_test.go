@@ -137,7 +137,7 @@ func TestCountSummaryStaysExact(t *testing.T) {
 						}
 					}
 				}
-				if _, err := s.DeleteOrphans(ctx, keep); err != nil {
+				if _, err := s.DeleteOrphans(ctx, keep, nil); err != nil {
 					t.Fatal(err)
 				}
 				for k := range w.objects {

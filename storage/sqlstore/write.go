@@ -92,7 +92,7 @@ func (s *Store) Apply(ctx context.Context, cluster string, gvr schema.GroupVersi
 }
 
 // DeleteOrphans implements storage.Interface.
-func (s *Store) DeleteOrphans(ctx context.Context, keep []storage.ClusterResource) (int64, error) {
+func (s *Store) DeleteOrphans(ctx context.Context, keep []storage.ClusterResource, epochs map[string]int64) (int64, error) {
 	kept := make(map[storage.ClusterResource]bool, len(keep))
 	for _, k := range keep {
 		kept[k] = true
@@ -102,12 +102,25 @@ func (s *Store) DeleteOrphans(ctx context.Context, keep []storage.ClusterResourc
 		return 0, err
 	}
 	rev, _, err := s.Revision(ctx)
+	fenced := map[string]bool{}
 	for _, r := range stored {
 		cr := storage.ClusterResource{Cluster: r.Cluster, GVR: r.gvr()}
-		if err != nil || kept[cr] || kept[storage.ClusterResource{Cluster: cr.Cluster}] {
+		if err != nil || kept[cr] || kept[storage.ClusterResource{Cluster: cr.Cluster}] || fenced[cr.Cluster] {
 			continue
 		}
-		rev, err = s.DeleteResource(ctx, cr.Cluster, cr.GVR)
+		epoch, ok := epochs[cr.Cluster]
+		if !ok {
+			epoch = storage.NeverOwned
+		}
+		deleted, derr := s.DeleteResource(storage.WithEpoch(ctx, epoch), cr.Cluster, cr.GVR)
+		switch {
+		case storage.IsFenced(derr):
+			fenced[cr.Cluster] = true // taken over since keep was made: not orphaned
+		case derr != nil:
+			err = derr
+		default:
+			rev = deleted
+		}
 	}
 	return rev, err
 }
