@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/panorama-io/panorama/storage"
+	"github.com/panorama-io/panorama/storage/sqlstore"
 	"github.com/panorama-io/panorama/storage/storagetest"
 	"github.com/panorama-io/panorama/test/testenv"
 )
@@ -393,6 +394,62 @@ func TestSweepOrphans(t *testing.T) {
 		t.Error("partial pods kept once the cluster is resolved")
 	}
 	waitConverged(t, store, "partial", m)
+}
+
+// TestSweepFencedOff: clusters change owners before this pool has noticed,
+// or while a sweep runs, between its list of the clusters that exist and
+// its deletes, as another replica takes them over. What their new owners
+// wrote stays: the pods of clusters this pool synced without them (a stale
+// view of its own clusters), and those of a cluster created meanwhile. What
+// is still orphaned goes: the pods of a cluster this pool still owns, and
+// those of one that is gone.
+func TestSweepFencedOff(t *testing.T) {
+	m := startMember(t)
+	m.createConfigMap(t, "cm")
+	opts := storagetest.Backends()[0].Options(t)
+	store, other := storagetest.OpenStore(t, opts), storagetest.OpenStore(t, opts)
+	ctx := context.Background()
+	pods := schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	put := func(ctx context.Context, cluster string) {
+		t.Helper()
+		if _, err := other.Apply(ctx, cluster, pods, []storage.Change{storage.Upsert(object("Pod", "p"))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	own := func(s *sqlstore.Store, cluster string) context.Context {
+		t.Helper()
+		epoch, err := s.Own(ctx, cluster)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return storage.WithEpoch(ctx, epoch)
+	}
+	p := NewPool(store, Options{}, func(string) {})
+	t.Cleanup(p.StopAll)
+	for _, cluster := range []string{"east", "lost", "stale"} {
+		epoch := own(store, cluster)
+		put(epoch, cluster) // deselected since
+		if err := p.Ensure(epoch, cluster, "id", m.dyn, Selection{Resources: []Resource{configMaps}}); err != nil {
+			t.Fatal(err)
+		}
+		waitConverged(t, store, cluster, m)
+	}
+	put(ctx, "gone")
+	put(own(other, "stale"), "stale")
+	existing := func(context.Context) ([]string, error) {
+		// Taken over, or created, and written by the new owner.
+		put(own(other, "lost"), "lost")
+		put(own(other, "new"), "new")
+		return []string{"east", "lost", "stale"}, nil
+	}
+	if err := p.sweep(ctx, existing); err != nil {
+		t.Fatal(err)
+	}
+	for cluster, kept := range map[string]bool{"east": false, "gone": false, "lost": true, "stale": true, "new": true} {
+		if _, err := store.Get(ctx, storage.Key{Cluster: cluster, GVR: pods, Namespace: "ns", Name: "p"}); kept != (err == nil) {
+			t.Errorf("%s pods: want kept %v, got %v", cluster, kept, err)
+		}
+	}
 }
 
 // object is a member object at member resourceVersion 1.
