@@ -158,6 +158,10 @@ func TestFencedSweep(t *testing.T) {
 		if want := map[string]int64{"mine": 1, "lost": 1, "gone-owned": 1, "retaken": 1}; !maps.Equal(epochs, want) {
 			t.Fatalf("epochs %v, want %v", epochs, want)
 		}
+		// A single controller syncs "single", owned once by a replica
+		// before: its deletes are not fenced.
+		put(own(other, "single"), "single", secretsGVR)
+		epochs["single"] = 0
 		// Meanwhile another replica takes "lost" over, and "taken" and
 		// "retaken" are created (again) and written by their new owner.
 		put(own(other, "lost"), "lost", secretsGVR)
@@ -168,7 +172,7 @@ func TestFencedSweep(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		keep := []storage.ClusterResource{{Cluster: "mine", GVR: podsGVR}, {Cluster: "lost", GVR: podsGVR}}
+		keep := []storage.ClusterResource{{Cluster: "mine", GVR: podsGVR}, {Cluster: "lost", GVR: podsGVR}, {Cluster: "single", GVR: podsGVR}}
 		if _, err := sweeper.DeleteOrphans(ctx, keep, epochs); err != nil {
 			t.Fatalf("a sweep with fenced clusters: %v, want them skipped", err)
 		}
@@ -183,6 +187,7 @@ func TestFencedSweep(t *testing.T) {
 			{"gone-owned", podsGVR, false}, {"gone-owned", secretsGVR, false},
 			{"taken", podsGVR, true},
 			{"retaken", podsGVR, true}, {"retaken", secretsGVR, true},
+			{"single", secretsGVR, false},
 		} {
 			_, err := sweeper.Get(ctx, storage.Key{Cluster: c.cluster, GVR: c.gvr, Namespace: "ns", Name: "o"})
 			if c.kept != (err == nil) {
@@ -202,7 +207,7 @@ func TestFencedSweep(t *testing.T) {
 			deleted = append(deleted, e.Key.Cluster+"/"+e.Key.GVR.Resource)
 		}
 		slices.Sort(deleted)
-		if want := []string{"gone-owned/pods", "gone-owned/secrets", "gone/pods", "gone/secrets", "mine/secrets"}; !slices.Equal(deleted, want) {
+		if want := []string{"gone-owned/pods", "gone-owned/secrets", "gone/pods", "gone/secrets", "mine/secrets", "single/secrets"}; !slices.Equal(deleted, want) {
 			t.Fatalf("the sweep deleted %v, want %v", deleted, want)
 		}
 	})
