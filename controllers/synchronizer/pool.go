@@ -246,10 +246,11 @@ const sweepRetry = 10 * time.Second
 // ctx ends.
 //
 // Another replica may take a cluster over while a sweep runs: the deletes
-// of a cluster this pool syncs carry its owner epoch, and those of one that
-// did not exist the epoch storage had for it before clusters was called
-// (storage.Owner), so that nothing its new owner, or the first owner of a
-// cluster created since, wrote is removed.
+// of a cluster this pool syncs carry the owner epoch its synchronizers
+// write with, and those of a cluster that does not exist carry the epoch
+// storage had for it before clusters was called (storage.Owner.Epochs).
+// Storage skips them once the epoch moved on, so nothing is removed that a
+// new owner, or the first owner of a cluster created since, wrote.
 func (p *Pool) SweepOrphans(ctx context.Context, clusters func(context.Context) ([]string, error)) {
 	logger := log.FromContext(ctx).WithName("orphans")
 	p.wantSweep()
