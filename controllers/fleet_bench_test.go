@@ -144,7 +144,7 @@ func BenchmarkFleet(b *testing.B) {
 				if opts.Driver != "sqlite" {
 					served = storagetest.OpenStore(b, opts) // the API server's own
 				}
-				churn(b, ctx, store, served, opts, kube, n)
+				churn(b, ctx, store, served, opts, kube, n, be.Name)
 				lists(b, ctx, store, dyn, n)
 				search(b, ctx, store, dyn)
 				f.stop()
@@ -234,7 +234,10 @@ func fleetCluster(i int) string { return fmt.Sprintf("fleet-%02d", i) }
 // churn patches churnPatches ConfigMaps of the member and times until the
 // n copies of each are in SQL (read from the change log), and the watch
 // latency of a watch cache over served and of a watch of the member.
-func churn(b *testing.B, ctx context.Context, store, served storage.Interface, opts sqlstore.Options, kube kubernetes.Interface, n int) {
+//
+// Each run patches in a label of its own value (round), which changes
+// the objects whatever runs came before.
+func churn(b *testing.B, ctx context.Context, store, served storage.Interface, opts sqlstore.Options, kube kubernetes.Interface, n int, round string) {
 	rev, _, err := store.Revision(ctx)
 	if err != nil {
 		b.Fatal(err)
@@ -304,7 +307,7 @@ func churn(b *testing.B, ctx context.Context, store, served storage.Interface, o
 	testenv.CreateAll(b, churnPatches, func(i int) error {
 		name := fmt.Sprintf("cm-%05d", i)
 		sent.Store(name, time.Now())
-		_, err := kube.CoreV1().ConfigMaps("default").Patch(ctx, name, types.MergePatchType, []byte(`{"metadata":{"labels":{"churn":"1"}}}`), metav1.PatchOptions{})
+		_, err := kube.CoreV1().ConfigMaps("default").Patch(ctx, name, types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"labels":{"churn":%q}}}`, round)), metav1.PatchOptions{})
 		return err
 	})
 	sending := time.Since(start)
@@ -316,7 +319,14 @@ func churn(b *testing.B, ctx context.Context, store, served storage.Interface, o
 	case <-time.After(time.Minute):
 		b.Fatal("the watch cache did not deliver every churned copy within a minute of it being in SQL")
 	}
-	mLat = <-memberSeen
+	select {
+	case mLat = <-memberSeen:
+	case <-time.After(time.Minute):
+		b.Fatal("the member's watch did not deliver every patch within a minute")
+	}
+	if len(pLat) != want || len(mLat) != churnPatches {
+		b.Fatalf("watched %d of %d copies through Panorama, %d of %d patches of the member", len(pLat), want, len(mLat), churnPatches)
+	}
 	slices.Sort(pLat)
 	slices.Sort(mLat)
 	b.ReportMetric(took.Seconds(), "churn-s")
