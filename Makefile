@@ -77,6 +77,12 @@ bench: ## Benchmarks, each printed as ratios to a baseline measured in the same 
 bench-count-1m: ## The count benchmark over 1,000,000 pods on MariaDB and PostgreSQL (ingesting them takes a while).
 	PANORAMA_BENCH_COUNT_OBJECTS=1000000 go test -run '^$$' -bench 'BenchmarkCount/(mysql|postgres)' -benchtime 1x -timeout 120m ./storage/sqlstore/
 
+.PHONY: bench-1m
+bench-1m: ## The fleet benchmark at 1M stored objects (100k in one member, seen through 10 Clusters) on MariaDB and PostgreSQL; not in bench or CI.
+	export KUBEBUILDER_ASSETS="$$(hack/test-assets.sh)"; \
+	PANORAMA_BENCH_FLEET_OBJECTS=100000 PANORAMA_BENCH_FLEET_CLUSTERS=1,10 \
+	go test -run '^$$' -bench 'BenchmarkFleet/(mysql|postgres)' -benchtime 1x -timeout 180m ./controllers/
+
 .PHONY: run
 run: ## A local demo: member clusters, controller manager and API server, SQLite.
 	export KUBEBUILDER_ASSETS="$$(hack/test-assets.sh)"; \

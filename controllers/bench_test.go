@@ -54,13 +54,13 @@ func BenchmarkInitialSync(b *testing.B) {
 			runCtx, cancel := context.WithCancel(ctx)
 			runtime.GC()
 			heapBefore := heapInUse()
-			peak := peakHeap(done)
+			peak := peakMemory(done)
 			start := time.Now()
 			go s.Run(runCtx)
 			<-done
 			took := time.Since(start)
 			cancel()
-			peakGrowth := float64(<-peak-heapBefore) / (1 << 20)
+			peakGrowth := mib((<-peak).heap - heapBefore)
 			versions, err := store.MemberVersions(ctx, "bench", gvr)
 			if err != nil || len(versions) != n {
 				b.Fatalf("stored %d of %d (%v)", len(versions), n, err)
@@ -83,15 +83,17 @@ func heapInUse() uint64 {
 	return sample[0].Value.Uint64()
 }
 
-// peakHeap samples heapInUse until done is closed, then sends the peak.
-func peakHeap(done <-chan struct{}) <-chan uint64 {
-	out := make(chan uint64, 1)
+// peakMemory samples memoryNow until done is closed, then sends the peak
+// of each.
+func peakMemory(done <-chan struct{}) <-chan memory {
+	out := make(chan memory, 1)
 	go func() {
-		var peak uint64
+		var peak memory
 		tick := time.NewTicker(5 * time.Millisecond)
 		defer tick.Stop()
 		for {
-			peak = max(peak, heapInUse())
+			now := memoryNow()
+			peak = memory{heap: max(peak.heap, now.heap), rss: max(peak.rss, now.rss)}
 			select {
 			case <-done:
 				out <- peak

@@ -2,12 +2,10 @@ package sqlstore_test
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"math/rand/v2"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -96,7 +94,7 @@ func BenchmarkConcurrentWriters(b *testing.B) {
 				b.ReportMetric(rate, phase.metric+"-rows/s")
 				b.ReportMetric(rate/raw, phase.metric+"/raw")
 				b.Logf("%s: %s: %d rows in %v, %.0f rows/s, %.2fx raw INSERTs; longest lock wait %v, at most %d connections waiting at once; slowest Get %v",
-					be.Name, phase.name, phase.rows, took.Round(time.Millisecond), rate, rate/raw, m.longestWait, m.mostWaiting, m.slowestRead)
+					be.Name, phase.name, phase.rows, took.Round(time.Millisecond), rate, rate/raw, m.Longest, m.MostWaiting, m.slowestRead)
 			}
 		})
 	}
@@ -135,8 +133,8 @@ func rawInsertRate(b *testing.B, s *sqlstore.Store, rows int) float64 {
 }
 
 type lockFigures struct {
-	longestWait, slowestRead time.Duration
-	mostWaiting              int
+	storagetest.LockWaits
+	slowestRead time.Duration
 }
 
 type lockMonitor struct {
@@ -144,75 +142,24 @@ type lockMonitor struct {
 	done    chan lockFigures
 }
 
-// startLockMonitor samples, every 10 ms until stop, the lock waits of the
-// store's database from a connection of its own: the sessions waiting for
-// a lock, and how long the statement that waits has run (MariaDB:
-// INNODB_TRX in LOCK WAIT; PostgreSQL: pg_stat_activity's wait event). It
-// also times a plain Get through the store's pool.
+// startLockMonitor watches the lock waits of the store's database
+// (storagetest.WatchLockWaits) and times, every 10 ms until stop, a plain
+// Get through the store's pool.
 func startLockMonitor(b *testing.B, opts sqlstore.Options, s *sqlstore.Store) *lockMonitor {
 	m := &lockMonitor{stopped: make(chan struct{}), done: make(chan lockFigures)}
-	var sample func() (time.Duration, int)
-	if driver := map[string]string{"mysql": "mysql", "postgres": "pgx"}[opts.Driver]; driver != "" {
-		db, err := sql.Open(driver, opts.DSN)
-		if err != nil {
-			b.Fatal(err)
-		}
-		var name, query string
-		if err := db.QueryRow(map[string]string{"mysql": "SELECT DATABASE()", "postgres": "SELECT current_database()"}[opts.Driver]).Scan(&name); err != nil {
-			b.Fatal(err)
-		}
-		switch opts.Driver {
-		case "mysql":
-			query = `SELECT COALESCE(MAX(p.TIME_MS), 0), COUNT(*) FROM information_schema.INNODB_TRX t
-				JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id WHERE t.trx_state = 'LOCK WAIT' AND p.DB = ?`
-		case "postgres":
-			// Not pg_locks' waitstart: a row lock's waiters all wake when it
-			// is released and wait again from then on.
-			query = `SELECT COALESCE(1000 * EXTRACT(EPOCH FROM MAX(clock_timestamp() - query_start)), 0), COUNT(*) FROM pg_stat_activity
-				WHERE wait_event_type = 'Lock' AND datname = $1`
-		}
-		sample = func() (time.Duration, int) {
-			var ms float64
-			var n int
-			if err := db.QueryRow(query, name).Scan(&ms, &n); err != nil {
-				b.Error(err)
-			}
-			return time.Duration(ms * float64(time.Millisecond)), n
-		}
-		b.Cleanup(func() { _ = db.Close() })
-	}
-	var slowest atomic.Int64
-	readerDone := make(chan struct{})
+	stopWaits := storagetest.WatchLockWaits(b, opts)
 	go func() {
-		defer close(readerDone)
 		key := storage.Key{Cluster: writerCluster(0), GVR: podsGVR, Namespace: "ns-1", Name: "pod-1"}
+		var slowest time.Duration
 		for {
 			t0 := time.Now()
 			if _, err := s.Get(context.Background(), key); err != nil && err != storage.ErrNotFound {
 				b.Error(err)
 			}
-			if d := time.Since(t0); d > time.Duration(slowest.Load()) {
-				slowest.Store(int64(d))
-			}
+			slowest = max(slowest, time.Since(t0))
 			select {
 			case <-m.stopped:
-				return
-			case <-time.After(10 * time.Millisecond):
-			}
-		}
-	}()
-	go func() {
-		var f lockFigures
-		for {
-			if sample != nil {
-				wait, n := sample()
-				f.longestWait, f.mostWaiting = max(f.longestWait, wait.Round(time.Millisecond)), max(f.mostWaiting, n)
-			}
-			select {
-			case <-m.stopped:
-				<-readerDone
-				f.slowestRead = time.Duration(slowest.Load()).Round(time.Millisecond)
-				m.done <- f
+				m.done <- lockFigures{LockWaits: stopWaits(), slowestRead: slowest.Round(time.Millisecond)}
 				return
 			case <-time.After(10 * time.Millisecond):
 			}

@@ -17,17 +17,27 @@ import (
 // at a time: bulk content for benchmarks.
 func CreateConfigMaps(t testing.TB, kube kubernetes.Interface, n int) {
 	t.Helper()
+	CreateAll(t, n, func(i int) error {
+		cm := &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("cm-%05d", i), Labels: map[string]string{"app": fmt.Sprintf("a%d", i%10)}},
+			Data:       map[string]string{"key": fmt.Sprintf("value-%d", i), "config.yaml": "replicas: 3\nimage: nginx:1.27\n"},
+		}
+		_, err := kube.CoreV1().ConfigMaps("default").Create(context.Background(), cm, metav1.CreateOptions{})
+		return err
+	})
+}
+
+// CreateAll calls create for 0 to n-1, eight at a time, and fails t on the
+// first error.
+func CreateAll(t testing.TB, n int, create func(i int) error) {
+	t.Helper()
 	const workers = 8
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
 	for w := range workers {
 		wg.Go(func() {
 			for i := w; i < n; i += workers {
-				cm := &corev1.ConfigMap{
-					ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("cm-%05d", i), Labels: map[string]string{"app": fmt.Sprintf("a%d", i%10)}},
-					Data:       map[string]string{"key": fmt.Sprintf("value-%d", i), "config.yaml": "replicas: 3\nimage: nginx:1.27\n"},
-				}
-				if _, err := kube.CoreV1().ConfigMaps("default").Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
+				if err := create(i); err != nil {
 					errs <- err
 					return
 				}
