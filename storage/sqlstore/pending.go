@@ -1,10 +1,7 @@
 package sqlstore
 
 import (
-	"slices"
-
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 
@@ -78,12 +75,15 @@ func (p *pending) flush(tx *gorm.DB, d *dialect) error {
 		for i, r := range chunk {
 			revs[i], keys[r.Revision] = r.Revision, &r.KeyColumns
 		}
-		oldAttrs, err := deleteAttributes(tx, revs)
-		if err != nil {
+		var oldAttrs []attributeRow
+		if err := tx.Where("resource_revision IN ?", revs).Find(&oldAttrs).Error; err != nil {
 			return err
 		}
 		t.objects(keys, -1)
 		t.attributes(keys, oldAttrs, -1)
+		if err := tx.Where("resource_revision IN ?", revs).Delete(&attributeRow{}).Error; err != nil {
+			return err
+		}
 		if err := tx.Where("revision IN ?", revs).Delete(&resourceRow{}).Error; err != nil {
 			return err
 		}
@@ -104,19 +104,4 @@ func (p *pending) flush(tx *gorm.DB, d *dialect) error {
 		return err
 	}
 	return insertChunked(tx, d.insertRows, events, func(e *eventRow) int { return len(e.Object) + len(e.PrevObject) })
-}
-
-// deleteAttributes deletes the attribute rows of the rows revs and returns
-// them: in one statement where DELETE ... RETURNING is (PostgreSQL, SQLite,
-// MariaDB from 10.5, as gorm's dialector registers it), else read first.
-func deleteAttributes(tx *gorm.DB, revs []int64) ([]attributeRow, error) {
-	var attrs []attributeRow
-	if slices.Contains(tx.Callback().Delete().Clauses, "RETURNING") {
-		err := tx.Clauses(clause.Returning{}).Where("resource_revision IN ?", revs).Delete(&attrs).Error
-		return attrs, err
-	}
-	if err := tx.Where("resource_revision IN ?", revs).Find(&attrs).Error; err != nil {
-		return nil, err
-	}
-	return attrs, tx.Where("resource_revision IN ?", revs).Delete(&attributeRow{}).Error
 }
