@@ -162,7 +162,8 @@ func summarized(q *storage.CountQuery) bool {
 }
 
 // summaryGrouping counts from the summary's cells (summary.go): those of
-// the objects, and of the grouped label or field if any. An object lacking
+// the objects, and of the grouped label or field if any (its rollup cells
+// when the count neither selects nor groups by namespace). An object lacking
 // that key is in the objects' cell and not in the key's, whose value is
 // NULL too: the NULL group sums the one minus the other, and is left out
 // when that is 0.
@@ -170,17 +171,24 @@ func summaryGrouping(tx *gorm.DB, q *storage.CountQuery) grouping {
 	gvr := q.Query.GVR
 	scopes := []string{summaryScope(gvr.Group, gvr.Version, gvr.Resource, "", "")}
 	kind, key := "", ""
+	// The attribute's rollup cells do, unless namespaces matter.
+	rollup := len(q.Query.Namespaces) == 0
 	cols := make([]string, len(q.GroupBy))
 	for i, g := range q.GroupBy {
 		switch g.Kind {
 		case storage.GroupCluster, storage.GroupNamespace:
 			cols[i] = string(g.Kind)
+			rollup = rollup && g.Kind != storage.GroupNamespace
 		default:
 			kind, _ = attrKind(g)
 			key = g.Key
-			scopes = append(scopes, summaryScope(gvr.Group, gvr.Version, gvr.Resource, kind, key))
 			cols[i] = "attr_value"
 		}
+	}
+	if kind != "" && rollup {
+		scopes = append(scopes, summaryNamespace(summaryRollup(gvr.Group, gvr.Version, gvr.Resource, kind, key), ""))
+	} else if kind != "" {
+		scopes = append(scopes, summaryScope(gvr.Group, gvr.Version, gvr.Resource, kind, key))
 	}
 	count := "SUM(CASE WHEN kind <> '' AND attr_value IS NULL THEN -n ELSE n END)"
 	return grouping{cols: cols, count: count, grouped: func() *gorm.DB {

@@ -101,6 +101,10 @@ func (s *Store) Compact(ctx context.Context, revision int64, keepHistory bool) e
 			return err
 		}
 	}
+	// The count summary's cells that writes emptied since the last time.
+	if err := sweepSummary(db); err != nil {
+		return err
+	}
 	// From the oldest entry: a compaction that failed midway left its
 	// entries, which this one moves first, so that history stays below the
 	// log.

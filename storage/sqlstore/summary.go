@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -30,6 +31,16 @@ import (
 // within it of a namespace, together, so that a count reads one range of
 // the key per scope and namespace asked for. The values are stored beside
 // it and compared on read.
+//
+// A label or field also has rollup cells, of a scope of their own
+// (summaryRollup) and namespace "": the same counts summed over the
+// namespaces, which a count that neither selects nor groups by namespace
+// reads instead (a key with many values, images, has that many times fewer
+// of them: grouping ~90,000 cells by a long value took MariaDB 0.5 s).
+//
+// A cell that falls to 0 stays (a count leaves out the groups of 0), so
+// that a writer does not delete cells that the next write recreates; the
+// compactor deletes them (sweepSummary).
 
 const summaryTable = "count_summary"
 
@@ -57,6 +68,12 @@ func summaryScope(group, version, resource, kind, key string) string {
 	return hashHex(8, group, version, resource, kind, key)
 }
 
+// summaryRollup is the id prefix of the rollup cells of a resource's
+// attribute kind and key: the scope's parts and one more, so never a scope.
+func summaryRollup(group, version, resource, kind, key string) string {
+	return hashHex(8, group, version, resource, kind, key, "")
+}
+
 func summaryNamespace(scope, namespace string) string { return scope + hashHex(8, namespace) }
 
 // hashHex is the first n bytes of the SHA-256 of parts, in hex. Texts hold
@@ -73,28 +90,38 @@ func prefixRange(prefix string) (from, to string) { return prefix, prefix + "g" 
 // tally adds up the changes to the summary that a transaction's writes
 // make, to apply them at its end in one statement per chunk of cells.
 type tally struct {
-	cells  map[string]*summaryRow
-	scopes map[[5]string]string
+	cells map[string]*summaryRow
+	// scopes are the id prefixes of a scope ([0]) and its rollup ([1]).
+	scopes map[[5]string][2]string
 }
 
+// add counts n objects of k in the cell of value of kind and key, and in
+// its rollup cell if it is an attribute's.
 func (t *tally) add(k *KeyColumns, kind, key string, value *string, n int64) {
 	if t.cells == nil {
-		t.cells, t.scopes = map[string]*summaryRow{}, map[[5]string]string{}
+		t.cells, t.scopes = map[string]*summaryRow{}, map[[5]string][2]string{}
 	}
 	s := [5]string{k.Group, k.Version, k.Resource, kind, key}
 	scope, ok := t.scopes[s]
 	if !ok {
-		scope = summaryScope(s[0], s[1], s[2], s[3], s[4])
+		scope = [2]string{summaryScope(s[0], s[1], s[2], s[3], s[4]), summaryRollup(s[0], s[1], s[2], s[3], s[4])}
 		t.scopes[s] = scope
 	}
 	v := "\x00" // no value: distinct from every value, which holds no NUL
 	if value != nil {
 		v = "=" + *value
 	}
-	id := summaryNamespace(scope, k.Namespace) + hashHex(16, k.Cluster, v)
+	cell := hashHex(16, k.Cluster, v)
+	t.addCell(summaryNamespace(scope[0], k.Namespace)+cell, k, k.Namespace, kind, key, value, n)
+	if kind != "" {
+		t.addCell(summaryNamespace(scope[1], "")+cell, k, "", kind, key, value, n)
+	}
+}
+
+func (t *tally) addCell(id string, k *KeyColumns, namespace, kind, key string, value *string, n int64) {
 	c := t.cells[id]
 	if c == nil {
-		c = &summaryRow{ID: id, Group: k.Group, Version: k.Version, Resource: k.Resource, Cluster: k.Cluster, Namespace: k.Namespace,
+		c = &summaryRow{ID: id, Group: k.Group, Version: k.Version, Resource: k.Resource, Cluster: k.Cluster, Namespace: namespace,
 			Kind: kind, Key: key, Value: value}
 		t.cells[id] = c
 	}
@@ -132,16 +159,12 @@ func (t *tally) attributes(rows map[int64]*KeyColumns, attrs []attributeRow, sig
 
 // apply writes the changed cells in id order (writers lock them in one
 // order, so never each other's in turn): one upsert that adds each change
-// per chunk, then removes the cells that fell to 0.
+// per chunk. Cells that fall to 0 stay, for sweepSummary.
 func (t *tally) apply(tx *gorm.DB, d *dialect) error {
 	rows := make([]summaryRow, 0, len(t.cells))
-	var emptied []string
 	for _, c := range t.cells {
 		if c.N != 0 {
 			rows = append(rows, *c)
-		}
-		if c.N < 0 {
-			emptied = append(emptied, c.ID)
 		}
 	}
 	t.cells = nil
@@ -150,13 +173,20 @@ func (t *tally) apply(tx *gorm.DB, d *dialect) error {
 		Columns:   []clause.Column{{Name: "id"}},
 		DoUpdates: clause.Assignments(map[string]any{"n": gorm.Expr(d.addExcluded)}),
 	})
-	if err := insertChunked(upsert, d.insertRows, rows, func(*summaryRow) int { return 256 }); err != nil {
-		return err
-	}
-	slices.Sort(emptied)
-	for start := 0; start < len(emptied); start += keyChunk {
-		chunk := emptied[start:min(start+keyChunk, len(emptied))]
-		if err := tx.Where("id IN ? AND n = 0", chunk).Delete(&summaryRow{}).Error; err != nil {
+	return insertChunked(upsert, d.insertRows, rows, func(*summaryRow) int { return 256 })
+}
+
+// sweepSummary deletes the cells that fell to 0, a range of ids per
+// statement in id order, like writers lock them. A writer that adds to a
+// cell meanwhile either commits first, and the cell is no longer 0, or
+// after, and inserts it again.
+func sweepSummary(db *gorm.DB) error {
+	for from := range 16 {
+		lo, hi := fmt.Sprintf("%x", from), fmt.Sprintf("%x", from+1)
+		if from == 15 {
+			hi = "g"
+		}
+		if err := db.Where("id >= ? AND id < ? AND n = 0", lo, hi).Delete(&summaryRow{}).Error; err != nil {
 			return err
 		}
 	}
