@@ -51,22 +51,22 @@ func BenchmarkWatchLatency(b *testing.B) {
 			followed, afterWrite, writes := watchLatencies(b, served, writer, followedSamples, 2*watchcache.DefaultProbeInterval)
 			pollCPU, followedCPU := idleCPU(b, pollOnly{served}), idleCPU(b, served)
 
-			b.ReportMetric(ms(quantile(followed, 0.50)), "p50-ms")
-			b.ReportMetric(ms(quantile(followed, 0.99)), "p99-ms")
-			b.ReportMetric(float64(quantile(followed, 0.99))/float64(quantile(poll, 0.99)), "p99/poll")
+			b.ReportMetric(storagetest.Millis(storagetest.Quantile(followed, 0.50)), "p50-ms")
+			b.ReportMetric(storagetest.Millis(storagetest.Quantile(followed, 0.99)), "p99-ms")
+			b.ReportMetric(float64(storagetest.Quantile(followed, 0.99))/float64(storagetest.Quantile(poll, 0.99)), "p99/poll")
 			b.ReportMetric(followedCPU*100, "idle-cpu-%")
 			b.Logf("%s: SQL round trip p50 %v; with the feed, the write itself p50 %v p99 %v, from its return to the event p50 %v p99 %v",
-				be.Name, rt, quantile(writes, 0.50).Round(10*time.Microsecond), quantile(writes, 0.99).Round(10*time.Microsecond),
-				quantile(afterWrite, 0.50).Round(10*time.Microsecond), quantile(afterWrite, 0.99).Round(10*time.Microsecond))
+				be.Name, rt, storagetest.Quantile(writes, 0.50).Round(10*time.Microsecond), storagetest.Quantile(writes, 0.99).Round(10*time.Microsecond),
+				storagetest.Quantile(afterWrite, 0.50).Round(10*time.Microsecond), storagetest.Quantile(afterWrite, 0.99).Round(10*time.Microsecond))
 			for _, c := range []struct {
 				name string
 				lat  []time.Duration
 				cpu  float64
 			}{{"poll only (baseline)", poll, pollCPU}, {"poll + feed (default)", followed, followedCPU}} {
-				p50, p99 := quantile(c.lat, 0.50), quantile(c.lat, 0.99)
+				p50, p99 := storagetest.Quantile(c.lat, 0.50), storagetest.Quantile(c.lat, 0.99)
 				b.Logf("%s: %-22s write→watch event p50 %8v (%5.1fx poll, %6.1fx round trip) p99 %8v (%5.2fx poll); idle CPU %.2f%% of a core",
-					be.Name, c.name, p50.Round(10*time.Microsecond), float64(p50)/float64(quantile(poll, 0.50)), float64(p50)/float64(rt),
-					p99.Round(10*time.Microsecond), float64(p99)/float64(quantile(poll, 0.99)), c.cpu*100)
+					be.Name, c.name, p50.Round(10*time.Microsecond), float64(p50)/float64(storagetest.Quantile(poll, 0.50)), float64(p50)/float64(rt),
+					p99.Round(10*time.Microsecond), float64(p99)/float64(storagetest.Quantile(poll, 0.99)), c.cpu*100)
 			}
 		})
 	}
@@ -92,7 +92,7 @@ func roundTrip(b *testing.B, s storage.Interface) time.Duration {
 		times[i] = time.Since(start)
 	}
 	slices.Sort(times)
-	return quantile(times, 0.50)
+	return storagetest.Quantile(times, 0.50)
 }
 
 // watchLatencies writes n pods one at a time through writer, each a random
@@ -163,10 +163,3 @@ func cpuTime(b *testing.B) time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
-
-// quantile of sorted durations.
-func quantile(sorted []time.Duration, q float64) time.Duration {
-	return sorted[min(len(sorted)-1, int(q*float64(len(sorted))))]
-}
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

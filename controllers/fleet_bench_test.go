@@ -335,13 +335,13 @@ func churn(b *testing.B, ctx context.Context, store, served storage.Interface, o
 	slices.Sort(pLat)
 	slices.Sort(mLat)
 	b.ReportMetric(took.Seconds(), "churn-s")
-	b.ReportMetric(ms(quantile(pLat, 0.99)), "watch-p99-ms")
+	b.ReportMetric(storagetest.Millis(storagetest.Quantile(pLat, 0.99)), "watch-p99-ms")
 	b.Logf("churn: %d patches × %d copies in SQL %v after the first was sent (%.2fx the 3 s target; %.2fx the %v the patches took to send); longest lock wait %v, at most %d waiting",
 		churnPatches, n, took.Round(time.Millisecond), took.Seconds()/churnTarget.Seconds(), float64(took)/float64(sending), sending.Round(time.Millisecond), locks.Longest, locks.MostWaiting)
 	b.Logf("churn: watch latency, member patch → Panorama watch event, p50 %v p99 %v (%.1fx, %.1fx a watch of the member: p50 %v p99 %v)",
-		quantile(pLat, 0.5).Round(time.Millisecond), quantile(pLat, 0.99).Round(time.Millisecond),
-		float64(quantile(pLat, 0.5))/float64(quantile(mLat, 0.5)), float64(quantile(pLat, 0.99))/float64(quantile(mLat, 0.99)),
-		quantile(mLat, 0.5).Round(time.Millisecond), quantile(mLat, 0.99).Round(time.Millisecond))
+		storagetest.Quantile(pLat, 0.5).Round(time.Millisecond), storagetest.Quantile(pLat, 0.99).Round(time.Millisecond),
+		float64(storagetest.Quantile(pLat, 0.5))/float64(storagetest.Quantile(mLat, 0.5)), float64(storagetest.Quantile(pLat, 0.99))/float64(storagetest.Quantile(mLat, 0.99)),
+		storagetest.Quantile(mLat, 0.5).Round(time.Millisecond), storagetest.Quantile(mLat, 0.99).Round(time.Millisecond))
 }
 
 // waitLogged reads the change log after rev until it holds want entries,
@@ -440,12 +440,12 @@ func search(b *testing.B, ctx context.Context, store storage.Interface, member d
 	}
 	slices.Sort(panorama)
 	slices.Sort(kube)
-	p50, p99 := quantile(panorama, 0.5), quantile(panorama, 0.99)
-	b.ReportMetric(ms(p50), "search-p50-ms")
-	b.ReportMetric(ms(p99), "search-p99-ms")
+	p50, p99 := storagetest.Quantile(panorama, 0.5), storagetest.Quantile(panorama, 0.99)
+	b.ReportMetric(storagetest.Millis(p50), "search-p50-ms")
+	b.ReportMetric(storagetest.Millis(p99), "search-p99-ms")
 	b.Logf("search, a page of %d by label (a tenth match), storage path: p50 %v (%.2fx the 50 ms target, %.2fx kube-apiserver's %v), p99 %v (%.2fx kube-apiserver's %v)",
-		searchPage, p50.Round(10*time.Microsecond), float64(p50)/float64(searchTarget), float64(p50)/float64(quantile(kube, 0.5)), quantile(kube, 0.5).Round(10*time.Microsecond),
-		p99.Round(10*time.Microsecond), float64(p99)/float64(quantile(kube, 0.99)), quantile(kube, 0.99).Round(10*time.Microsecond))
+		searchPage, p50.Round(10*time.Microsecond), float64(p50)/float64(searchTarget), float64(p50)/float64(storagetest.Quantile(kube, 0.5)), storagetest.Quantile(kube, 0.5).Round(10*time.Microsecond),
+		p99.Round(10*time.Microsecond), float64(p99)/float64(storagetest.Quantile(kube, 0.99)), storagetest.Quantile(kube, 0.99).Round(10*time.Microsecond))
 }
 
 func bestOf3(f func()) time.Duration {
@@ -457,16 +457,6 @@ func bestOf3(f func()) time.Duration {
 	}
 	return best
 }
-
-// quantile of sorted durations.
-func quantile(sorted []time.Duration, q float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	return sorted[min(len(sorted)-1, int(q*float64(len(sorted))))]
-}
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func mib(bytes uint64) float64 { return float64(bytes) / (1 << 20) }
 

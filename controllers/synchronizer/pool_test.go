@@ -19,7 +19,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/panorama-io/panorama/storage"
-	"github.com/panorama-io/panorama/storage/sqlstore"
 	"github.com/panorama-io/panorama/storage/storagetest"
 	"github.com/panorama-io/panorama/test/testenv"
 )
@@ -416,18 +415,10 @@ func TestSweepFencedOff(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	own := func(s *sqlstore.Store, cluster string) context.Context {
-		t.Helper()
-		epoch, err := s.Own(ctx, cluster)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return storage.WithEpoch(ctx, epoch)
-	}
 	p := NewPool(store, Options{}, func(string) {})
 	t.Cleanup(p.StopAll)
 	for _, cluster := range []string{"east", "lost", "stale"} {
-		epoch := own(store, cluster)
+		epoch := storagetest.Owned(t, ctx, store, cluster)
 		put(epoch, cluster) // deselected since
 		if err := p.Ensure(epoch, cluster, "id", m.dyn, Selection{Resources: []Resource{configMaps}}); err != nil {
 			t.Fatal(err)
@@ -435,11 +426,11 @@ func TestSweepFencedOff(t *testing.T) {
 		waitConverged(t, store, cluster, m)
 	}
 	put(ctx, "gone")
-	put(own(other, "stale"), "stale")
+	put(storagetest.Owned(t, ctx, other, "stale"), "stale")
 	existing := func(context.Context) ([]string, error) {
 		// Taken over, or created, and written by the new owner.
-		put(own(other, "lost"), "lost")
-		put(own(other, "new"), "new")
+		put(storagetest.Owned(t, ctx, other, "lost"), "lost")
+		put(storagetest.Owned(t, ctx, other, "new"), "new")
 		return []string{"east", "lost", "stale"}, nil
 	}
 	if err := p.sweep(ctx, existing); err != nil {

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/panorama-io/panorama/storage"
-	"github.com/panorama-io/panorama/storage/sqlstore"
 	"github.com/panorama-io/panorama/storage/storagetest"
 )
 
@@ -126,14 +125,6 @@ func TestFencedSweep(t *testing.T) {
 		opts := b.Options(t)
 		sweeper, other := storagetest.OpenStore(t, opts), storagetest.OpenStore(t, opts)
 		ctx := context.Background()
-		own := func(s *sqlstore.Store, cluster string) context.Context {
-			t.Helper()
-			epoch, err := s.Own(ctx, cluster)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return storage.WithEpoch(ctx, epoch)
-		}
 		put := func(ctx context.Context, cluster string, gvr schema.GroupVersionResource) {
 			t.Helper()
 			if _, err := other.Apply(ctx, cluster, gvr, []storage.Change{storage.Upsert(object("X", "ns", "o", "1"))}); err != nil {
@@ -143,11 +134,11 @@ func TestFencedSweep(t *testing.T) {
 		// The sweeper syncs the pods of "mine" and "lost"; their secrets are
 		// deselected. "gone" and "gone-owned" have no Cluster, and neither
 		// have "taken" and "retaken" as the sweeper lists them.
-		mine, lost := own(sweeper, "mine"), own(sweeper, "lost")
+		mine, lost := storagetest.Owned(t, ctx, sweeper, "mine"), storagetest.Owned(t, ctx, sweeper, "lost")
 		for _, c := range []struct {
 			ctx     context.Context
 			cluster string
-		}{{mine, "mine"}, {lost, "lost"}, {ctx, "gone"}, {own(other, "gone-owned"), "gone-owned"}, {own(other, "retaken"), "retaken"}} {
+		}{{mine, "mine"}, {lost, "lost"}, {ctx, "gone"}, {storagetest.Owned(t, ctx, other, "gone-owned"), "gone-owned"}, {storagetest.Owned(t, ctx, other, "retaken"), "retaken"}} {
 			put(c.ctx, c.cluster, podsGVR)
 			put(c.ctx, c.cluster, secretsGVR)
 		}
@@ -160,13 +151,13 @@ func TestFencedSweep(t *testing.T) {
 		}
 		// A single controller syncs "single", owned once by a replica
 		// before: its deletes are not fenced.
-		put(own(other, "single"), "single", secretsGVR)
+		put(storagetest.Owned(t, ctx, other, "single"), "single", secretsGVR)
 		epochs["single"] = 0
 		// Meanwhile another replica takes "lost" over, and "taken" and
 		// "retaken" are created (again) and written by their new owner.
-		put(own(other, "lost"), "lost", secretsGVR)
-		put(own(other, "taken"), "taken", podsGVR)
-		put(own(other, "retaken"), "retaken", podsGVR)
+		put(storagetest.Owned(t, ctx, other, "lost"), "lost", secretsGVR)
+		put(storagetest.Owned(t, ctx, other, "taken"), "taken", podsGVR)
+		put(storagetest.Owned(t, ctx, other, "retaken"), "retaken", podsGVR)
 		before, _, err := sweeper.Revision(ctx)
 		if err != nil {
 			t.Fatal(err)
