@@ -199,8 +199,11 @@ func sweepSummary(db *gorm.DB) error {
 func (s *Store) fillSummary(db *gorm.DB) error {
 	const page = 5000
 	return db.Transaction(func(tx *gorm.DB) error {
-		var rev []int64
-		if err := tx.Raw("SELECT value FROM "+metaTable+" WHERE name = ?"+s.dialect.forUpdate, metaRevision).Scan(&rev).Error; err != nil {
+		// Writing the counter's row first holds writers off on every
+		// database: SQLite has no FOR UPDATE, and its transaction, had it
+		// read first, could not then write while another store had
+		// (SQLITE_BUSY, which no busy timeout waits out).
+		if err := tx.Exec("UPDATE "+metaTable+" SET value = value WHERE name = ?", metaRevision).Error; err != nil {
 			return err
 		}
 		if err := tx.Where("1 = 1").Delete(&summaryRow{}).Error; err != nil {
