@@ -461,22 +461,10 @@ func bestOf3(f func()) time.Duration {
 func mib(bytes uint64) float64 { return float64(bytes) / (1 << 20) }
 
 // memoryNow is the heap (as heapInUse) and the resident memory of the
-// process.
-func memoryNow() memory { return memory{heap: heapInUse(), rss: rss()} }
-
-// rss is the process's resident set size, from /proc (0 elsewhere).
-func rss() uint64 {
-	data, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for line := range strings.Lines(string(data)) {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
+// process (0 where /proc cannot tell).
+func memoryNow() memory {
+	rss, _ := storagetest.ResidentBytes(os.Getpid())
+	return memory{heap: heapInUse(), rss: uint64(rss)}
 }
 
 func envInt(b *testing.B, name string, def int) int {

@@ -1,13 +1,11 @@
 package watchcache_test
 
 import (
-	"bytes"
 	"context"
 	"math/rand/v2"
 	"os"
 	"runtime"
 	"runtime/debug"
-	"strconv"
 	"testing"
 
 	"github.com/panorama-io/panorama/apiserver/watchcache"
@@ -70,18 +68,9 @@ func memory(b *testing.B) (heap, rss int64) {
 	debug.FreeOSMemory()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
-	status, err := os.ReadFile("/proc/self/status")
+	rss, err := storagetest.ResidentBytes(os.Getpid())
 	if err != nil {
 		b.Fatal(err)
-	}
-	for _, line := range bytes.Split(status, []byte("\n")) {
-		if v, ok := bytes.CutPrefix(line, []byte("VmRSS:")); ok {
-			kb, err := strconv.ParseInt(string(bytes.TrimSpace(bytes.TrimSuffix(bytes.TrimSpace(v), []byte("kB")))), 10, 64)
-			if err != nil {
-				b.Fatal(err)
-			}
-			rss = kb << 10
-		}
 	}
 	return int64(m.HeapAlloc), rss
 }

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -518,7 +517,7 @@ func (p *peakRSS) sample(ctx context.Context, procs map[string]*process) {
 	defer tick.Stop()
 	for {
 		for name, proc := range procs {
-			if rss, err := residentBytes(proc.pid()); err == nil {
+			if rss, err := storagetest.ResidentBytes(proc.pid()); err == nil {
 				p.mu.Lock()
 				p.peaks[name] = max(p.peaks[name], rss)
 				p.mu.Unlock()
@@ -536,21 +535,6 @@ func (p *peakRSS) peak(name string) int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.peaks[name]
-}
-
-// residentBytes reads VmRSS of a process from /proc.
-func residentBytes(pid int) (int64, error) {
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(status), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			return kb << 10, err
-		}
-	}
-	return 0, errors.New("no VmRSS")
 }
 
 // report logs a test's figures and, when PANORAMA_REPORT_DIR is set (CI
