@@ -181,12 +181,9 @@ func (t *tally) apply(tx *gorm.DB, d *dialect) error {
 // cell meanwhile either commits first, and the cell is no longer 0, or
 // after, and inserts it again.
 func sweepSummary(db *gorm.DB) error {
-	for from := range 16 {
-		lo, hi := fmt.Sprintf("%x", from), fmt.Sprintf("%x", from+1)
-		if from == 15 {
-			hi = "g"
-		}
-		if err := db.Where("id >= ? AND id < ? AND n = 0", lo, hi).Delete(&summaryRow{}).Error; err != nil {
+	for digit := range 16 {
+		from, to := prefixRange(fmt.Sprintf("%x", digit))
+		if err := db.Where("id >= ? AND id < ? AND n = 0", from, to).Delete(&summaryRow{}).Error; err != nil {
 			return err
 		}
 	}
