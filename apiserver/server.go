@@ -80,7 +80,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"On MySQL/MariaDB, how often the revision is read to find writes by other processes (PostgreSQL notifies them instead).")
 	fs.IntVar(&wc.RingSize, "watch-cache-size", wc.RingSize, "Recent changes kept per resource for watches that resume.")
 	fs.IntVar(&wc.WatchBuffer, "watch-buffer-size", wc.WatchBuffer,
-		"Events queued per watch for a slow client; a watch whose queue overflows is closed, and its client resumes from its last resourceVersion.")
+		"Events queued per watch for a slow client; past them, a watch reads what its client has yet to take from the watch cache's ring of recent changes, and is closed, for its client to resume from its last resourceVersion, only when the ring no longer holds them.")
 	fs.IntVar(&wc.MaxWatches, "max-watches", wc.MaxWatches,
 		"Most watches open at once; beyond, a watch is refused with 429 Too Many Requests. 0 means unlimited.")
 	fs.IntVar(&wc.MaxWatchesPerUser, "max-watches-per-user", wc.MaxWatchesPerUser,

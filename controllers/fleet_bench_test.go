@@ -243,11 +243,9 @@ func churn(b *testing.B, ctx context.Context, store, served storage.Interface, o
 	if err != nil {
 		b.Fatal(err)
 	}
-	// A watch queues WatchBuffer events (100 by default) and is ended, for
-	// its client to resume, when a write publishes more at once than it
-	// has taken: a group of the fleet's churn is thousands. Room for all
-	// of them times the latency of every event rather than the resumes.
-	cache := watchcache.New(served, watchcache.Options{WatchBuffer: churnPatches*n + 100})
+	// Default options: a group of the fleet's churn publishes thousands of
+	// changes at once, which the watch reads from the ring past its queue.
+	cache := watchcache.New(served, watchcache.Options{})
 	cacheCtx, stopCache := context.WithCancel(ctx)
 	defer stopCache()
 	go func() { _ = cache.Run(cacheCtx) }()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/panorama-io/panorama/apiserver/watchcache"
@@ -157,14 +158,72 @@ func TestLoadDoesNotStallOthers(t *testing.T) {
 	expect(t, next(t, dw, 1), "DELETED d1")
 }
 
-// TestSlowWatchIsClosed: a watch whose client does not read is closed once
-// its buffer overflows, while another watch of the same resource receives
-// every change.
+// TestSlowWatchCatchesUp: a watch whose client reads nothing while many
+// more changes than its buffer are applied, in one write and one by one,
+// still receives every one of them in order, as does a watch with a
+// selector (the changes' ADDED and DELETED as objects enter and leave
+// it), and a watch that reads along receives them as they come.
+func TestSlowWatchCatchesUp(t *testing.T) {
+	s := storagetest.Backends()[0].Open(t)
+	apply(t, s, pod("a", "1", "web"))
+	const buffer = 5
+	c := run(t, s, watchcache.Options{PollInterval: 50 * time.Millisecond, WatchBuffer: buffer})
+	ctx := context.Background()
+	from := c.Revision()
+	watch := func(q *storage.ListQuery) *watchcache.Watcher {
+		w, err := c.Watch(ctx, q, watchcache.WatchOptions{ResourceVersion: from})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(w.Stop)
+		return w
+	}
+	fast := watch(&storage.ListQuery{GVR: pods})
+	slow := watch(&storage.ListQuery{GVR: pods})
+	webOnly, _ := labels.Parse("app=web")
+	reqs, _ := webOnly.Requirements()
+	web := watch(&storage.ListQuery{GVR: pods, Labels: reqs})
+	var want, wantWeb []string
+	// One write of 4 buffers' worth, as a group commit publishes them.
+	var burst []storage.Change
+	for i := range 4 * buffer {
+		burst = append(burst, pod(fmt.Sprintf("b%02d", i), "1", "web"))
+		want = append(want, fmt.Sprintf("ADDED b%02d", i))
+	}
+	apply(t, s, burst...)
+	wantWeb = append(wantWeb, want...)
+	expect(t, next(t, fast, len(burst)), want...)
+	// Then one by one, half of them moving out of app=web.
+	for i := range 3 * buffer {
+		app := "web"
+		if i%2 == 1 {
+			app = "db"
+		}
+		apply(t, s, pod(fmt.Sprintf("b%02d", i), "2", app))
+		ev := fmt.Sprintf("MODIFIED b%02d", i)
+		want = append(want, ev)
+		if app == "db" {
+			ev = fmt.Sprintf("DELETED b%02d", i)
+		}
+		wantWeb = append(wantWeb, ev)
+		expect(t, next(t, fast, 1), want[len(want)-1])
+	}
+	expect(t, next(t, slow, len(want)), want...)
+	expect(t, next(t, web, len(wantWeb)), wantWeb...)
+	// Caught up, the slow watch queues again.
+	apply(t, s, pod("last", "1", "web"))
+	expect(t, next(t, slow, 1), "ADDED last")
+}
+
+// TestSlowWatchIsClosed: a watch whose client reads nothing while the ring
+// of recent changes moves past what it was sent is closed, after what it
+// had queued, while another watch of the same resource receives every
+// change.
 func TestSlowWatchIsClosed(t *testing.T) {
 	s := storagetest.Backends()[0].Open(t)
 	apply(t, s, pod("a", "1", "web"))
-	const buffer = 10
-	c := run(t, s, watchcache.Options{PollInterval: 50 * time.Millisecond, WatchBuffer: buffer})
+	const buffer, ring = 5, 20
+	c := run(t, s, watchcache.Options{PollInterval: 50 * time.Millisecond, WatchBuffer: buffer, RingSize: ring})
 	ctx := context.Background()
 	from := c.Revision()
 	fast, err := c.Watch(ctx, &storage.ListQuery{GVR: pods}, watchcache.WatchOptions{ResourceVersion: from})
@@ -177,12 +236,11 @@ func TestSlowWatchIsClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer slow.Stop()
-	const changes = 3 * buffer
+	const changes = 2 * ring
 	for i := range changes {
 		apply(t, s, pod(fmt.Sprintf("p%02d", i), "1", "web"))
 		expect(t, next(t, fast, 1), fmt.Sprintf("ADDED p%02d", i))
 	}
-	// What the slow one had queued is still delivered, then it ends.
 	received := 0
 	within(t, "the slow watch to close", func() bool {
 		for range slow.ResultChan() {

@@ -575,7 +575,7 @@ func (c *Cache) watch(ctx context.Context, q *storage.ListQuery, opts WatchOptio
 		replay = r.since(opts.ResourceVersion)
 	}
 	rev := r.revision
-	w.lastSent = max(opts.ResourceVersion, rev)
+	w.r, w.lastSent = r, max(opts.ResourceVersion, rev)
 	r.watchers[w] = struct{}{}
 	r.mu.Unlock()
 	w.stop = func() {

@@ -11,14 +11,21 @@ import (
 )
 
 // Watcher is one watch. Its events arrive on ResultChan, which closes when
-// the watch ends: by Stop, by the context, or because the client fell so far
-// behind that its queue overflowed (it then re-watches from its last
-// resourceVersion, as with kube-apiserver). The queue is small, so that idle
-// watches cost little and a slow one never holds back the tail or the
-// other watches.
+// the watch ends: by Stop, by the context, or because the client fell
+// behind the resource's ring of recent changes (it then re-watches from its
+// last resourceVersion, as with kube-apiserver).
+//
+// The queue is small, so that idle watches cost little and a slow one never
+// holds back the tail or the other watches. A queue that overflows does
+// not end the watch: one write of a fleet's group commit publishes
+// thousands of changes at once, more than any client takes in that time.
+// The watch stops queuing instead, and once its client has taken what was
+// queued, reads what it missed from the ring, which holds those changes
+// anyway; only a client the ring has left behind is closed.
 type Watcher struct {
 	q    *storage.ListQuery
 	opts WatchOptions
+	r    *resource
 
 	// initialObjects are sent first as ADDED, then initial (the changes to
 	// replay, or the bookmark ending the initial events), then the queue.
@@ -28,9 +35,13 @@ type Watcher struct {
 	result         chan Event
 	stop           func()
 
-	mu          sync.Mutex
-	terminated  bool
+	mu         sync.Mutex
+	terminated bool
+	// lastSent is the revision of the last event queued; behind says the
+	// queue overflowed after it, and what followed is to be read from
+	// the ring.
 	lastSent    int64
+	behind      bool
 	nextMark    time.Time
 	stopOnce    sync.Once
 	terminateCh chan struct{}
@@ -86,6 +97,27 @@ func (w *Watcher) run(ctx context.Context) {
 			if !send(e) {
 				return
 			}
+			continue
+		default:
+		}
+		// The queue is empty: what overflowed it is read from the ring.
+		missed, ok := w.catchUp()
+		if !ok {
+			return
+		}
+		for _, e := range missed {
+			if !send(e) {
+				return
+			}
+		}
+		if len(missed) > 0 {
+			continue
+		}
+		select {
+		case e := <-w.queue:
+			if !send(e) {
+				return
+			}
 		case <-ctx.Done():
 			return
 		case <-w.terminateCh:
@@ -94,12 +126,55 @@ func (w *Watcher) run(ctx context.Context) {
 	}
 }
 
-// push queues e; called with the resource locked, so it never blocks: a
-// full queue ends the watch.
+// catchUp returns the events of the changes the watch missed since its
+// queue overflowed, if it did, and resumes queuing after them; false when
+// the ring no longer holds them all, which ends the watch. Under r's lock
+// no change is applied meanwhile, so none is missed or sent twice.
+func (w *Watcher) catchUp() ([]Event, bool) {
+	w.mu.Lock()
+	behind := w.behind
+	w.mu.Unlock()
+	if !behind {
+		return nil, true
+	}
+	w.r.mu.RLock()
+	w.mu.Lock()
+	from := w.lastSent
+	if from < w.r.oldest {
+		w.terminated = true
+		w.mu.Unlock()
+		w.r.mu.RUnlock()
+		return nil, false
+	}
+	missed := w.r.since(from)
+	w.behind = false
+	w.lastSent = w.r.revision
+	w.mu.Unlock()
+	w.r.mu.RUnlock()
+	var out []Event
+	for i := range missed {
+		if ev, ok := w.filter(&missed[i]); ok {
+			out = append(out, ev)
+		}
+	}
+	return out, true
+}
+
+// push queues e; called with the resource locked, so it never blocks: past
+// a full queue, the watch's events are read from the ring (catchUp).
 func (w *Watcher) push(e Event) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.terminated {
+		return
+	}
+	if w.behind {
+		// A client the ring has left behind is closed at once, rather
+		// than when it comes back for what it missed.
+		if w.lastSent < w.r.oldest {
+			w.terminated = true
+			w.terminate()
+		}
 		return
 	}
 	if e.Revision <= w.lastSent && (e.Type == watch.Bookmark || e.Revision <= w.opts.ResourceVersion) {
@@ -109,8 +184,7 @@ func (w *Watcher) push(e Event) {
 	case w.queue <- e:
 		w.lastSent = e.Revision
 	default:
-		w.terminated = true
-		w.terminate()
+		w.behind = true
 	}
 }
 
