@@ -169,6 +169,17 @@ func (r *resource) snapshot() ([]*storage.Object, int64) {
 	return r.all(), r.revision
 }
 
+// snapshotAt is snapshot, unless r was dropped by a reset or is not at
+// revision atLeast yet.
+func (r *resource) snapshotAt(atLeast int64) ([]*storage.Object, int64, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.closed || r.revision < atLeast {
+		return nil, 0, false
+	}
+	return r.all(), r.revision, true
+}
+
 // since returns the changes after rev, oldest first.
 func (r *resource) since(rev int64) []change {
 	var out []change
