@@ -147,9 +147,13 @@ func (q *CountQuery) Summarizable() bool {
 	// What selects no objects, and what the summary's cells select by.
 	rest.Limit, rest.OrderBy, rest.WithRemainingCount = 0, nil, false
 	rest.GVR, rest.Clusters, rest.Namespaces = schema.GroupVersionResource{}, nil, nil
-	// Any other filter, one added later too, is for the objects.
-	if !reflect.ValueOf(rest).IsZero() {
-		return false
+	// Any other filter, one added later too, is for the objects; an empty
+	// list (as a request without a field selector parses to) is none.
+	v := reflect.ValueOf(rest)
+	for i := range v.NumField() {
+		if f := v.Field(i); !f.IsZero() && (f.Kind() != reflect.Slice || f.Len() > 0) {
+			return false
+		}
 	}
 	attrs := 0
 	for _, g := range q.GroupBy {
