@@ -159,4 +159,3 @@ func benchQueries() []benchQuery {
 		{"orderby-created-desc,limit-50", storage.ListQuery{GVR: podsGVR, Limit: 50, OrderBy: []storage.OrderBy{{Field: storage.OrderCreated, Desc: true}}}},
 	}
 }
-
