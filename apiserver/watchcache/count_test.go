@@ -86,6 +86,8 @@ func spell(res *storage.CountResult) string {
 // grouping, before and after updates and deletes reach it; and leaves to
 // the store what it has not loaded or cannot filter.
 func TestCount(t *testing.T) {
+	// Counted in parts, as large resources are.
+	defer watchcache.CountInPartsOf(20)()
 	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
 		s := b.Open(t)
 		ctx := context.Background()

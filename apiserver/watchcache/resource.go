@@ -54,7 +54,9 @@ func (r *resource) decode(data []byte, key storage.Key, rev int64) (*storage.Obj
 	if err != nil {
 		return nil, err
 	}
-	o.Cluster, o.GVR, o.Revision = key.Cluster, key.GVR, rev
+	// Every object shares r's strings of its resource, rather than
+	// holding copies read from its row.
+	o.Cluster, o.GVR, o.Revision = key.Cluster, r.gvr, rev
 	return &o, nil
 }
 
