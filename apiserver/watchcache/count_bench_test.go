@@ -2,8 +2,6 @@ package watchcache_test
 
 import (
 	"context"
-	"os"
-	"strconv"
 	"testing"
 	"time"
 
@@ -19,13 +17,7 @@ import (
 // in turn with it in the same run (best of several runs each); and prints
 // what holding the pods costs the cache, in heap and resident memory.
 func BenchmarkCachedCount(b *testing.B) {
-	n := 100_000
-	if v := os.Getenv("PANORAMA_BENCH_COUNT_OBJECTS"); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil || n < storagetest.BenchBatch {
-			b.Fatalf("PANORAMA_BENCH_COUNT_OBJECTS=%q: want an integer of at least %d", v, storagetest.BenchBatch)
-		}
-	}
+	n := storagetest.BenchCountObjects(b, 100_000)
 	const runs, slow = 5, 10 * time.Second
 	for _, be := range storagetest.Backends() {
 		b.Run(be.Name, func(b *testing.B) {

@@ -2,8 +2,6 @@ package sqlstore_test
 
 import (
 	"context"
-	"os"
-	"strconv"
 	"testing"
 	"time"
 
@@ -18,13 +16,7 @@ import (
 // the same run, in turn with it so that both see the same load (best of
 // several runs each).
 func BenchmarkCount(b *testing.B) {
-	n := benchObjects
-	if v := os.Getenv("PANORAMA_BENCH_COUNT_OBJECTS"); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil || n < storagetest.BenchBatch {
-			b.Fatalf("PANORAMA_BENCH_COUNT_OBJECTS=%q: want an integer of at least %d", v, storagetest.BenchBatch)
-		}
-	}
+	n := storagetest.BenchCountObjects(b, benchObjects)
 	const runs, slow = 5, 10 * time.Second
 	for _, be := range storagetest.Backends() {
 		b.Run(be.Name, func(b *testing.B) {

@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -81,6 +83,20 @@ func IngestPods(b *testing.B, backend string, s storage.Interface, n int) []*sto
 	b.ReportMetric(float64(n)/ingest.Seconds(), "ingest-objects/s")
 	b.Logf("%s: ingested %d objects in %v (%.0f objects/s)", backend, n, ingest.Round(time.Millisecond), float64(n)/ingest.Seconds())
 	return mem
+}
+
+// BenchCountObjects is how many pods the count benchmarks count:
+// PANORAMA_BENCH_COUNT_OBJECTS when set (make bench-count-1m), else def.
+func BenchCountObjects(b *testing.B, def int) int {
+	v := os.Getenv("PANORAMA_BENCH_COUNT_OBJECTS")
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < BenchBatch {
+		b.Fatalf("PANORAMA_BENCH_COUNT_OBJECTS=%q: want an integer of at least %d", v, BenchBatch)
+	}
+	return n
 }
 
 // BenchCount is a count the benchmarks time.
