@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -144,4 +146,60 @@ func TestCounts(t *testing.T) {
 	if code, _, body := getCounts(t, viewURL(cfg, fmt.Sprintf("/api/v1/pods?groupBy=cluster&limit=%d", storage.MaxLimit+1)), "", ""); code != 200 || body.groups() != "east=3 west=1" {
 		t.Errorf("large limit: %d %+v", code, body)
 	}
+}
+
+// countingStore counts the counts the store answers.
+type countingStore struct {
+	storage.Interface
+	counts atomic.Int32
+}
+
+func (s *countingStore) Count(ctx context.Context, q *storage.CountQuery) (*storage.CountResult, error) {
+	s.counts.Add(1)
+	return s.Interface.Count(ctx, q)
+}
+
+// TestCountsFromCache: a count under a label selector is the watch
+// cache's once the cache holds the pods, and sees the writes made before
+// it (the latest revision) unless resourceVersion is 0; before, the store
+// answers it, as it answers the counts its summary does.
+func TestCountsFromCache(t *testing.T) {
+	h := testHandler(t)
+	store := &countingStore{Interface: h.store}
+	h.store = store
+	srv := httptest.NewServer(asUser(h))
+	t.Cleanup(srv.Close)
+	base := srv.URL + ViewPath("")
+	pod := func(cluster, name, app string) int64 {
+		putObject(t, store, cluster, podsGVR, map[string]any{"apiVersion": "v1", "kind": "Pod",
+			"metadata": map[string]any{"name": name, "namespace": "ns", "resourceVersion": "1", "labels": map[string]any{"app": app}}})
+		rev, _, err := store.Revision(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rev
+	}
+	count := func(query, want string, rev int64, fromStore int32) {
+		t.Helper()
+		before := store.counts.Load()
+		code, _, body := getCounts(t, base+"/api/v1/pods?"+query, "", "")
+		if code != http.StatusOK || body.groups() != want || body.Metadata.ResourceVersion != fmt.Sprint(rev) {
+			t.Errorf("%s: %d %+v, want %s at %d", query, code, body, want, rev)
+		}
+		if n := store.counts.Load() - before; n != fromStore {
+			t.Errorf("%s: the store counted %d times, want %d", query, n, fromStore)
+		}
+	}
+	pod("east", "a", "web")
+	pod("west", "b", "db")
+	rev := pod("east", "c", "web")
+	const selected = "labelSelector=app%3Dweb&groupBy=cluster"
+	count(selected, "east=2", rev, 1) // the cache has no pods yet
+	if code, _, _ := getJSON(t, base+"/api/v1/pods?resourceVersion=0", ""); code != http.StatusOK {
+		t.Fatalf("list: %d", code)
+	}
+	rev = pod("west", "d", "web")
+	count(selected, "east=2 west=1", rev, 0)
+	count(selected+"&resourceVersion=0", "east=2 west=1", rev, 0)
+	count("groupBy=label:app", "web=3 db=1", rev, 1) // the summary's
 }

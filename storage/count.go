@@ -1,8 +1,10 @@
 package storage
 
 import (
+	"reflect"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -133,6 +135,33 @@ func (q *CountQuery) Validate() error {
 		return Invalid("limit", "a count returns between 1 and %d groups", MaxLimit)
 	}
 	return nil
+}
+
+// Summarizable reports whether q selects by resource, clusters and
+// namespaces alone (what authorization narrows a query to) and groups by
+// at most one label or field: what a store answers from the counts it
+// keeps per cluster, namespace and value (sqlstore's count summary), in
+// milliseconds at any size, rather than by going over the objects.
+func (q *CountQuery) Summarizable() bool {
+	rest := q.Query
+	// What selects no objects, and what the summary's cells select by.
+	rest.Limit, rest.OrderBy, rest.WithRemainingCount = 0, nil, false
+	rest.GVR, rest.Clusters, rest.Namespaces = schema.GroupVersionResource{}, nil, nil
+	// Any other filter, one added later too, is for the objects; an empty
+	// list (as a request without a field selector parses to) is none.
+	v := reflect.ValueOf(rest)
+	for i := range v.NumField() {
+		if f := v.Field(i); !f.IsZero() && (f.Kind() != reflect.Slice || f.Len() > 0) {
+			return false
+		}
+	}
+	attrs := 0
+	for _, g := range q.GroupBy {
+		if g.Kind == GroupLabel || g.Kind == GroupField {
+			attrs++
+		}
+	}
+	return attrs <= 1
 }
 
 // CountGroup is one group: its value of each GroupBy term, in order, nil

@@ -54,7 +54,9 @@ func (r *resource) decode(data []byte, key storage.Key, rev int64) (*storage.Obj
 	if err != nil {
 		return nil, err
 	}
-	o.Cluster, o.GVR, o.Revision = key.Cluster, key.GVR, rev
+	// Every object shares r's strings of its resource, rather than
+	// holding copies read from its row.
+	o.Cluster, o.GVR, o.Revision = key.Cluster, r.gvr, rev
 	return &o, nil
 }
 
@@ -167,6 +169,17 @@ func (r *resource) snapshot() ([]*storage.Object, int64) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return r.all(), r.revision
+}
+
+// snapshotAt is snapshot, unless r was dropped by a reset or is not at
+// revision atLeast yet.
+func (r *resource) snapshotAt(atLeast int64) ([]*storage.Object, int64, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.closed || r.revision < atLeast {
+		return nil, 0, false
+	}
+	return r.all(), r.revision, true
 }
 
 // since returns the changes after rev, oldest first.

@@ -51,7 +51,7 @@ func deployment(name, rv string) storage.Change {
 }
 
 // run starts a cache over s and waits until it has applied the log.
-func run(t *testing.T, s storage.Interface, opts watchcache.Options) *watchcache.Cache {
+func run(t testing.TB, s storage.Interface, opts watchcache.Options) *watchcache.Cache {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)

@@ -35,8 +35,8 @@ func BenchmarkBytesPerObject(b *testing.B) {
 	n := sizeObjects
 	if v := os.Getenv("PANORAMA_BENCH_SIZE_OBJECTS"); v != "" {
 		var err error
-		if n, err = strconv.Atoi(v); err != nil || n < benchBatch || n%benchBatch != 0 {
-			b.Fatalf("PANORAMA_BENCH_SIZE_OBJECTS=%q: want a multiple of %d", v, benchBatch)
+		if n, err = strconv.Atoi(v); err != nil || n < storagetest.BenchBatch || n%storagetest.BenchBatch != 0 {
+			b.Fatalf("PANORAMA_BENCH_SIZE_OBJECTS=%q: want a multiple of %d", v, storagetest.BenchBatch)
 		}
 	}
 	for _, be := range storagetest.Backends() {
@@ -46,12 +46,12 @@ func BenchmarkBytesPerObject(b *testing.B) {
 			write := func(round int) {
 				rng := rand.New(rand.NewPCG(11, 11))
 				start := time.Now()
-				for i := 0; i < n; i += benchBatch {
-					changes := make([]storage.Change, 0, benchBatch)
-					for j := i; j < i+benchBatch; j++ {
+				for i := 0; i < n; i += storagetest.BenchBatch {
+					changes := make([]storage.Change, 0, storagetest.BenchBatch)
+					for j := i; j < i+storagetest.BenchBatch; j++ {
 						changes = append(changes, storage.Upsert(storagetest.RealisticPod(rng, j, round)))
 					}
-					if _, err := s.Apply(ctx, benchCluster(i), podsGVR, changes); err != nil {
+					if _, err := s.Apply(ctx, storagetest.BenchCluster(i), podsGVR, changes); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/panorama-io/panorama/storage"
@@ -27,7 +25,7 @@ func BenchmarkStore(b *testing.B) {
 		b.Run(be.Name, func(b *testing.B) {
 			s := be.Open(b)
 			ctx := context.Background()
-			mem := ingestPods(b, be.Name, s, benchObjects)
+			mem := storagetest.IngestPods(b, be.Name, s, benchObjects)
 			for _, bq := range benchQueries() {
 				q := bq.q
 				var res *storage.ListResult
@@ -59,39 +57,6 @@ func BenchmarkStore(b *testing.B) {
 	}
 }
 
-// ingestPods stores n pods in batches as a synchronizer writes them,
-// reports the rate, and returns what it stored.
-func ingestPods(b *testing.B, backend string, s storage.Interface, n int) []*storage.Object {
-	ctx := context.Background()
-	rng := rand.New(rand.NewPCG(7, 7))
-	mem := make([]*storage.Object, 0, n)
-	start := time.Now()
-	for i := 0; i < n; i += benchBatch {
-		changes := make([]storage.Change, 0, benchBatch)
-		for j := i; j < i+benchBatch; j++ {
-			changes = append(changes, storage.Upsert(benchPod(rng, j, "1")))
-		}
-		cluster := benchCluster(i)
-		if _, err := s.Apply(ctx, cluster, podsGVR, changes); err != nil {
-			b.Fatal(err)
-		}
-		for _, c := range changes {
-			o := storage.Describe(c.Object)
-			o.Cluster, o.GVR = cluster, podsGVR
-			mem = append(mem, &o)
-		}
-	}
-	ingest := time.Since(start)
-	b.ReportMetric(float64(n)/ingest.Seconds(), "ingest-objects/s")
-	b.Logf("%s: ingested %d objects in %v (%.0f objects/s)", backend, n, ingest.Round(time.Millisecond), float64(n)/ingest.Seconds())
-	return mem
-}
-
-const benchBatch = 500
-
-// benchCluster is where ingestPods puts pod i: its batch's cluster.
-func benchCluster(i int) string { return clusters[(i/benchBatch)%len(clusters)] }
-
 // BenchmarkLatePageAfterChanges times a page near the end of a list of
 // benchObjects pods, at the current revision and pinned to a revision
 // after which 10,000 changes landed, each as a ratio to the first page of
@@ -105,19 +70,19 @@ func BenchmarkLatePageAfterChanges(b *testing.B) {
 			s := be.Open(b)
 			rec := newQueryRecorder(b, s)
 			ctx := context.Background()
-			ingestPods(b, be.Name, s, benchObjects)
+			storagetest.IngestPods(b, be.Name, s, benchObjects)
 			pin, _, err := s.Revision(ctx)
 			if err != nil {
 				b.Fatal(err)
 			}
 			rng := rand.New(rand.NewPCG(8, 8))
-			for i := range changes / benchBatch {
-				block := rng.IntN(benchObjects/benchBatch) * benchBatch
-				batch := make([]storage.Change, 0, benchBatch)
-				for j := block; j < block+benchBatch; j++ {
-					batch = append(batch, storage.Upsert(benchPod(rng, j, fmt.Sprint(2+i))))
+			for i := range changes / storagetest.BenchBatch {
+				block := rng.IntN(benchObjects/storagetest.BenchBatch) * storagetest.BenchBatch
+				batch := make([]storage.Change, 0, storagetest.BenchBatch)
+				for j := block; j < block+storagetest.BenchBatch; j++ {
+					batch = append(batch, storage.Upsert(storagetest.BenchPod(rng, j, fmt.Sprint(2+i))))
 				}
-				if _, err := s.Apply(ctx, benchCluster(block), podsGVR, batch); err != nil {
+				if _, err := s.Apply(ctx, storagetest.BenchCluster(block), podsGVR, batch); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -193,24 +158,4 @@ func benchQueries() []benchQuery {
 		{"name", storage.ListQuery{GVR: podsGVR, Names: []string{"pod-4242"}}},
 		{"orderby-created-desc,limit-50", storage.ListQuery{GVR: podsGVR, Limit: 50, OrderBy: []storage.OrderBy{{Field: storage.OrderCreated, Desc: true}}}},
 	}
-}
-
-func benchPod(rng *rand.Rand, i int, memberRV string) *unstructured.Unstructured {
-	return object("Pod", fmt.Sprintf("ns-%d", i%50), fmt.Sprintf("pod-%d", i), memberRV, func(u *unstructured.Unstructured) {
-		u.SetLabels(map[string]string{
-			"app":   appValues[rng.IntN(len(appValues))],
-			"shard": fmt.Sprintf("s%d", rng.IntN(1000)),
-			"tier":  tierValues[rng.IntN(len(tierValues))],
-		})
-		u.SetCreationTimestamp(metav1.NewTime(baseTime.Add(time.Duration(i) * time.Second)))
-		_ = unstructured.SetNestedField(u.Object, phases[rng.IntN(len(phases))], "status", "phase")
-		_ = unstructured.SetNestedField(u.Object, nodes[rng.IntN(len(nodes))], "spec", "nodeName")
-		// A container of one of 200 teams' apps, half of them beside an
-		// nginx sidecar: images search for a rare and a common image.
-		containers := []any{map[string]any{"name": "app", "image": fmt.Sprintf("registry.example/team-%d/app:1.%d", rng.IntN(200), i%3)}}
-		if rng.IntN(2) == 0 {
-			containers = append(containers, map[string]any{"name": "web", "image": "nginx:1.27"})
-		}
-		_ = unstructured.SetNestedSlice(u.Object, containers, "spec", "containers")
-	})
 }

@@ -24,7 +24,7 @@ const (
 
 // BenchmarkConcurrentWriters has benchWriters synchronizers write at once,
 // as 50 clusters syncing do, through a pool of 20 connections (the
-// controller's default): first an initial sync (one benchBatch of new pods
+// controller's default): first an initial sync (one storagetest.BenchBatch of new pods
 // each), then churn (churnRounds small batches of updates each). Each rate
 // is printed with its baseline from the same run: the same number of pod
 // JSONs written as raw multi-row INSERTs into a bare table from one
@@ -43,7 +43,7 @@ func BenchmarkConcurrentWriters(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer s.Close()
-			raw := rawInsertRate(b, s, benchWriters*benchBatch)
+			raw := rawInsertRate(b, s, benchWriters*storagetest.BenchBatch)
 			b.Logf("%s: baseline, raw multi-row INSERTs from one connection: %.0f rows/s", be.Name, raw)
 			for _, phase := range []struct {
 				name, metric string
@@ -51,19 +51,19 @@ func BenchmarkConcurrentWriters(b *testing.B) {
 				rows         int
 			}{
 				{"initial sync, 50 × 500 new pods", "initial-sync", func(w int, rng *rand.Rand) error {
-					changes := make([]storage.Change, 0, benchBatch)
-					for i := range benchBatch {
-						changes = append(changes, storage.Upsert(benchPod(rng, i, "1")))
+					changes := make([]storage.Change, 0, storagetest.BenchBatch)
+					for i := range storagetest.BenchBatch {
+						changes = append(changes, storage.Upsert(storagetest.BenchPod(rng, i, "1")))
 					}
 					_, err := s.Apply(context.Background(), writerCluster(w), podsGVR, changes)
 					return err
-				}, benchWriters * benchBatch},
+				}, benchWriters * storagetest.BenchBatch},
 				{"churn, 50 × 40 batches of 5 updates", "churn", func(w int, rng *rand.Rand) error {
 					for round := range churnRounds {
 						changes := make([]storage.Change, 0, churnBatch)
 						for i := range churnBatch {
-							pod := rng.IntN(benchBatch/churnBatch)*churnBatch + i // distinct pods in a batch
-							changes = append(changes, storage.Upsert(benchPod(rng, pod, fmt.Sprint(2+round))))
+							pod := rng.IntN(storagetest.BenchBatch/churnBatch)*churnBatch + i // distinct pods in a batch
+							changes = append(changes, storage.Upsert(storagetest.BenchPod(rng, pod, fmt.Sprint(2+round))))
 						}
 						if _, err := s.Apply(context.Background(), writerCluster(w), podsGVR, changes); err != nil {
 							return err
@@ -103,7 +103,7 @@ func BenchmarkConcurrentWriters(b *testing.B) {
 func writerCluster(w int) string { return fmt.Sprintf("member-%02d", w) }
 
 // rawInsertRate writes rows pod JSONs into a bare table in multi-row
-// INSERTs of benchBatch rows, each committed on its own, and returns the
+// INSERTs of storagetest.BenchBatch rows, each committed on its own, and returns the
 // rows per second.
 func rawInsertRate(b *testing.B, s *sqlstore.Store, rows int) float64 {
 	db := sqlstore.GormDB(s)
@@ -112,12 +112,12 @@ func rawInsertRate(b *testing.B, s *sqlstore.Store, rows int) float64 {
 		b.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(1, 1))
-	values := strings.TrimSuffix(strings.Repeat("(?, ?),", benchBatch), ",")
+	values := strings.TrimSuffix(strings.Repeat("(?, ?),", storagetest.BenchBatch), ",")
 	var took time.Duration
-	for start := 0; start < rows; start += benchBatch {
-		args := make([]any, 0, 2*benchBatch)
-		for i := start; i < start+benchBatch; i++ {
-			data, err := benchPod(rng, i, "1").MarshalJSON()
+	for start := 0; start < rows; start += storagetest.BenchBatch {
+		args := make([]any, 0, 2*storagetest.BenchBatch)
+		for i := start; i < start+storagetest.BenchBatch; i++ {
+			data, err := storagetest.BenchPod(rng, i, "1").MarshalJSON()
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -4,11 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"reflect"
 	"strings"
 
 	"gorm.io/gorm"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/panorama-io/panorama/storage"
 )
@@ -21,7 +19,7 @@ import (
 // snapshot holds exactly the rows and the summary at that revision, and
 // the statement needs no revision bound (which would keep PostgreSQL from
 // counting rows from the key index alone). It groups the summary's cells
-// when they answer the query (summarized), else the rows List would
+// when they answer the query (Summarizable), else the rows List would
 // select.
 func (s *Store) Count(ctx context.Context, q *storage.CountQuery) (*storage.CountResult, error) {
 	if _, err := s.validate(ctx, q); err != nil {
@@ -39,7 +37,7 @@ func (s *Store) Count(ctx context.Context, q *storage.CountQuery) (*storage.Coun
 		}
 		res.Revision = current
 		var g grouping
-		if summarized(q) {
+		if q.Summarizable() {
 			g = summaryGrouping(tx, q)
 		} else {
 			var owners storage.OwnerSet
@@ -137,28 +135,6 @@ func (s *Store) rowGrouping(tx *gorm.DB, q *storage.CountQuery, owners storage.O
 		}
 		return db.Group(strings.Join(cols, ", "))
 	}}
-}
-
-// summarized reports whether the count summary answers q: it selects by
-// resource, clusters and namespaces alone (what authorization narrows a
-// query to), and groups by at most one label or field, whose cells hold
-// every combination of cluster, namespace and value.
-func summarized(q *storage.CountQuery) bool {
-	rest := q.Query
-	// What selects no objects, and what the summary's cells select by.
-	rest.Limit, rest.OrderBy, rest.WithRemainingCount = 0, nil, false
-	rest.GVR, rest.Clusters, rest.Namespaces = schema.GroupVersionResource{}, nil, nil
-	// Any other filter, one added later too, is for the rows.
-	if !reflect.ValueOf(rest).IsZero() {
-		return false
-	}
-	attrs := 0
-	for _, g := range q.GroupBy {
-		if _, ok := attrKind(g); ok {
-			attrs++
-		}
-	}
-	return attrs <= 1
 }
 
 // summaryGrouping counts from the summary's cells (summary.go): those of

@@ -1,0 +1,212 @@
+package watchcache_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/panorama-io/panorama/apiserver/watchcache"
+	"github.com/panorama-io/panorama/storage"
+	"github.com/panorama-io/panorama/storage/storagetest"
+)
+
+// countedPod is pod i of the counts' tests: some lack the app label or a
+// phase, and some run the same image twice, which counts once.
+func countedPod(rng *rand.Rand, i, round int) storage.Change {
+	meta := map[string]any{"name": fmt.Sprintf("pod-%d", i), "namespace": fmt.Sprintf("ns-%d", i%3),
+		"resourceVersion": fmt.Sprint(round)}
+	lbls := map[string]any{"tier": []string{"front", "back"}[rng.IntN(2)]}
+	if app := rng.IntN(4); app > 0 {
+		lbls["app"] = fmt.Sprintf("app-%d", app)
+	}
+	meta["labels"] = lbls
+	images := []any{map[string]any{"name": "app", "image": fmt.Sprintf("app:%d", rng.IntN(3))}}
+	if rng.IntN(2) == 0 {
+		images = append(images, map[string]any{"name": "web", "image": []string{"nginx", "app:0"}[rng.IntN(2)]})
+	}
+	status := map[string]any{}
+	if phase := rng.IntN(3); phase > 0 {
+		status["phase"] = []string{"", "Running", "Pending"}[phase]
+	}
+	return storage.Upsert(&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": meta,
+		"spec": map[string]any{"containers": images}, "status": status}})
+}
+
+func countQuery(t *testing.T, lq storage.ListQuery, limit int, terms ...string) *storage.CountQuery {
+	t.Helper()
+	q := &storage.CountQuery{Query: lq, Limit: limit}
+	q.Query.GVR = pods
+	for _, term := range terms {
+		g, err := storage.ParseGroupBy(term)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q.GroupBy = append(q.GroupBy, g)
+	}
+	return q
+}
+
+func requirements(t *testing.T, selector string) labels.Requirements {
+	t.Helper()
+	sel, err := labels.Parse(selector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs, _ := sel.Requirements()
+	return reqs
+}
+
+// spell writes groups as "value/value=count ...", a missing value as <none>.
+func spell(res *storage.CountResult) string {
+	var out []string
+	for _, g := range res.Groups {
+		var values []string
+		for _, v := range g.Values {
+			if v == nil {
+				values = append(values, "<none>")
+			} else {
+				values = append(values, *v)
+			}
+		}
+		out = append(out, fmt.Sprintf("%s=%d", strings.Join(values, "/"), g.Count))
+	}
+	return fmt.Sprintf("%s +%d", strings.Join(out, " "), res.RemainingGroups)
+}
+
+// TestCount: the cache counts what the store counts, group for group, in
+// the same order and at the same revision, under every kind of filter and
+// grouping, before and after updates and deletes reach it; and leaves to
+// the store what it has not loaded or cannot filter.
+func TestCount(t *testing.T) {
+	// Counted in parts, as large resources are.
+	defer watchcache.CountInPartsOf(20)()
+	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
+		s := b.Open(t)
+		ctx := context.Background()
+		rng := rand.New(rand.NewPCG(3, 3))
+		write := func(round int, keys []int, deletes ...int) int64 {
+			byCluster := map[string][]storage.Change{}
+			for _, i := range keys {
+				cluster := []string{"east", "west"}[i%2]
+				byCluster[cluster] = append(byCluster[cluster], countedPod(rng, i, round))
+			}
+			for _, i := range deletes {
+				cluster := []string{"east", "west"}[i%2]
+				byCluster[cluster] = append(byCluster[cluster], storage.Delete(fmt.Sprintf("ns-%d", i%3), fmt.Sprintf("pod-%d", i)))
+			}
+			var rev int64
+			for cluster, changes := range byCluster {
+				var err error
+				if rev, err = s.Apply(ctx, cluster, pods, changes); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return rev
+		}
+		all := make([]int, 200)
+		for i := range all {
+			all[i] = i
+		}
+		write(1, all)
+		c := run(t, s, watchcache.Options{})
+		if _, ok, err := c.Count(ctx, countQuery(t, storage.ListQuery{}, 0, "cluster"), 0); ok || err != nil {
+			t.Fatalf("count of a resource not loaded: ok %v, %v; want the store to count", ok, err)
+		}
+		if _, _, err := c.List(ctx, &storage.ListQuery{GVR: pods}); err != nil {
+			t.Fatal(err)
+		}
+
+		queries := []*storage.CountQuery{
+			countQuery(t, storage.ListQuery{}, 0, "cluster"),
+			countQuery(t, storage.ListQuery{}, 0, "namespace", "label:app"),
+			countQuery(t, storage.ListQuery{Labels: requirements(t, "tier=front")}, 0, "label:app"),
+			countQuery(t, storage.ListQuery{Labels: requirements(t, "app notin (app-1)")}, 0, "cluster", "label:app"),
+			countQuery(t, storage.ListQuery{Fields: fields.Requirements{{Field: "status.phase", Operator: "=", Value: "Running"}}}, 0, "field:images"),
+			countQuery(t, storage.ListQuery{Namespaces: []string{"ns-1", "ns-2"}, Labels: requirements(t, "tier")}, 0, "field:status.phase", "field:images"),
+			countQuery(t, storage.ListQuery{Clusters: []string{"west"}, Images: []string{"nginx"}}, 0, "namespace", "label:tier"),
+			countQuery(t, storage.ListQuery{FuzzyName: "pod-1"}, 0, "cluster", "namespace", "label:app", "field:images"),
+			countQuery(t, storage.ListQuery{Labels: requirements(t, "tier=back")}, 2, "label:app", "field:status.phase"),
+			countQuery(t, storage.ListQuery{Labels: requirements(t, "tier=nowhere")}, 0, "cluster"),
+		}
+		compare := func(phase string, rev int64) {
+			t.Helper()
+			for _, q := range queries {
+				want, err := s.Count(ctx, q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, ok, err := c.Count(ctx, q, rev)
+				if err != nil || !ok {
+					t.Fatalf("%s: %v: ok %v, %v", phase, q.GroupBy, ok, err)
+				}
+				if got.Revision != rev || !reflect.DeepEqual(got, want) {
+					t.Errorf("%s: %+v by %v:\ncache %s at %d\nstore %s at %d", phase, q.Query, q.GroupBy, spell(got), got.Revision, spell(want), want.Revision)
+				}
+			}
+		}
+		rev, _, err := s.Revision(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		compare("synced", rev)
+		// Content, beyond agreeing: the limit leaves groups out, and pods
+		// lacking the app label or a phase are a group of their own.
+		got, _, err := c.Count(ctx, queries[8], rev)
+		if err != nil || got.RemainingGroups == 0 || len(got.Groups) != 2 {
+			t.Fatalf("limit 2: %s, %v", spell(got), err)
+		}
+		got, _, err = c.Count(ctx, queries[1], rev)
+		if err != nil || !strings.Contains(spell(got), "ns-0/<none>=") {
+			t.Fatalf("by namespace and app: %s, %v; want pods without app counted", spell(got), err)
+		}
+
+		// Half the pods change, a tenth go: the counts at the revision that
+		// did it are the cache's as soon as it applied it.
+		rev = write(2, all[:100], all[150:170]...)
+		compare("changed", rev)
+
+		// The cache leaves owner filters, and revisions it does not reach
+		// in time, to the store.
+		if _, ok, err := c.Count(ctx, countQuery(t, storage.ListQuery{OwnerName: "rs"}, 0, "cluster"), 0); ok || err != nil {
+			t.Errorf("owner filter: ok %v, %v; want the store to count", ok, err)
+		}
+		slow := run(t, s, watchcache.Options{FreshnessTimeout: time.Millisecond})
+		if _, _, err := slow.List(ctx, &storage.ListQuery{GVR: pods}); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, err := slow.Count(ctx, queries[0], rev+1); ok || err != nil {
+			t.Errorf("count at a revision not reached: ok %v, %v; want the store to count", ok, err)
+		}
+	})
+}
+
+// TestCountDoesNotWaitForLoad: a count of a resource still loading is
+// left to the store at once.
+func TestCountDoesNotWaitForLoad(t *testing.T) {
+	s := &blockingStore{Interface: storagetest.Backends()[0].Open(t), gvr: pods, entered: make(chan struct{}, 1), release: make(chan struct{})}
+	apply(t, s, pod("a", "1", "web"))
+	c := run(t, s, watchcache.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _, _, _ = c.List(ctx, &storage.ListQuery{GVR: pods}) }()
+	<-s.entered
+	ok := within(t, "a count of a loading resource", func() bool {
+		_, ok, err := c.Count(ctx, countQuery(t, storage.ListQuery{}, 0, "cluster"), 0)
+		if err != nil {
+			t.Error(err)
+		}
+		return ok
+	})
+	if ok {
+		t.Fatal("a count of a loading resource was answered by the cache; want the store to count")
+	}
+	close(s.release)
+}
