@@ -34,15 +34,7 @@ const (
 func BenchmarkConcurrentWriters(b *testing.B) {
 	for _, be := range storagetest.Backends() {
 		b.Run(be.Name, func(b *testing.B) {
-			opts := be.Options(b)
-			if opts.Driver != "sqlite" {
-				opts.MaxOpenConns = 20
-			}
-			s, err := sqlstore.Open(context.Background(), opts)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
+			opts, s := openForWriters(b, be)
 			raw := rawInsertRate(b, s, benchWriters*storagetest.BenchBatch)
 			b.Logf("%s: baseline, raw multi-row INSERTs from one connection: %.0f rows/s", be.Name, raw)
 			for _, phase := range []struct {
@@ -98,6 +90,16 @@ func BenchmarkConcurrentWriters(b *testing.B) {
 			}
 		})
 	}
+}
+
+// openForWriters opens a store of be for benchWriters writers, through a
+// pool of 20 connections (the controller's default), closed when b ends.
+func openForWriters(b *testing.B, be storagetest.Backend) (sqlstore.Options, *sqlstore.Store) {
+	opts := be.Options(b)
+	if opts.Driver != "sqlite" {
+		opts.MaxOpenConns = 20
+	}
+	return opts, storagetest.OpenStore(b, opts)
 }
 
 func writerCluster(w int) string { return fmt.Sprintf("member-%02d", w) }

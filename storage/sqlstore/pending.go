@@ -1,6 +1,8 @@
 package sqlstore
 
 import (
+	"strings"
+
 	"gorm.io/gorm"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
@@ -14,8 +16,10 @@ import (
 // batch), before the counter is updated, and before a batch reads rows of
 // a cluster that has some here.
 type pending struct {
-	// old are the rows replaced or deleted.
+	// old are the rows replaced or deleted; replaced maps the revision of
+	// each one replaced to the revision of the row that replaces it.
 	old      []*resourceRow
+	replaced map[int64]int64
 	rows     []resourceRow
 	attrs    []attributeRow
 	events   []eventRow
@@ -35,6 +39,12 @@ func (p *pending) add(cluster string, gvr schema.GroupVersionResource, base int6
 			// The replaced row's object moves to the log as it is stored:
 			// it is the object of the key's previous entry too (log.go).
 			p.old = append(p.old, o.old)
+			if o.typ != watch.Deleted {
+				if p.replaced == nil {
+					p.replaced = map[int64]int64{}
+				}
+				p.replaced[o.old.Revision] = rev
+			}
 			ev.PrevObject, ev.Created = o.old.Object, o.old.Created
 		}
 		if o.typ != watch.Deleted {
@@ -63,11 +73,14 @@ func (p *pending) add(cluster string, gvr schema.GroupVersionResource, base int6
 // flush writes what is pending in tx, old rows out first, and forgets it.
 // The count summary loses the old rows, read with their attributes (which
 // may have been indexed with other fields than the new rows), and gains
-// the new ones.
+// the new ones. Where the dialect moves attributes, those that a
+// replacing row has as they were move to it rather than being written
+// again: an update mostly leaves its labels and fields as they were.
 func (p *pending) flush(tx *gorm.DB, d *dialect) error {
-	old, rows, attrs, events := p.old, p.rows, p.attrs, p.events
-	p.old, p.rows, p.attrs, p.events, p.clusters = nil, nil, nil, nil, nil
+	old, replaced, rows, attrs, events := p.old, p.replaced, p.rows, p.attrs, p.events
+	p.old, p.replaced, p.rows, p.attrs, p.events, p.clusters = nil, nil, nil, nil, nil, nil
 	var t tally
+	fresh := newAttributeWrites(attrs, replaced)
 	for start := 0; start < len(old); start += keyChunk {
 		chunk := old[start:min(start+keyChunk, len(old))]
 		revs := make([]int64, len(chunk))
@@ -81,7 +94,7 @@ func (p *pending) flush(tx *gorm.DB, d *dialect) error {
 		}
 		t.objects(keys, -1)
 		t.attributes(keys, oldAttrs, -1)
-		if err := tx.Where("resource_revision IN ?", revs).Delete(&attributeRow{}).Error; err != nil {
+		if err := fresh.replace(tx, d, revs, oldAttrs); err != nil {
 			return err
 		}
 		if err := tx.Where("revision IN ?", revs).Delete(&resourceRow{}).Error; err != nil {
@@ -91,7 +104,7 @@ func (p *pending) flush(tx *gorm.DB, d *dialect) error {
 	if err := insertChunked(tx, d.insertRows, rows, func(r *resourceRow) int { return len(r.Object) }); err != nil {
 		return err
 	}
-	if err := insertChunked(tx, d.insertRows, attrs, func(*attributeRow) int { return 64 }); err != nil {
+	if err := insertChunked(tx, d.insertRows, fresh.rows(), func(*attributeRow) int { return 64 }); err != nil {
 		return err
 	}
 	keys := make(map[int64]*KeyColumns, len(rows))
@@ -104,4 +117,127 @@ func (p *pending) flush(tx *gorm.DB, d *dialect) error {
 		return err
 	}
 	return insertChunked(tx, d.insertRows, events, func(e *eventRow) int { return len(e.Object) + len(e.PrevObject) })
+}
+
+// attrID is an attribute row's primary key.
+type attrID struct {
+	rev       int64
+	kind, key string
+	seq       int
+}
+
+// attributeWrites are the attribute rows of new rows, those of replacing
+// rows by primary key, and which of them the rows they replace have as
+// they are.
+type attributeWrites struct {
+	all      []attributeRow
+	replaced map[int64]int64
+	values   map[attrID]string
+	kept     map[attrID]bool
+}
+
+func newAttributeWrites(attrs []attributeRow, replaced map[int64]int64) *attributeWrites {
+	a := &attributeWrites{all: attrs, replaced: replaced, values: map[attrID]string{}, kept: map[attrID]bool{}}
+	replacing := make(map[int64]bool, len(replaced))
+	for _, rev := range replaced {
+		replacing[rev] = true
+	}
+	for _, r := range attrs {
+		if replacing[r.Revision] {
+			a.values[attrID{r.Revision, r.Kind, r.Key, r.Seq}] = r.Value
+		}
+	}
+	return a
+}
+
+// replace deletes the attribute rows of the rows at revs, old, but, where
+// the dialect moves attributes, for those that the rows replacing them
+// have as they are, which it moves to them: the rows of an object that the
+// update changed go, then what is left of its rows moves, one statement
+// for each.
+func (a *attributeWrites) replace(tx *gorm.DB, d *dialect, revs []int64, old []attributeRow) error {
+	if !d.moveAttributes {
+		return tx.Where("resource_revision IN ?", revs).Delete(&attributeRow{}).Error
+	}
+	moving := map[int64]bool{}
+	var changed []attributeRow
+	for _, r := range old {
+		to, ok := a.replaced[r.Revision]
+		id := attrID{to, r.Kind, r.Key, r.Seq}
+		if v, same := a.values[id]; ok && same && v == r.Value {
+			a.kept[id], moving[r.Revision] = true, true
+		} else if ok {
+			changed = append(changed, r)
+		}
+	}
+	var gone, moved []int64
+	for _, rev := range revs {
+		if moving[rev] {
+			moved = append(moved, rev)
+		} else {
+			gone = append(gone, rev)
+		}
+	}
+	if len(gone) > 0 {
+		if err := tx.Where("resource_revision IN ?", gone).Delete(&attributeRow{}).Error; err != nil {
+			return err
+		}
+	}
+	if err := deleteAttributes(tx, d, changed); err != nil {
+		return err
+	}
+	return a.move(tx, d, moved)
+}
+
+// deleteAttributes deletes rows by their primary key, d.insertRows a
+// statement.
+func deleteAttributes(tx *gorm.DB, d *dialect, rows []attributeRow) error {
+	for start := 0; start < len(rows); start += d.insertRows {
+		chunk := rows[start:min(start+d.insertRows, len(rows))]
+		terms := make([]string, len(chunk))
+		args := make([]any, 0, 4*len(chunk))
+		for i, r := range chunk {
+			terms[i] = "(resource_revision = ? AND kind = ? AND attr_key = ? AND seq = ?)"
+			args = append(args, r.Revision, r.Kind, r.Key, r.Seq)
+		}
+		if err := tx.Where(strings.Join(terms, " OR "), args...).Delete(&attributeRow{}).Error; err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// move rekeys the attribute rows of the rows at revs to the rows that
+// replace them, d.insertRows rows' a statement. Each is moved by the
+// difference of the revisions, which types its parameter as the column's
+// (a parameter alone is text to PostgreSQL).
+func (a *attributeWrites) move(tx *gorm.DB, d *dialect, revs []int64) error {
+	for start := 0; start < len(revs); start += d.insertRows {
+		chunk := revs[start:min(start+d.insertRows, len(revs))]
+		args := make([]any, 0, 2*len(chunk)+1)
+		for _, rev := range chunk {
+			args = append(args, rev, a.replaced[rev]-rev)
+		}
+		args = append(args, chunk)
+		stmt := "UPDATE " + attributesTable + " SET resource_revision = CASE resource_revision" +
+			strings.Repeat(" WHEN ? THEN resource_revision + ?", len(chunk)) + " END WHERE resource_revision IN ?"
+		if err := tx.Exec(stmt, args...).Error; err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rows are the attribute rows to insert: those not moved.
+func (a *attributeWrites) rows() []attributeRow {
+	if len(a.kept) == 0 {
+		return a.all
+	}
+	out := make([]attributeRow, 0, len(a.all)-len(a.kept))
+	for _, r := range a.all {
+		if !a.kept[attrID{r.Revision, r.Kind, r.Key, r.Seq}] {
+			out = append(out, r)
+		}
+	}
+	return out
 }

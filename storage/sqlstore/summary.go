@@ -88,44 +88,60 @@ func hashHex(n int, parts ...string) string {
 func prefixRange(prefix string) (from, to string) { return prefix, prefix + "g" }
 
 // tally adds up the changes to the summary that a transaction's writes
-// make, to apply them at its end in one statement per chunk of cells.
+// make, to apply them at its end in one statement per chunk of cells. It
+// hashes the ids of the cells that changed only: an update's removal of
+// the old row and addition of the new one cancel out in every cell but
+// those of what it changed.
 type tally struct {
-	cells map[string]*summaryRow
-	// scopes are the id prefixes of a scope ([0]) and its rollup ([1]).
-	scopes map[[5]string][2]string
+	cells map[cell]int64
+}
+
+// cell is what a summary cell's id is the hash of.
+type cell struct {
+	group, version, resource, cluster, namespace string
+	kind, key, value                             string
+	// hasValue is false in the cell of the objects that have the key.
+	hasValue bool
+	// rollup is set in the cell's rollup, whose namespace is "".
+	rollup bool
 }
 
 // add counts n objects of k in the cell of value of kind and key, and in
 // its rollup cell if it is an attribute's.
 func (t *tally) add(k *KeyColumns, kind, key string, value *string, n int64) {
 	if t.cells == nil {
-		t.cells, t.scopes = map[string]*summaryRow{}, map[[5]string][2]string{}
+		t.cells = map[cell]int64{}
 	}
-	s := [5]string{k.Group, k.Version, k.Resource, kind, key}
-	scope, ok := t.scopes[s]
-	if !ok {
-		scope = [2]string{summaryScope(s[0], s[1], s[2], s[3], s[4]), summaryRollup(s[0], s[1], s[2], s[3], s[4])}
-		t.scopes[s] = scope
-	}
-	v := "\x00" // no value: distinct from every value, which holds no NUL
+	c := cell{group: k.Group, version: k.Version, resource: k.Resource, cluster: k.Cluster, namespace: k.Namespace, kind: kind, key: key}
 	if value != nil {
-		v = "=" + *value
+		c.value, c.hasValue = *value, true
 	}
-	cell := hashHex(16, k.Cluster, v)
-	t.addCell(summaryNamespace(scope[0], k.Namespace)+cell, k, k.Namespace, kind, key, value, n)
+	t.cells[c] += n
 	if kind != "" {
-		t.addCell(summaryNamespace(scope[1], "")+cell, k, "", kind, key, value, n)
+		c.namespace, c.rollup = "", true
+		t.cells[c] += n
 	}
 }
 
-func (t *tally) addCell(id string, k *KeyColumns, namespace, kind, key string, value *string, n int64) {
-	c := t.cells[id]
-	if c == nil {
-		c = &summaryRow{ID: id, Group: k.Group, Version: k.Version, Resource: k.Resource, Cluster: k.Cluster, Namespace: namespace,
-			Kind: kind, Key: key, Value: value}
-		t.cells[id] = c
+// row is the summary row of c, holding n.
+func (c *cell) row(scopes map[[5]string][2]string, n int64) summaryRow {
+	s := [5]string{c.group, c.version, c.resource, c.kind, c.key}
+	scope, ok := scopes[s]
+	if !ok {
+		scope = [2]string{summaryScope(s[0], s[1], s[2], s[3], s[4]), summaryRollup(s[0], s[1], s[2], s[3], s[4])}
+		scopes[s] = scope
 	}
-	c.N += n
+	v := "\x00" // no value: distinct from every value, which holds no NUL
+	var value *string
+	if c.hasValue {
+		v, value = "="+c.value, &c.value
+	}
+	prefix := scope[0]
+	if c.rollup {
+		prefix = scope[1]
+	}
+	return summaryRow{ID: summaryNamespace(prefix, c.namespace) + hashHex(16, c.cluster, v), Group: c.group, Version: c.version,
+		Resource: c.resource, Cluster: c.cluster, Namespace: c.namespace, Kind: c.kind, Key: c.key, Value: value, N: n}
 }
 
 // objects counts the objects of rows sign times (1 written, -1 removed).
@@ -162,9 +178,10 @@ func (t *tally) attributes(rows map[int64]*KeyColumns, attrs []attributeRow, sig
 // per chunk. Cells that fall to 0 stay, for sweepSummary.
 func (t *tally) apply(tx *gorm.DB, d *dialect) error {
 	rows := make([]summaryRow, 0, len(t.cells))
-	for _, c := range t.cells {
-		if c.N != 0 {
-			rows = append(rows, *c)
+	scopes := map[[5]string][2]string{}
+	for c, n := range t.cells {
+		if n != 0 {
+			rows = append(rows, c.row(scopes, n))
 		}
 	}
 	t.cells = nil
