@@ -215,6 +215,36 @@ func TestSlowWatchCatchesUp(t *testing.T) {
 	expect(t, next(t, slow, 1), "ADDED last")
 }
 
+// TestCaughtUpWatchBookmark: a watch with bookmarks that caught up on
+// changes the last of which was not for it is told the revision it
+// caught up to, rather than staying at its last event until the next.
+func TestCaughtUpWatchBookmark(t *testing.T) {
+	s := storagetest.Backends()[0].Open(t)
+	apply(t, s, pod("a", "1", "web"))
+	c := run(t, s, watchcache.Options{PollInterval: 50 * time.Millisecond, WatchBuffer: 2})
+	ctx := context.Background()
+	webOnly, _ := labels.Parse("app=web")
+	reqs, _ := webOnly.Requirements()
+	w, err := c.Watch(ctx, &storage.ListQuery{GVR: pods, Labels: reqs},
+		watchcache.WatchOptions{ResourceVersion: c.Revision(), Bookmarks: true, BookmarkInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	var burst []storage.Change
+	var want []string
+	for i := range 6 {
+		burst = append(burst, pod(fmt.Sprintf("w%d", i), "1", "web"))
+		want = append(want, fmt.Sprintf("ADDED w%d", i))
+	}
+	apply(t, s, burst...)
+	last := apply(t, s, pod("d", "1", "db"))
+	if err := c.WaitForRevision(ctx, last); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, next(t, w, len(want)+1), append(want, fmt.Sprintf("BOOKMARK %d", last))...)
+}
+
 // TestSlowWatchIsClosed: a watch whose client reads nothing while the ring
 // of recent changes moves past what it was sent is closed, after what it
 // had queued, while another watch of the same resource receives every

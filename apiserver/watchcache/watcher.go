@@ -129,7 +129,10 @@ func (w *Watcher) run(ctx context.Context) {
 // catchUp returns the events of the changes the watch missed since its
 // queue overflowed, if it did, and resumes queuing after them; false when
 // the ring no longer holds them all, which ends the watch. Under r's lock
-// no change is applied meanwhile, so none is missed or sent twice.
+// no change is applied meanwhile, so none is missed or sent twice; and
+// while the queue holds events, which precede what was missed, it waits
+// for them to be sent first. A watch with bookmarks is told the revision
+// it caught up to when the last change it missed is not for it.
 func (w *Watcher) catchUp() ([]Event, bool) {
 	w.mu.Lock()
 	behind := w.behind
@@ -139,6 +142,12 @@ func (w *Watcher) catchUp() ([]Event, bool) {
 	}
 	w.r.mu.RLock()
 	w.mu.Lock()
+	if len(w.queue) > 0 {
+		// Queued between the run loop finding the queue empty and now.
+		w.mu.Unlock()
+		w.r.mu.RUnlock()
+		return nil, true
+	}
 	from := w.lastSent
 	if from < w.r.oldest {
 		w.terminated = true
@@ -148,7 +157,8 @@ func (w *Watcher) catchUp() ([]Event, bool) {
 	}
 	missed := w.r.since(from)
 	w.behind = false
-	w.lastSent = w.r.revision
+	rev := w.r.revision
+	w.lastSent = rev
 	w.mu.Unlock()
 	w.r.mu.RUnlock()
 	var out []Event
@@ -156,6 +166,9 @@ func (w *Watcher) catchUp() ([]Event, bool) {
 		if ev, ok := w.filter(&missed[i]); ok {
 			out = append(out, ev)
 		}
+	}
+	if w.opts.Bookmarks && (len(out) == 0 || out[len(out)-1].Revision < rev) {
+		out = append(out, Event{Type: watch.Bookmark, Revision: rev})
 	}
 	return out, true
 }

@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"slices"
 	"strings"
 
 	"gorm.io/gorm"
@@ -170,6 +171,9 @@ func (a *attributeWrites) replace(tx *gorm.DB, d *dialect, revs []int64, old []a
 			changed = append(changed, r)
 		}
 	}
+	// The changed rows of an object none of whose rows move go with all
+	// of its rows, below.
+	changed = slices.DeleteFunc(changed, func(r attributeRow) bool { return !moving[r.Revision] })
 	var gone, moved []int64
 	for _, rev := range revs {
 		if moving[rev] {

@@ -242,7 +242,10 @@ var migrations = []struct {
 		if d.name != "postgres" {
 			return nil
 		}
-		return []string{"CREATE STATISTICS IF NOT EXISTS resources_name_namespace (dependencies) ON namespace, name FROM " + resourcesTable}
+		// Statistics are gathered by the next ANALYZE: now, so that a
+		// store already large plans by them from the start.
+		return []string{"CREATE STATISTICS IF NOT EXISTS resources_name_namespace (dependencies) ON namespace, name FROM " + resourcesTable,
+			"ANALYZE " + resourcesTable}
 	},
 }}
 
