@@ -43,7 +43,7 @@ const (
 	DefaultRingSize      = 10000
 	// DefaultWatchBuffer is small, as kube-apiserver's watch channels are:
 	// an idle watch costs little, and a client that falls this far behind
-	// is closed and resumes from its last resourceVersion.
+	// reads the rest from the ring (Watcher).
 	DefaultWatchBuffer       = 100
 	DefaultMaxWatches        = 10000
 	DefaultMaxWatchesPerUser = 1000
@@ -65,8 +65,9 @@ type Options struct {
 	// RingSize is how many recent changes each resource keeps for watches
 	// that resume.
 	RingSize int
-	// WatchBuffer is how many events a watch queues for a slow client; a
-	// watch whose queue overflows is closed.
+	// WatchBuffer is how many events a watch queues for a slow client;
+	// past them, the watch reads what it missed from the ring, and is
+	// closed only when the ring no longer holds it.
 	WatchBuffer int
 	// MaxWatches and MaxWatchesPerUser bound the open watches; beyond them
 	// a watch is refused with a TooManyWatchesError.
