@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/RoaringBitmap/roaring/v2"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/panorama-io/panorama/storage"
@@ -29,11 +30,11 @@ func (c *Cache) Count(ctx context.Context, q *storage.CountQuery, atLeast int64)
 	if err := c.waitFresh(ctx, atLeast); err != nil {
 		return nil, false, ctx.Err() // nil when it timed out: the store answers
 	}
-	all, rev, ok := r.snapshotAt(atLeast)
+	counts, rev, ok := r.count(q, atLeast)
 	if !ok {
 		return nil, false, nil // dropped by a reset while waiting
 	}
-	return count(q, r.gvr, all, rev), true, nil
+	return result(q, counts, rev), true, nil
 }
 
 // loaded returns the cache of gvr if it is loaded and published, without
@@ -55,10 +56,6 @@ func (c *Cache) loaded(gvr schema.GroupVersionResource) *resource {
 	return nil
 }
 
-// minCountPart is the fewest objects worth counting on a processor of
-// their own (a variable for the tests of the parts' sum).
-var minCountPart = 10_000
-
 // groupKey is a group's values: set is false where the object lacks the
 // label or field.
 type groupKey [storage.MaxGroupBy]struct {
@@ -66,25 +63,135 @@ type groupKey [storage.MaxGroupBy]struct {
 	set bool
 }
 
-// count groups the objects q selects among all, gvr's at revision rev,
-// as the store's count does: an object lacking a label or field is in the
-// group without a value, and one with several values of a field in the
-// group of each.
-func count(q *storage.CountQuery, gvr schema.GroupVersionResource, all []*storage.Object, rev int64) *storage.CountResult {
-	// The cached objects share gvr's strings (decode): compared to the
-	// same strings, their resource is told by address, not by content.
+// count groups the objects q selects, at r's revision if that is atLeast;
+// ok is false if r is not there yet or was dropped by a reset.
+//
+// The index selects what its sets can tell. When they tell everything and
+// the groups are few enough for intersecting each group's set to beat
+// reading the objects (costs below), the count is intersections under
+// r's read lock. Otherwise the selected objects are read one by one, and
+// that happens outside the lock: the cached objects are never modified,
+// only replaced.
+func (r *resource) count(q *storage.CountQuery, atLeast int64) (counts map[groupKey]int64, rev int64, ok bool) {
+	// The cached objects share r's strings of their resource: compared to
+	// the same strings, their resource is told by address, not content.
 	lq := q.Query
-	lq.GVR = gvr
+	lq.GVR = r.gvr
+	r.mu.RLock()
+	if r.closed || r.revision < atLeast {
+		r.mu.RUnlock()
+		return nil, 0, false
+	}
+	rev = r.revision
+	sel, residual := r.objects.selection(&lq)
+	if !residual && r.objects.intersectable(q.GroupBy, sel.GetCardinality()) {
+		counts = map[groupKey]int64{}
+		r.objects.countGroups(counts, q.GroupBy, sel, groupKey{}, 0)
+		r.mu.RUnlock()
+		return counts, rev, true
+	}
+	objects := r.objects.objects(sel)
+	r.mu.RUnlock()
+	if !residual {
+		lq = storage.ListQuery{GVR: r.gvr} // the index selected exactly
+	}
+	return scanCount(&lq, q.GroupBy, objects), rev, true
+}
+
+// The relative costs, in slots an intersection reads, of intersecting a
+// group's set and of reading an object's labels and fields: measured by
+// BenchmarkCachedCount at 1M pods, an object costs about 1.8µs to read
+// (map lookups), a slot a few ns, an intersection's setup some 100ns.
+// (Variables for the tests of both ways.)
+var (
+	intersectionCost = 50.0
+	objectCost       = 500.0
+)
+
+// intersectable reports whether counting n selected objects by terms
+// costs less by intersecting each group's set than by reading the
+// objects. Each level intersects every group of the levels before with
+// each value of its term, and reads the selected slots about once.
+func (x *index) intersectable(terms []storage.GroupBy, n uint64) bool {
+	cost, groups := 0.0, 1.0
+	for _, t := range terms {
+		values, _, _ := x.term(t)
+		groups *= float64(len(values) + 1)
+		cost += groups*intersectionCost + float64(n)
+	}
+	return cost < float64(n)*objectCost
+}
+
+// term returns the values of a grouping term, the slots that have one
+// (nil when every object has: cluster and namespace), and whether values
+// the store cannot keep are left out (fields': their objects are grouped
+// as without a value).
+func (x *index) term(t storage.GroupBy) (values postings, grouped *roaring.Bitmap, storableOnly bool) {
+	switch t.Kind {
+	case storage.GroupCluster:
+		return x.clusters, nil, false
+	case storage.GroupNamespace:
+		return x.namespaces, nil, false
+	case storage.GroupLabel:
+		a := attributeIn(x.labels, t.Key)
+		return a.values, a.has, false
+	default:
+		a := attributeIn(x.fields, t.Key)
+		return a.values, a.groupedSlots(), true
+	}
+}
+
+// countGroups counts the slots of sel into counts by terms[i:], key
+// holding the values of the terms before: sel intersected with each
+// value's slots, and without any of them.
+func (x *index) countGroups(counts map[groupKey]int64, terms []storage.GroupBy, sel *roaring.Bitmap, key groupKey, i int) {
+	values, grouped, storableOnly := x.term(terms[i])
+	last := i == len(terms)-1
+	for v, slots := range values {
+		if storableOnly && !storage.StorableText(v) {
+			continue
+		}
+		key[i].v, key[i].set = v, true
+		if last {
+			if n := slots.countIn(sel); n > 0 {
+				counts[key] += n
+			}
+		} else if sub := roaring.And(sel, slots.bitmap()); !sub.IsEmpty() {
+			x.countGroups(counts, terms, sub, key, i+1)
+		}
+	}
+	if grouped == nil {
+		return
+	}
+	key[i].v, key[i].set = "", false
+	if last {
+		if n := int64(sel.GetCardinality() - sel.AndCardinality(grouped)); n > 0 {
+			counts[key] += n
+		}
+	} else if sub := roaring.AndNot(sel, grouped); !sub.IsEmpty() {
+		x.countGroups(counts, terms, sub, key, i+1)
+	}
+}
+
+// minCountPart is the fewest objects worth counting on a processor of
+// their own (a variable for the tests of the parts' sum).
+var minCountPart = 10_000
+
+// scanCount groups the objects among candidates that q selects, reading
+// each object, as the store's count does: an object lacking a label or
+// field is in the group without a value, and one with several values of
+// a field in the group of each.
+func scanCount(q *storage.ListQuery, terms []storage.GroupBy, candidates []*storage.Object) map[groupKey]int64 {
 	// Each processor counts a part into a map of its own.
-	parts := min(runtime.GOMAXPROCS(0), 1+len(all)/minCountPart)
+	parts := min(runtime.GOMAXPROCS(0), 1+len(candidates)/minCountPart)
 	partial := make([]map[groupKey]int64, parts)
 	var wg sync.WaitGroup
 	for p := range parts {
 		wg.Go(func() {
 			counts := map[groupKey]int64{}
-			for _, o := range all[p*len(all)/parts : (p+1)*len(all)/parts] {
-				if lq.Matches(o, nil) {
-					addGroups(counts, q.GroupBy, o, groupKey{}, 0)
+			for _, o := range candidates[p*len(candidates)/parts : (p+1)*len(candidates)/parts] {
+				if q.Matches(o, nil) {
+					addGroups(counts, terms, o, groupKey{}, 0)
 				}
 			}
 			partial[p] = counts
@@ -97,6 +204,12 @@ func count(q *storage.CountQuery, gvr schema.GroupVersionResource, all []*storag
 			counts[k] += n
 		}
 	}
+	return counts
+}
+
+// result orders the counted groups as the store does and applies q's
+// limit.
+func result(q *storage.CountQuery, counts map[groupKey]int64, rev int64) *storage.CountResult {
 	var groups []storage.CountGroup // nil for none, as the store's
 	for k, n := range counts {
 		g := storage.CountGroup{Values: make([]*string, len(q.GroupBy)), Count: n}

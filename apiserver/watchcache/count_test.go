@@ -124,6 +124,7 @@ func TestCount(t *testing.T) {
 			t.Fatal(err)
 		}
 
+		var compareOnce func(phase string, rev int64)
 		queries := []*storage.CountQuery{
 			countQuery(t, storage.ListQuery{}, 0, "cluster"),
 			countQuery(t, storage.ListQuery{}, 0, "namespace", "label:app"),
@@ -135,8 +136,22 @@ func TestCount(t *testing.T) {
 			countQuery(t, storage.ListQuery{FuzzyName: "pod-1"}, 0, "cluster", "namespace", "label:app", "field:images"),
 			countQuery(t, storage.ListQuery{Labels: requirements(t, "tier=back")}, 2, "label:app", "field:status.phase"),
 			countQuery(t, storage.ListQuery{Labels: requirements(t, "tier=nowhere")}, 0, "cluster"),
+			countQuery(t, storage.ListQuery{Labels: requirements(t, "app!=app-1,!absent")}, 0, "label:absent", "namespace"),
+			countQuery(t, storage.ListQuery{Fields: fields.Requirements{{Field: "status.phase", Operator: "=", Value: ""}}}, 0, "label:app"),
+			countQuery(t, storage.ListQuery{Fields: fields.Requirements{{Field: "status.phase", Operator: "!=", Value: "Running"},
+				{Field: "metadata.namespace", Operator: "!=", Value: "ns-0"}}}, 0, "cluster", "field:images"),
+			countQuery(t, storage.ListQuery{Fields: fields.Requirements{{Field: storage.ImagesField, Operator: "=", Value: "app:0"}}}, 0, "field:images"),
+			countQuery(t, storage.ListQuery{Images: []string{"nginx", "app:1"}, Labels: requirements(t, "app in (app-2,app-3)")}, 0, "label:app", "cluster"),
 		}
+		// The cache counts some queries by intersecting sets of its index
+		// and reads objects for the rest: each query is counted both ways.
 		compare := func(phase string, rev int64) {
+			t.Helper()
+			compareOnce(phase, rev)
+			defer watchcache.CountByReading()()
+			compareOnce(phase+", reading every object", rev)
+		}
+		compareOnce = func(phase string, rev int64) {
 			t.Helper()
 			for _, q := range queries {
 				want, err := s.Count(ctx, q)
@@ -172,6 +187,9 @@ func TestCount(t *testing.T) {
 		// did it are the cache's as soon as it applied it.
 		rev = write(2, all[:100], all[150:170]...)
 		compare("changed", rev)
+		// The gone come back, into the slots others left.
+		rev = write(3, all[150:170], all[20:40]...)
+		compare("recreated", rev)
 
 		// The cache leaves owner filters, and revisions it does not reach
 		// in time, to the store.

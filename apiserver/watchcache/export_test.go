@@ -7,3 +7,11 @@ func CountInPartsOf(n int) (restore func()) {
 	minCountPart = n
 	return func() { minCountPart = before }
 }
+
+// CountByReading has counts read every selected object rather than
+// intersect the index's sets, until the returned restore.
+func CountByReading() (restore func()) {
+	before := objectCost
+	objectCost = 0
+	return func() { objectCost = before }
+}

@@ -20,7 +20,7 @@ type resource struct {
 	mu sync.RWMutex
 	// revision is the revision the objects are at.
 	revision int64
-	objects  map[storage.Key]*storage.Object
+	objects  *index
 	// ring holds the last changes; every change after oldest is in it.
 	ring     []change
 	next     int
@@ -44,7 +44,7 @@ type change struct {
 
 func newResource(gvr schema.GroupVersionResource, size int, fields *storage.FieldSet) *resource {
 	return &resource{
-		gvr: gvr, loaded: make(chan struct{}), objects: map[storage.Key]*storage.Object{},
+		gvr: gvr, loaded: make(chan struct{}), objects: newIndex(),
 		ring: make([]change, size), watchers: map[*Watcher]struct{}{}, fields: fields,
 	}
 }
@@ -84,11 +84,11 @@ func (r *resource) apply(e *storage.Event) error {
 
 // applyDecoded applies a change and queues it for the watchers.
 func (r *resource) applyDecoded(typ watch.EventType, o *storage.Object) {
-	ch := change{typ: typ, rev: o.Revision, obj: o, prev: r.objects[o.Key]}
+	ch := change{typ: typ, rev: o.Revision, obj: o, prev: r.objects.get(o.Key)}
 	if typ == watch.Deleted {
-		delete(r.objects, o.Key)
+		r.objects.remove(o.Key)
 	} else {
-		r.objects[o.Key] = o
+		r.objects.put(o)
 	}
 	r.revision = o.Revision
 	r.record(ch)
@@ -113,7 +113,7 @@ func (r *resource) remember(history []storage.Event, compacted int64) error {
 	last := map[storage.Key]*change{}
 	for i := range history {
 		e := &history[i]
-		o := r.objects[e.Key]
+		o := r.objects.get(e.Key)
 		if o == nil || o.Revision != e.Revision {
 			var err error
 			if o, err = r.decode(e.Object, e.Key, e.Revision); err != nil {
@@ -156,30 +156,13 @@ func (r *resource) record(ch change) {
 }
 
 // all returns the current objects, in no order.
-func (r *resource) all() []*storage.Object {
-	out := make([]*storage.Object, 0, len(r.objects))
-	for _, o := range r.objects {
-		out = append(out, o)
-	}
-	return out
-}
+func (r *resource) all() []*storage.Object { return r.objects.all() }
 
 // snapshot returns the current objects and their revision.
 func (r *resource) snapshot() ([]*storage.Object, int64) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return r.all(), r.revision
-}
-
-// snapshotAt is snapshot, unless r was dropped by a reset or is not at
-// revision atLeast yet.
-func (r *resource) snapshotAt(atLeast int64) ([]*storage.Object, int64, bool) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	if r.closed || r.revision < atLeast {
-		return nil, 0, false
-	}
-	return r.all(), r.revision, true
 }
 
 // since returns the changes after rev, oldest first.

@@ -367,7 +367,7 @@ func (c *Cache) fill(ctx context.Context, r *resource, at int64) error {
 			if err != nil {
 				return err
 			}
-			r.objects[o.Key] = o
+			r.objects.put(o)
 		}
 		if page.Continue == "" {
 			break

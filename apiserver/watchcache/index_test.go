@@ -1,0 +1,194 @@
+package watchcache
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/panorama-io/panorama/storage"
+)
+
+var indexedPods = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+
+// randomObject is object i with labels and fields drawn from small sets,
+// so that queries hit: some lack a label or field, some have a field
+// value no database can store, some a label value shared by no other.
+func randomObject(rng *rand.Rand, i int) *storage.Object {
+	o := &storage.Object{Key: storage.Key{Cluster: []string{"east", "west", "north"}[rng.IntN(3)], GVR: indexedPods,
+		Namespace: []string{"", "ns-1", "ns-2"}[rng.IntN(3)], Name: fmt.Sprintf("pod-%d", i)},
+		Labels: map[string]string{}, Fields: map[string][]string{}, CreatedAt: int64(rng.IntN(100))}
+	if n := rng.IntN(4); n > 0 {
+		o.Labels["app"] = []string{"", "web", "db"}[n-1]
+	}
+	if rng.IntN(2) == 0 {
+		o.Labels["tier"] = []string{"front", "back"}[rng.IntN(2)]
+	}
+	if rng.IntN(5) == 0 {
+		o.Labels["pod-name"] = fmt.Sprintf("unique-%d", i)
+	}
+	if rng.IntN(4) > 0 {
+		o.Labels["rank"] = fmt.Sprint(rng.IntN(5))
+	}
+	if n := rng.IntN(4); n > 0 {
+		o.Fields["status.phase"] = []string{[]string{"Running", "Pending", "bad\xff"}[n-1]}
+	}
+	var images []string
+	for range rng.IntN(4) {
+		images = append(images, []string{"nginx:1.27", "registry.example/app:1", "app:2", "bad\x00"}[rng.IntN(4)])
+	}
+	if slices.Sort(images); len(images) > 0 {
+		o.Fields[storage.ImagesField] = slices.Compact(images)
+	}
+	return o
+}
+
+func parsedLabels(t *testing.T, s string) labels.Requirements {
+	t.Helper()
+	sel, err := labels.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs, _ := sel.Requirements()
+	return reqs
+}
+
+func parsedFields(t *testing.T, s string) fields.Requirements {
+	t.Helper()
+	sel, err := fields.ParseSelector(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sel.Requirements()
+}
+
+// TestIndexSelectsAndCountsAsReading: for random objects put, replaced
+// and removed at random, the index selects exactly the objects that
+// ListQuery.Matches accepts, under every kind of filter, and counting by
+// intersecting its sets groups exactly as reading the objects does. When
+// every object is gone, it holds no set any more.
+func TestIndexSelectsAndCountsAsReading(t *testing.T) {
+	since := time.Unix(50, 0)
+	queries := []storage.ListQuery{
+		{},
+		{Clusters: []string{"east", "nowhere"}},
+		{Namespaces: []string{""}},
+		{Namespaces: []string{"ns-1", "ns-2"}, Clusters: []string{"west"}},
+		{Labels: parsedLabels(t, "app=web")},
+		{Labels: parsedLabels(t, "app=")},
+		{Labels: parsedLabels(t, "app!=web")},
+		{Labels: parsedLabels(t, "app in (web,db),tier notin (back)")},
+		{Labels: parsedLabels(t, "tier,!app")},
+		{Labels: parsedLabels(t, "absent=x")},
+		{Labels: parsedLabels(t, "absent!=x")},
+		{Labels: parsedLabels(t, "!absent")},
+		{Labels: parsedLabels(t, "rank>2")},
+		{Labels: parsedLabels(t, "pod-name=unique-3")},
+		{Fields: parsedFields(t, "status.phase=Running")},
+		{Fields: parsedFields(t, "status.phase!=Running")},
+		{Fields: parsedFields(t, "status.phase=")},
+		{Fields: parsedFields(t, "status.phase!=")},
+		{Fields: parsedFields(t, "metadata.namespace=ns-1")},
+		{Fields: parsedFields(t, "metadata.namespace!=")},
+		{Fields: parsedFields(t, "metadata.name=pod-7")},
+		{Fields: parsedFields(t, "spec.nodeName=")},
+		{Fields: parsedFields(t, "spec.nodeName=a")},
+		{Fields: parsedFields(t, storage.ImagesField + "=app:2")},
+		{Images: []string{"nginx", "example/"}},
+		{Images: []string{"nothing"}},
+		{FuzzyName: "1", Labels: parsedLabels(t, "tier=front")},
+		{Names: []string{"pod-1", "pod-2"}},
+		{CreatedSince: &since},
+	}
+	terms := [][]string{
+		{"cluster"}, {"namespace"}, {"label:app"}, {"label:absent"}, {"label:pod-name"},
+		{"field:status.phase"}, {"field:" + storage.ImagesField},
+		{"cluster", "label:app"}, {"field:" + storage.ImagesField, "label:tier", "namespace"},
+		{"label:app", "field:status.phase", "cluster", "label:tier"},
+	}
+	rng := rand.New(rand.NewPCG(11, 11))
+	x := newIndex()
+	live := map[storage.Key]*storage.Object{}
+	for round := range 6 {
+		for range 300 {
+			i := rng.IntN(400)
+			o := randomObject(rng, i)
+			// Remove by the key the object of that name has, whatever its
+			// cluster and namespace now.
+			var old *storage.Object
+			for k, v := range live {
+				if k.Name == o.Name {
+					old = v
+				}
+			}
+			switch {
+			case old != nil && rng.IntN(3) == 0:
+				x.remove(old.Key)
+				delete(live, old.Key)
+			case old != nil:
+				o.Key = old.Key
+				fallthrough
+			default:
+				x.put(o)
+				live[o.Key] = o
+			}
+		}
+		if x.len() != len(live) || int(x.live.GetCardinality()) != len(live) {
+			t.Fatalf("round %d: the index holds %d objects (%d live slots), want %d", round, x.len(), x.live.GetCardinality(), len(live))
+		}
+		for _, q := range queries {
+			q.GVR = indexedPods
+			var want []string
+			for _, o := range live {
+				if q.Matches(o, nil) {
+					want = append(want, o.Name)
+				}
+			}
+			sel, residual := x.selection(&q)
+			var got []string
+			for _, o := range x.objects(sel) {
+				if !residual || q.Matches(o, nil) {
+					got = append(got, o.Name)
+				}
+			}
+			slices.Sort(want)
+			slices.Sort(got)
+			if !slices.Equal(got, want) {
+				t.Fatalf("round %d: %+v selected %d objects, want %d:\n%v\n%v", round, q, len(got), len(want), got, want)
+			}
+			if residual {
+				continue
+			}
+			for _, spelled := range terms {
+				var groupBy []storage.GroupBy
+				for _, s := range spelled {
+					g, err := storage.ParseGroupBy(s)
+					if err != nil {
+						t.Fatal(err)
+					}
+					groupBy = append(groupBy, g)
+				}
+				intersected := map[groupKey]int64{}
+				x.countGroups(intersected, groupBy, sel, groupKey{}, 0)
+				read := scanCount(&q, groupBy, slices.Collect(maps.Values(live)))
+				if !reflect.DeepEqual(intersected, read) {
+					t.Fatalf("round %d: %+v by %v: intersecting counted\n%v\nreading\n%v", round, q, spelled, intersected, read)
+				}
+			}
+		}
+	}
+	for k := range live {
+		x.remove(k)
+	}
+	if len(x.labels)+len(x.fields)+len(x.clusters)+len(x.namespaces) != 0 || !x.live.IsEmpty() {
+		t.Errorf("with every object removed the index still holds labels %d, fields %d, clusters %d, namespaces %d, live %d",
+			len(x.labels), len(x.fields), len(x.clusters), len(x.namespaces), x.live.GetCardinality())
+	}
+}
