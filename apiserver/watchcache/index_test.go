@@ -100,7 +100,7 @@ func TestIndexSelectsAndCountsAsReading(t *testing.T) {
 		{Fields: parsedFields(t, "metadata.name=pod-7")},
 		{Fields: parsedFields(t, "spec.nodeName=")},
 		{Fields: parsedFields(t, "spec.nodeName=a")},
-		{Fields: parsedFields(t, storage.ImagesField + "=app:2")},
+		{Fields: parsedFields(t, storage.ImagesField+"=app:2")},
 		{Images: []string{"nginx", "example/"}},
 		{Images: []string{"nothing"}},
 		{FuzzyName: "1", Labels: parsedLabels(t, "tier=front")},
