@@ -98,17 +98,6 @@ func (x *index) remove(key storage.Key) {
 	x.live.Remove(s)
 }
 
-// all returns the objects, in no order.
-func (x *index) all() []*storage.Object {
-	out := make([]*storage.Object, 0, x.len())
-	for _, o := range x.slots {
-		if o != nil {
-			out = append(out, o)
-		}
-	}
-	return out
-}
-
 // objects returns the objects of the slots in sel.
 func (x *index) objects(sel *roaring.Bitmap) []*storage.Object {
 	out := make([]*storage.Object, 0, sel.GetCardinality())

@@ -155,14 +155,12 @@ func (r *resource) record(ch change) {
 	}
 }
 
-// all returns the current objects, in no order.
-func (r *resource) all() []*storage.Object { return r.objects.all() }
-
-// snapshot returns the current objects and their revision.
-func (r *resource) snapshot() ([]*storage.Object, int64) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return r.all(), r.revision
+// selected returns the objects q may select, and whether they are still
+// to be matched against q one by one (residual: the index tells only
+// part of q's filters). r's lock is held.
+func (r *resource) selected(q *storage.ListQuery) (candidates []*storage.Object, residual bool) {
+	sel, residual := r.objects.selection(q)
+	return r.objects.objects(sel), residual
 }
 
 // since returns the changes after rev, oldest first.

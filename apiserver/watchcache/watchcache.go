@@ -444,12 +444,15 @@ func (c *Cache) List(ctx context.Context, q *storage.ListQuery) ([]storage.Objec
 	if err := q.ValidateFields(r.fields); err != nil {
 		return nil, 0, err
 	}
-	all, rev := r.snapshot()
+	r.mu.RLock()
+	candidates, residual := r.selected(q)
+	rev := r.revision
+	r.mu.RUnlock()
 	// Filtering, copying and sorting happen outside any lock: the cached
 	// objects are never modified, only replaced.
 	var out []storage.Object
-	for _, o := range all {
-		if q.Matches(o, nil) {
+	for _, o := range candidates {
+		if !residual || q.Matches(o, nil) {
 			out = append(out, *o)
 		}
 	}
@@ -548,6 +551,7 @@ func (c *Cache) watch(ctx context.Context, q *storage.ListQuery, opts WatchOptio
 	// taking the state or the changes to replay. Filtering and sorting
 	// them happen after, while new changes queue up behind.
 	var state []*storage.Object
+	var residual bool // whether state is still to be matched against q
 	var replay []change
 	fromState := opts.SendInitialEvents || opts.ResourceVersion == 0
 	var r *resource
@@ -571,7 +575,7 @@ func (c *Cache) watch(ctx context.Context, q *storage.ListQuery, opts WatchOptio
 		return nil, &storage.TooOldError{Requested: opts.ResourceVersion, Compacted: r.oldest}
 	}
 	if fromState {
-		state = r.all()
+		state, residual = r.selected(q)
 	} else {
 		replay = r.since(opts.ResourceVersion)
 	}
@@ -587,7 +591,7 @@ func (c *Cache) watch(ctx context.Context, q *storage.ListQuery, opts WatchOptio
 	}
 
 	for _, o := range state {
-		if q.Matches(o, nil) {
+		if !residual || q.Matches(o, nil) {
 			w.initialObjects = append(w.initialObjects, o)
 		}
 	}
