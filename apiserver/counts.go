@@ -121,7 +121,7 @@ func (h *Handler) count(w http.ResponseWriter, r *http.Request, res storage.Reso
 // resourceVersion "0" the cache counts as it is; unset, it first reaches
 // the store's current revision, a consistent read as kube-apiserver
 // serves them from its cache. A resource the cache has not loaded is
-// counted by the store: a count loads nothing.
+// counted by the store while the count starts loading it.
 func (h *Handler) counts(ctx context.Context, req *request, q *storage.CountQuery) (*storage.CountResult, error) {
 	if !q.Summarizable() {
 		var atLeast int64

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -194,9 +195,18 @@ func TestCountsFromCache(t *testing.T) {
 	pod("west", "b", "db")
 	rev := pod("east", "c", "web")
 	const selected = "labelSelector=app%3Dweb&groupBy=cluster"
-	count(selected, "east=2", rev, 1) // the cache has no pods yet
-	if code, _, _ := getJSON(t, base+"/api/v1/pods?resourceVersion=0", ""); code != http.StatusOK {
-		t.Fatalf("list: %d", code)
+	count(selected, "east=2", rev, 1) // the cache has no pods yet, and loads them
+	if err := h.cache.WaitForRevision(context.Background(), rev); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, ok, err := h.cache.Count(context.Background(), &storage.CountQuery{Query: storage.ListQuery{GVR: podsGVR},
+			GroupBy: []storage.GroupBy{{Kind: storage.GroupCluster}}}, rev); ok || err != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the count did not load pods into the cache within 10s")
+		}
 	}
 	rev = pod("west", "d", "web")
 	count(selected, "east=2 west=1", rev, 0)

@@ -16,8 +16,8 @@ import (
 // grouped as storage.Interface.Count groups them, once the cache has
 // applied revision atLeast (waited for up to Options.FreshnessTimeout).
 // ok is false, and the store is to count, when the cache cannot answer:
-// the resource is not loaded (a count never loads one, nor waits for a
-// load), the wait timed out, q filters by owner (which the cache does not
+// the resource is not loaded (a count never waits for a load, but starts
+// one), the wait timed out, q filters by owner (which the cache does not
 // resolve) or by a field the cache's objects are not described with yet.
 func (c *Cache) Count(ctx context.Context, q *storage.CountQuery, atLeast int64) (res *storage.CountResult, ok bool, err error) {
 	if err := q.Validate(); err != nil {
@@ -37,11 +37,17 @@ func (c *Cache) Count(ctx context.Context, q *storage.CountQuery, atLeast int64)
 	return result(q, counts, rev), true, nil
 }
 
-// loaded returns the cache of gvr if it is loaded and published, without
-// loading it.
+// loaded returns the cache of gvr if it is loaded and published. One
+// nobody asked for yet starts loading, as a list would load it, without
+// waiting for it: the store counts until it is loaded (about a minute at
+// a million objects, where the store's count of a selection can take
+// longer than that on MariaDB), and the cache from then on.
 func (c *Cache) loaded(gvr schema.GroupVersionResource) *resource {
 	c.mu.Lock()
 	r := c.resources[gvr]
+	if r == nil && c.started {
+		c.startLoad(gvr)
+	}
 	c.mu.Unlock()
 	if r == nil {
 		return nil

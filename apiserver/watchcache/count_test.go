@@ -206,6 +206,35 @@ func TestCount(t *testing.T) {
 	})
 }
 
+// TestCountStartsLoad: a count of a resource nobody listed or watched is
+// left to the store, and loads the resource into the cache, which counts
+// from then on.
+func TestCountStartsLoad(t *testing.T) {
+	s := storagetest.Backends()[0].Open(t)
+	apply(t, s, pod("a", "1", "web"), pod("b", "1", "db"))
+	c := run(t, s, watchcache.Options{})
+	ctx := context.Background()
+	q := countQuery(t, storage.ListQuery{Labels: requirements(t, "app=web")}, 0, "cluster")
+	if _, ok, err := c.Count(ctx, q, 0); ok || err != nil {
+		t.Fatalf("the first count: ok %v, %v; want the store to count", ok, err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		res, ok, err := c.Count(ctx, q, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			if got := spell(res); got != "east=1 +0" {
+				t.Fatalf("counted %s, want east=1", got)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the cache did not load the counted resource within 10s")
+		}
+	}
+}
+
 // TestCountDoesNotWaitForLoad: a count of a resource still loading is
 // left to the store at once.
 func TestCountDoesNotWaitForLoad(t *testing.T) {

@@ -305,9 +305,7 @@ func (c *Cache) resource(ctx context.Context, gvr schema.GroupVersionResource) (
 		c.mu.Lock()
 		r := c.resources[gvr]
 		if r == nil {
-			r = newResource(gvr, c.opts.RingSize, c.fields)
-			c.resources[gvr] = r
-			go c.load(c.ctx, r, c.revision)
+			r = c.startLoad(gvr)
 		}
 		c.mu.Unlock()
 		select {
@@ -319,6 +317,15 @@ func (c *Cache) resource(ctx context.Context, gvr schema.GroupVersionResource) (
 			return r, r.err
 		}
 	}
+}
+
+// startLoad adds the cache of gvr and loads it in the background. c.mu is
+// held.
+func (c *Cache) startLoad(gvr schema.GroupVersionResource) *resource {
+	r := newResource(gvr, c.opts.RingSize, c.fields)
+	c.resources[gvr] = r
+	go c.load(c.ctx, r, c.revision)
+	return r
 }
 
 // load fills r with the state at revision at, catches it up with the log
