@@ -10,7 +10,7 @@ import (
 )
 
 // index holds a resource's cached objects in numbered slots, and the
-// slots by cluster, namespace, label value and field value. A count or a
+// slots by cluster, namespace, name, label value and field value. A count or a
 // selector list intersects these sets instead of reading every object:
 // at a million objects, reading each one's small label and field maps
 // costs seconds, intersecting bitmaps milliseconds.
@@ -22,8 +22,8 @@ type index struct {
 	byKey map[storage.Key]uint32
 	live  *roaring.Bitmap // the slots in use
 
-	clusters, namespaces postings
-	labels, fields       map[string]*attribute
+	clusters, namespaces, names postings
+	labels, fields              map[string]*attribute
 }
 
 // attribute is the slots of one label key or field.
@@ -51,7 +51,7 @@ type posting struct {
 func newIndex() *index {
 	return &index{
 		byKey: map[storage.Key]uint32{}, live: roaring.New(),
-		clusters: postings{}, namespaces: postings{},
+		clusters: postings{}, namespaces: postings{}, names: postings{},
 		labels: map[string]*attribute{}, fields: map[string]*attribute{},
 	}
 }
@@ -111,6 +111,7 @@ func (x *index) objects(sel *roaring.Bitmap) []*storage.Object {
 func (x *index) index(o *storage.Object, s uint32) {
 	x.clusters.add(o.Cluster, s)
 	x.namespaces.add(o.Namespace, s)
+	x.names.add(o.Name, s)
 	for k, v := range o.Labels {
 		a := attributeOf(x.labels, k, false)
 		a.values.add(v, s)
@@ -134,6 +135,7 @@ func (x *index) index(o *storage.Object, s uint32) {
 func (x *index) unindex(o *storage.Object, s uint32) {
 	x.clusters.remove(o.Cluster, s)
 	x.namespaces.remove(o.Namespace, s)
+	x.names.remove(o.Name, s)
 	for k, v := range o.Labels {
 		a := x.labels[k]
 		a.values.remove(v, s)
@@ -266,9 +268,9 @@ func (p postings) unionOf(values ...string) *roaring.Bitmap {
 }
 
 // selection returns the slots of the objects q selects as far as the
-// index tells, and whether some of q's filters (names, creation times,
-// label comparisons) are left for the objects to be matched against one
-// by one. The owner filter is not considered: the cache serves no query
+// index tells, and whether some of q's filters (creation times, label
+// comparisons) are left for the objects to be matched against one by
+// one. The owner filter is not considered: the cache serves no query
 // with one.
 func (x *index) selection(q *storage.ListQuery) (sel *roaring.Bitmap, residual bool) {
 	var in, out []*roaring.Bitmap // sets the objects must be in, and not in
@@ -277,6 +279,13 @@ func (x *index) selection(q *storage.ListQuery) (sel *roaring.Bitmap, residual b
 	}
 	if len(q.Namespaces) > 0 {
 		in = append(in, x.namespaces.unionOf(q.Namespaces...))
+	}
+	if len(q.Names) > 0 {
+		in = append(in, x.names.unionOf(q.Names...))
+	}
+	if q.FuzzyName != "" {
+		// Each distinct name is tested once, not each object's.
+		in = append(in, x.names.union(func(name string) bool { return strings.Contains(name, q.FuzzyName) }))
 	}
 	for _, r := range q.Labels {
 		a := attributeIn(x.labels, r.Key())
@@ -299,8 +308,7 @@ func (x *index) selection(q *storage.ListQuery) (sel *roaring.Bitmap, residual b
 		selected := r.Operator != selection.NotEquals
 		switch a := attributeIn(x.fields, r.Field); {
 		case r.Field == "metadata.name":
-			residual = true
-			continue
+			set = x.names.unionOf(r.Value)
 		case r.Field == "metadata.namespace":
 			set = x.namespaces.unionOf(r.Value)
 		case r.Value == "": // the value of the objects without one
@@ -332,6 +340,6 @@ func (x *index) selection(q *storage.ListQuery) (sel *roaring.Bitmap, residual b
 	for _, set := range out {
 		sel.AndNot(set)
 	}
-	residual = residual || len(q.Names) > 0 || q.FuzzyName != "" || q.CreatedSince != nil || q.CreatedBefore != nil
+	residual = residual || q.CreatedSince != nil || q.CreatedBefore != nil
 	return sel, residual
 }

@@ -105,6 +105,8 @@ func TestIndexSelectsAndCountsAsReading(t *testing.T) {
 		{Images: []string{"nothing"}},
 		{FuzzyName: "1", Labels: parsedLabels(t, "tier=front")},
 		{Names: []string{"pod-1", "pod-2"}},
+		{FuzzyName: "d-1"},
+		{Fields: parsedFields(t, "metadata.name!=pod-3")},
 		{CreatedSince: &since},
 	}
 	terms := [][]string{
@@ -187,8 +189,8 @@ func TestIndexSelectsAndCountsAsReading(t *testing.T) {
 	for k := range live {
 		x.remove(k)
 	}
-	if len(x.labels)+len(x.fields)+len(x.clusters)+len(x.namespaces) != 0 || !x.live.IsEmpty() {
-		t.Errorf("with every object removed the index still holds labels %d, fields %d, clusters %d, namespaces %d, live %d",
-			len(x.labels), len(x.fields), len(x.clusters), len(x.namespaces), x.live.GetCardinality())
+	if len(x.labels)+len(x.fields)+len(x.clusters)+len(x.namespaces)+len(x.names) != 0 || !x.live.IsEmpty() {
+		t.Errorf("with every object removed the index still holds labels %d, fields %d, clusters %d, namespaces %d, names %d, live %d",
+			len(x.labels), len(x.fields), len(x.clusters), len(x.namespaces), len(x.names), x.live.GetCardinality())
 	}
 }
