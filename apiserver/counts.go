@@ -114,26 +114,27 @@ func (h *Handler) count(w http.ResponseWriter, r *http.Request, res storage.Reso
 	writeJSON(w, http.StatusOK, out)
 }
 
-// counts counts from the watch cache what it can, else in the store.
-// The store answers from its summary (Summarizable) in milliseconds at
-// any size; other counts it answers by going over the rows, seconds at a
-// million, where the cache counts its objects in memory. With
-// resourceVersion "0" the cache counts as it is; unset, it first reaches
-// the store's current revision, a consistent read as kube-apiserver
-// serves them from its cache. A resource the cache has not loaded is
-// counted by the store while the count starts loading it.
+// counts counts in the watch cache when it holds the resource: by
+// intersecting its index's bitmaps, a millisecond or so even at a
+// million objects. With resourceVersion "0" the cache counts as it is;
+// unset, it first reaches the store's current revision, a consistent read
+// as kube-apiserver serves them from its cache. Else the store counts:
+// from its summary (Summarizable) in milliseconds at any size, or by going
+// over the rows, seconds at a million; a count of the latter kind starts
+// loading the resource into the cache, so that the next ones are fast.
 func (h *Handler) counts(ctx context.Context, req *request, q *storage.CountQuery) (*storage.CountResult, error) {
-	if !q.Summarizable() {
-		var atLeast int64
-		if req.version.match == mostRecent {
-			var err error
-			if atLeast, _, err = h.store.Revision(ctx); err != nil {
-				return nil, err
-			}
+	if q.Summarizable() && !h.cache.Holds(q.Query.GVR) {
+		return h.store.Count(ctx, q)
+	}
+	var atLeast int64
+	if req.version.match == mostRecent {
+		var err error
+		if atLeast, _, err = h.store.Revision(ctx); err != nil {
+			return nil, err
 		}
-		if res, ok, err := h.cache.Count(ctx, q, atLeast); ok || err != nil {
-			return res, err
-		}
+	}
+	if res, ok, err := h.cache.Count(ctx, q, atLeast); ok || err != nil {
+		return res, err
 	}
 	return h.store.Count(ctx, q)
 }

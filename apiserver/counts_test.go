@@ -163,7 +163,9 @@ func (s *countingStore) Count(ctx context.Context, q *storage.CountQuery) (*stor
 // TestCountsFromCache: a count under a label selector is the watch
 // cache's once the cache holds the pods, and sees the writes made before
 // it (the latest revision) unless resourceVersion is 0; before, the store
-// answers it, as it answers the counts its summary does.
+// answers it and the cache loads the pods. A count the store's summary
+// answers is the summary's until the cache holds the pods, and loads
+// nothing.
 func TestCountsFromCache(t *testing.T) {
 	h := testHandler(t)
 	store := &countingStore{Interface: h.store}
@@ -194,6 +196,10 @@ func TestCountsFromCache(t *testing.T) {
 	pod("east", "a", "web")
 	pod("west", "b", "db")
 	rev := pod("east", "c", "web")
+	count("groupBy=label:app", "web=2 db=1", rev, 1) // the summary's
+	if h.cache.Holds(podsGVR) {
+		t.Fatal("a count the summary answers loaded pods into the cache")
+	}
 	const selected = "labelSelector=app%3Dweb&groupBy=cluster"
 	count(selected, "east=2", rev, 1) // the cache has no pods yet, and loads them
 	if err := h.cache.WaitForRevision(context.Background(), rev); err != nil {
@@ -211,5 +217,5 @@ func TestCountsFromCache(t *testing.T) {
 	rev = pod("west", "d", "web")
 	count(selected, "east=2 west=1", rev, 0)
 	count(selected+"&resourceVersion=0", "east=2 west=1", rev, 0)
-	count("groupBy=label:app", "web=3 db=1", rev, 1) // the summary's
+	count("groupBy=label:app", "web=3 db=1", rev, 0) // the cache's, now it holds pods
 }

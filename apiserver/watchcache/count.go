@@ -23,7 +23,7 @@ func (c *Cache) Count(ctx context.Context, q *storage.CountQuery, atLeast int64)
 	if err := q.Validate(); err != nil {
 		return nil, false, err
 	}
-	r := c.loaded(q.Query.GVR)
+	r := c.loaded(q.Query.GVR, true)
 	if r == nil || q.Query.HasOwnerFilter() || q.ValidateFields(r.fields) != nil {
 		return nil, false, nil
 	}
@@ -37,15 +37,18 @@ func (c *Cache) Count(ctx context.Context, q *storage.CountQuery, atLeast int64)
 	return result(q, counts, rev), true, nil
 }
 
-// loaded returns the cache of gvr if it is loaded and published. One
-// nobody asked for yet starts loading, as a list would load it, without
-// waiting for it: the store counts until it is loaded (about a minute at
-// a million objects, where the store's count of a selection can take
-// longer than that on MariaDB), and the cache from then on.
-func (c *Cache) loaded(gvr schema.GroupVersionResource) *resource {
+// Holds reports whether the cache has loaded gvr, without loading it.
+func (c *Cache) Holds(gvr schema.GroupVersionResource) bool { return c.loaded(gvr, false) != nil }
+
+// loaded returns the cache of gvr if it is loaded and published. With
+// start, one nobody asked for yet starts loading, as a list would load
+// it, without waiting for it: the store counts until it is loaded (about
+// a minute at a million objects, where the store's count of a selection
+// can take longer than that on MariaDB), and the cache from then on.
+func (c *Cache) loaded(gvr schema.GroupVersionResource, start bool) *resource {
 	c.mu.Lock()
 	r := c.resources[gvr]
-	if r == nil && c.started {
+	if r == nil && start && c.started {
 		c.startLoad(gvr)
 	}
 	c.mu.Unlock()

@@ -131,6 +131,7 @@ func BenchCounts(b *testing.B) []BenchCount {
 		count("namespace", storage.ListQuery{}, "namespace"),
 		count("label:app", storage.ListQuery{}, "label:app"),
 		count("field:images", storage.ListQuery{}, "field:images"),
+		count("namespace,field:images", storage.ListQuery{}, "namespace", "field:images"),
 		count("cluster,field:status.phase,ns=ns-1", storage.ListQuery{Namespaces: []string{"ns-1"}}, "cluster", "field:status.phase"),
 		count("field:status.phase", storage.ListQuery{}, "field:status.phase"),
 		count("cluster,field:status.phase", storage.ListQuery{}, "cluster", "field:status.phase"),
