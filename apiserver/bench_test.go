@@ -51,27 +51,39 @@ func BenchmarkList(b *testing.B) {
 		{"paged-500", metav1.ListOptions{Limit: 500}},
 		{"resourceVersion=0", metav1.ListOptions{ResourceVersion: "0"}},
 	} {
-		kubeTime := timeList(b, kube.Config, cms, c.opts, n)
-		panoramaTime := timeList(b, cfg, cms, c.opts, n)
-		b.ReportMetric(float64(panoramaTime)/float64(kubeTime), c.name+"-ratio")
-		b.Logf("%-18s %d objects: kube-apiserver %v, Panorama %v (%.2fx)", c.name, n,
-			kubeTime.Round(time.Millisecond), panoramaTime.Round(time.Millisecond), float64(panoramaTime)/float64(kubeTime))
-		flatTime := timeList(b, as(cfg, "admin", FlatClusters), cms, c.opts, n)
-		b.ReportMetric(float64(flatTime)/float64(panoramaTime), c.name+"-flat-ratio")
-		b.Logf("%-18s %d objects: flat view %v (%.2fx the view across clusters)", c.name, n,
-			flatTime.Round(time.Millisecond), float64(flatTime)/float64(panoramaTime))
+		for _, decoded := range []bool{true, false} {
+			name := c.name
+			if !decoded {
+				name += "-undecoded"
+			}
+			kubeTime := timeList(b, kube.Config, cms, c.opts, n, decoded)
+			panoramaTime := timeList(b, cfg, cms, c.opts, n, decoded)
+			b.ReportMetric(float64(panoramaTime)/float64(kubeTime), name+"-ratio")
+			b.Logf("%-28s %d objects: kube-apiserver %v, Panorama %v (%.2fx)", name, n,
+				kubeTime.Round(time.Millisecond), panoramaTime.Round(time.Millisecond), float64(panoramaTime)/float64(kubeTime))
+			flatTime := timeList(b, as(cfg, "admin", FlatClusters), cms, c.opts, n, decoded)
+			b.ReportMetric(float64(flatTime)/float64(panoramaTime), name+"-flat-ratio")
+			b.Logf("%-28s %d objects: flat view %v (%.2fx the view across clusters)", name, n,
+				flatTime.Round(time.Millisecond), float64(flatTime)/float64(panoramaTime))
+		}
 	}
 }
 
-// timeList is the best of three full lists.
-func timeList(b *testing.B, cfg *rest.Config, gvr schema.GroupVersionResource, opts metav1.ListOptions, want int) time.Duration {
+// timeList is the best of three full lists, their items decoded or not.
+func timeList(b *testing.B, cfg *rest.Config, gvr schema.GroupVersionResource, opts metav1.ListOptions, want int, decoded bool) time.Duration {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = -1, 0 // no client-side throttling: time the servers
 	client := dynamic.NewForConfigOrDie(cfg)
+	count := func() int {
+		if decoded {
+			return testenv.CountAll(b, client, gvr, opts)
+		}
+		return testenv.CountAllUndecoded(b, cfg, gvr, opts)
+	}
 	best := time.Duration(1 << 62)
 	for range 3 {
 		start := time.Now()
-		if got := testenv.CountAll(b, client, gvr, opts); got != want {
+		if got := count(); got != want {
 			b.Fatalf("listed %d of %d", got, want)
 		}
 		best = min(best, time.Since(start))
