@@ -32,7 +32,7 @@ func (s *Store) Own(ctx context.Context, cluster string) (int64, error) {
 	}
 	var epoch int64
 	// Unfenced itself, whatever ctx carries: taking over is what fences.
-	_, err := s.submit(storage.WithEpoch(ctx, 0), cluster, 0, func(tx *gorm.DB, _ *pending, _ int64) (int64, error) {
+	_, err := s.submit(storage.WithEpoch(ctx, 0), cluster, 0, nil, func(tx *gorm.DB, _ *pending, _ int64, _ storedRows) (int64, error) {
 		current, err := ownerEpoch(tx, cluster)
 		if err != nil {
 			return 0, err

@@ -15,6 +15,7 @@ import (
 
 	"gorm.io/gorm"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/panorama-io/panorama/storage"
@@ -463,9 +464,13 @@ func applyAsync(ctx context.Context, s storage.Interface, cluster, memberRV stri
 }
 
 func applyChanges(ctx context.Context, s storage.Interface, cluster string, changes []storage.Change, logged []loggedChange) <-chan *sentBatch {
+	return applyResource(ctx, s, cluster, podsGVR, changes, logged)
+}
+
+func applyResource(ctx context.Context, s storage.Interface, cluster string, gvr schema.GroupVersionResource, changes []storage.Change, logged []loggedChange) <-chan *sentBatch {
 	out := make(chan *sentBatch, 1)
 	go func() {
-		rev, err := s.Apply(ctx, cluster, podsGVR, changes)
+		rev, err := s.Apply(ctx, cluster, gvr, changes)
 		out <- &sentBatch{changes: logged, rev: rev, err: err}
 	}()
 	return out
@@ -492,4 +497,76 @@ func awaitResult(t *testing.T, c <-chan *sentBatch) *sentBatch {
 		t.Fatal("a write did not return")
 		return nil
 	}
+}
+
+// TestGroupLooksKeysUpOnce lines up, in one group, writes of several
+// clusters, of two resources, and of one cluster's resource twice: the
+// group looks the keys up in one statement per resource for the batches
+// that read nothing another planned, and once more for the one that reads
+// what the batch of its resource before it planned. Each batch finds its
+// own rows, not another cluster's copy of the same name nor a like-named
+// object of another resource: an unchanged object is skipped, a changed
+// one updated, a new one created, each once.
+func TestGroupLooksKeysUpOnce(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
+		opts := b.Options(t)
+		s := storagetest.OpenStore(t, opts)
+		ctx := context.Background()
+		const clusters = 4
+		var batches []*sentBatch
+		for c := range clusters {
+			batches = append(batches, awaitResult(t, applyAsync(ctx, s, fmt.Sprint("c", c), "1")))
+		}
+		rec := newQueryRecorder(t, s)
+		locks := countCounterLocks(t, s)
+		release, waitBlocked := holdCounter(t, opts, s)
+		var calls []<-chan *sentBatch
+		queue := func(c <-chan *sentBatch) {
+			calls = append(calls, c)
+			waitQueued(t, s, len(calls))
+		}
+		stmts := rec.record(func() {
+			first := applyAsync(ctx, s, "first", "1")
+			waitBlocked(1)
+			for c := range clusters {
+				cluster := fmt.Sprint("c", c)
+				if c%2 == 0 { // as stored
+					queue(applyChanges(ctx, s, cluster, []storage.Change{storage.Upsert(object("Pod", "ns", "p", "1"))}, nil))
+					continue
+				}
+				queue(applyChanges(ctx, s, cluster,
+					[]storage.Change{storage.Upsert(object("Pod", "ns", "p", "2")), storage.Upsert(object("Pod", "ns", "q", "1"))},
+					[]loggedChange{{watch.Modified, cluster, "p", "2"}, {watch.Added, cluster, "q", "1"}}))
+			}
+			queue(applyResource(ctx, s, "c0", deploymentsGVR,
+				[]storage.Change{storage.Upsert(object("Deployment", "ns", "p", "5"))},
+				[]loggedChange{{watch.Added, "c0", "p", "5"}}))
+			queue(applyChanges(ctx, s, "c1",
+				[]storage.Change{storage.Upsert(object("Pod", "ns", "p", "3")), storage.Delete("ns", "q")},
+				[]loggedChange{{watch.Modified, "c1", "p", "3"}, {typ: watch.Deleted, cluster: "c1", name: "q"}}))
+			release()
+			batches = append(batches, awaitResult(t, first))
+			for _, c := range calls {
+				r := awaitResult(t, c)
+				if r.err != nil {
+					t.Fatal(r.err)
+				}
+				batches = append(batches, r)
+			}
+		})
+		checkLog(t, s, batches)
+		if n := locks.Load(); n != 2 {
+			t.Errorf("%d transactions for a write and a group, want 2", n)
+		}
+		lookups := 0
+		for _, st := range stmts {
+			if strings.Contains(st.sql, "(cluster, namespace, name) IN") {
+				lookups++
+			}
+		}
+		// "first"; the group's pods and deployments; c1's pods again.
+		if lookups != 4 {
+			t.Errorf("%d statements looked keys up for a write and a group of %d, want 4", lookups, len(calls))
+		}
+	})
 }
