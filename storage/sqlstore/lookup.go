@@ -1,21 +1,25 @@
 package sqlstore
 
 import (
+	"slices"
+
 	"gorm.io/gorm"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/panorama-io/panorama/storage"
 )
 
-// Key lookups of a group. An Apply plans against the stored rows of its
-// keys. Read one batch at a time, they cost a statement a batch: a group
-// of 50 synchronizers' writes spent as long looking its keys up as
-// writing its resource rows. So a group looks up the keys of a run of its
-// batches at once, one statement per resource and keyChunk keys, right
-// before the first of them runs. That reads what each of them would have
-// read itself as long as none of them reads rows that the group has
+// Lookups of a group. An Apply plans against the stored rows of its keys,
+// and a fenced write checks its cluster's owner epoch. Read one batch at a
+// time, they cost a statement or two a batch: a group of 50
+// synchronizers' writes spent as long looking its keys up as writing its
+// resource rows. So a group reads them for a run of its batches at once,
+// one statement per resource and keyChunk keys and one for the epochs,
+// right before the first of them runs. That reads what each of them would
+// have read itself as long as none of them reads rows that the group has
 // planned and not written (those are written before a batch that reads
-// them, see pending.holds): the run ends before a batch that would.
+// them, see pending.holds), and none takes a cluster over (Own): the run
+// ends before a batch that would.
 
 // keyLookup names the rows that an Apply batch reads: those of its keys,
 // in one resource of its cluster.
@@ -61,6 +65,30 @@ func lookupRun(group []*batch, p *pending) []*batch {
 		planned[cr] = true
 	}
 	return group
+}
+
+// runReads are what a group read for a run of its batches.
+type runReads struct {
+	stored map[*batch]storedRows
+	// epochs are the owner epochs of the run's fenced clusters.
+	epochs map[string]int64
+}
+
+// readRun reads, for run (from lookupRun), the stored rows of their keys
+// and the epochs of their clusters they are fenced by.
+func readRun(tx *gorm.DB, run []*batch) (runReads, error) {
+	stored, err := lookupKeys(tx, run)
+	if err != nil {
+		return runReads{}, err
+	}
+	var fenced []string
+	for _, b := range run {
+		if b.epoch != 0 && !slices.Contains(fenced, b.cluster) {
+			fenced = append(fenced, b.cluster)
+		}
+	}
+	epochs, err := ownerEpochs(tx, fenced)
+	return runReads{stored: stored, epochs: epochs}, err
 }
 
 // lookupKeys reads the stored rows of the keys of batches, no two of

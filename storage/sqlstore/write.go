@@ -203,7 +203,7 @@ func (s *Store) write(group []*batch) (ran int, blamed []*batch, err error) {
 		}
 		p.fields = fs
 		next = base
-		var stored map[*batch]storedRows // of group[ran:looked]
+		var reads runReads // of group[ran:looked]
 		looked := 0
 		for ; ran < len(group) && p.bytes < groupBytes; ran++ {
 			b := group[ran]
@@ -214,18 +214,18 @@ func (s *Store) write(group []*batch) (ran int, blamed []*batch, err error) {
 			}
 			if ran == looked {
 				run := lookupRun(group[ran:], &p)
-				if stored, err = lookupKeys(tx, run); err != nil {
-					// Each alone then looks its own keys up.
+				if reads, err = readRun(tx, run); err != nil {
+					// Each alone then reads its own.
 					blamed = slices.Clone(run)
 					return err
 				}
 				looked = ran + len(run)
 			}
-			if err := checkFence(tx, b); err != nil {
+			if err := checkFence(b, reads.epochs); err != nil {
 				blamed = []*batch{b}
 				return err
 			}
-			n, err := b.fn(tx, &p, next, stored[b])
+			n, err := b.fn(tx, &p, next, reads.stored[b])
 			if err != nil {
 				blamed = []*batch{b}
 				return err
