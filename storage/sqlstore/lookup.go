@@ -14,7 +14,7 @@ import (
 // time, they cost a statement or two a batch: a group of 50
 // synchronizers' writes spent as long looking its keys up as writing its
 // resource rows. So a group reads them for a run of its batches at once,
-// one statement per resource and keyChunk keys and one for the epochs,
+// one statement per resource and d.lookupKeys keys and one for the epochs,
 // right before the first of them runs. That reads what each of them would
 // have read itself as long as none of them reads rows that the group has
 // planned and not written (those are written before a batch that reads
@@ -76,8 +76,8 @@ type runReads struct {
 
 // readRun reads, for run (from lookupRun), the stored rows of their keys
 // and the epochs of their clusters they are fenced by.
-func readRun(tx *gorm.DB, run []*batch) (runReads, error) {
-	stored, err := lookupKeys(tx, run)
+func readRun(tx *gorm.DB, d *dialect, run []*batch) (runReads, error) {
+	stored, err := lookupKeys(tx, d, run)
 	if err != nil {
 		return runReads{}, err
 	}
@@ -93,8 +93,8 @@ func readRun(tx *gorm.DB, run []*batch) (runReads, error) {
 
 // lookupKeys reads the stored rows of the keys of batches, no two of
 // which share a cluster's resource: one statement per resource and
-// keyChunk keys, whatever the number of batches.
-func lookupKeys(tx *gorm.DB, batches []*batch) (map[*batch]storedRows, error) {
+// d.lookupKeys keys, whatever the number of batches.
+func lookupKeys(tx *gorm.DB, d *dialect, batches []*batch) (map[*batch]storedRows, error) {
 	out := make(map[*batch]storedRows, len(batches))
 	byGVR := map[schema.GroupVersionResource]map[string]*batch{}
 	var gvrs []schema.GroupVersionResource
@@ -119,14 +119,14 @@ func lookupKeys(tx *gorm.DB, batches []*batch) (map[*batch]storedRows, error) {
 				}
 			}
 		}
-		for start := 0; start < len(tuples); start += keyChunk {
+		for start := 0; start < len(tuples); start += d.lookupKeys {
 			// Whole keys, each a seek of resources_key. By the names alone,
 			// MariaDB read every cluster's copy of each through
 			// resources_name (500 rows for a write of 10 names in 50
 			// clusters), PostgreSQL the cluster's every row of the resource
 			// as well (see migration 10).
 			var rows []resourceRow
-			chunk := tuples[start:min(start+keyChunk, len(tuples))]
+			chunk := tuples[start:min(start+d.lookupKeys, len(tuples))]
 			if err := whereResource(tx, g).Where("(cluster, namespace, name) IN ?", chunk).Find(&rows).Error; err != nil {
 				return nil, err
 			}

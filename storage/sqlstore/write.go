@@ -214,7 +214,7 @@ func (s *Store) write(group []*batch) (ran int, blamed []*batch, err error) {
 			}
 			if ran == looked {
 				run := lookupRun(group[ran:], &p)
-				if reads, err = readRun(tx, run); err != nil {
+				if reads, err = readRun(tx, s.dialect, run); err != nil {
 					// Each alone then reads its own.
 					blamed = slices.Clone(run)
 					return err
