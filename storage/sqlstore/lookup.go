@@ -11,9 +11,9 @@ import (
 
 // Lookups of a group. An Apply plans against the stored rows of its keys,
 // and a fenced write checks its cluster's owner epoch. Read one batch at a
-// time, they cost a statement or two a batch: a group of 50
-// synchronizers' writes spent as long looking its keys up as writing its
-// resource rows. So a group reads them for a run of its batches at once,
+// time, they cost two statements a batch: 50 synchronizers' churn on
+// MariaDB (BenchmarkUpdateChurn) spent 2.5 s of its 12 in them, 2,000
+// statements, against 3.7 s writing the rows and their attributes. So a group reads them for a run of its batches at once,
 // one statement per resource and d.lookupKeys keys and one for the epochs,
 // right before the first of them runs. That reads what each of them would
 // have read itself as long as none of them reads rows that the group has
@@ -45,10 +45,11 @@ func newKeyLookup(gvr schema.GroupVersionResource, changes []storage.Change) *ke
 type storedRows map[storage.NamespacedName]*resourceRow
 
 // lookupRun returns the batches whose keys the group looks up when
-// group[0] is about to run, p holding the rows planned before it: group[0]
-// and the batches after it that have keys, up to the first that has none
-// or reads rows that p or one of the run plans. Batches of one resource of
-// one cluster plan its rows, so no two of a run share one.
+// group[0] is about to run, p holding the rows planned before it (none
+// that group[0] reads: they were written first): group[0] and the batches
+// after it that have keys, up to the first that has none or reads rows
+// that p or one of the run plans. A batch plans rows of its keys' resource
+// of its cluster only, so no two of a run share one.
 func lookupRun(group []*batch, p *pending) []*batch {
 	if group[0].keys == nil {
 		return group[:1]
