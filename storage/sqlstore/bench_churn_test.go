@@ -30,7 +30,8 @@ const churnObjects, churnFlush = 200, 10
 // (PANORAMA_BENCH_CHURN_OBJECTS each, default storagetest.BenchBatch), then each
 // writer, as a synchronizer does, writes churnObjects changed copies in
 // writes of churnFlush, all writers at once, timed until every write is
-// committed. Two changes are timed: a label added (as the fleet's
+// committed. Each writer writes fenced by its cluster's owner epoch, as
+// a synchronizer does. Two changes are timed: a label added (as the fleet's
 // patches do), and a change of nothing indexed (an annotation). Each is
 // printed as a ratio to the same writers adding as many new objects of the
 // same size in the same run, and to as many pod JSONs written as raw
@@ -93,13 +94,22 @@ func BenchmarkUpdateChurn(b *testing.B) {
 }
 
 // concurrentWrites has benchWriters clusters write n objects each at once,
-// in writes of flush, object(i) the i-th of each, and returns how
+// in writes of flush fenced by an owner epoch of their own taken before,
+// object(i) the i-th of each, and returns how
 // long until the last was committed. Writer w's rng starts alike in every
 // call and storagetest.BenchPod draws as many numbers for each object, so that its
 // i-th object is the same from one call to the next but for what object
 // changes.
 func concurrentWrites(b *testing.B, s *sqlstore.Store, n, flush int, object func(i int, rng *rand.Rand) *unstructured.Unstructured) time.Duration {
 	errs := make(chan error, benchWriters)
+	owned := make([]context.Context, benchWriters)
+	for w := range benchWriters {
+		epoch, err := s.Own(context.Background(), writerCluster(w))
+		if err != nil {
+			b.Fatal(err)
+		}
+		owned[w] = storage.WithEpoch(context.Background(), epoch)
+	}
 	var wg sync.WaitGroup
 	start := time.Now()
 	for w := range benchWriters {
@@ -110,7 +120,7 @@ func concurrentWrites(b *testing.B, s *sqlstore.Store, n, flush int, object func
 				for j := i; j < min(i+flush, n); j++ {
 					changes = append(changes, storage.Upsert(object(j, rng)))
 				}
-				if _, err := s.Apply(context.Background(), writerCluster(w), podsGVR, changes); err != nil {
+				if _, err := s.Apply(owned[w], writerCluster(w), podsGVR, changes); err != nil {
 					errs <- err
 					return
 				}

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"gorm.io/gorm"
 
@@ -32,7 +33,7 @@ func (s *Store) Own(ctx context.Context, cluster string) (int64, error) {
 	}
 	var epoch int64
 	// Unfenced itself, whatever ctx carries: taking over is what fences.
-	_, err := s.submit(storage.WithEpoch(ctx, 0), cluster, 0, func(tx *gorm.DB, _ *pending, _ int64) (int64, error) {
+	_, err := s.submit(storage.WithEpoch(ctx, 0), cluster, 0, nil, func(tx *gorm.DB, _ *pending, _ int64, _ storedRows) (int64, error) {
 		current, err := ownerEpoch(tx, cluster)
 		if err != nil {
 			return 0, err
@@ -75,15 +76,36 @@ func ownerEpoch(tx *gorm.DB, cluster string) (int64, error) {
 	return row.Epoch, err
 }
 
+// ownerEpochs are the current owner epochs of clusters, each
+// storage.NeverOwned that none took over; one statement.
+func ownerEpochs(tx *gorm.DB, clusters []string) (map[string]int64, error) {
+	epochs := make(map[string]int64, len(clusters))
+	if len(clusters) == 0 {
+		return epochs, nil
+	}
+	var rows []ownerRow
+	if err := tx.Where("cluster IN ?", clusters).Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	for _, c := range clusters {
+		epochs[c] = storage.NeverOwned
+	}
+	for _, r := range rows {
+		epochs[r.Cluster] = r.Epoch
+	}
+	return epochs, nil
+}
+
 // checkFence refuses b when it carries an owner epoch that is not its
-// cluster's current one. tx holds the revision counter.
-func checkFence(tx *gorm.DB, b *batch) error {
+// cluster's current one, as epochs (from ownerEpochs) have it. tx holds
+// the revision counter.
+func checkFence(b *batch, epochs map[string]int64) error {
 	if b.epoch == 0 {
 		return nil
 	}
-	current, err := ownerEpoch(tx, b.cluster)
-	if err != nil {
-		return err
+	current, ok := epochs[b.cluster]
+	if !ok {
+		return fmt.Errorf("the owner epoch of %q was not read", b.cluster)
 	}
 	if current != b.epoch {
 		return &storage.FencedError{Cluster: b.cluster, Epoch: b.epoch, Current: current}

@@ -147,7 +147,7 @@ func (s *Store) DeclareFields(ctx context.Context, decls []storage.FieldDeclarat
 		return err
 	}
 	var version int64
-	_, err = s.submit(ctx, "", 1, func(tx *gorm.DB, p *pending, _ int64) (int64, error) {
+	_, err = s.submit(ctx, "", 1, nil, func(tx *gorm.DB, p *pending, _ int64, _ storedRows) (int64, error) {
 		declared, err := metaValue(tx, metaFieldsDeclared)
 		if err != nil {
 			return 0, err
@@ -212,7 +212,7 @@ func (s *Store) reindex(ctx context.Context, version int64) error {
 	for after := int64(0); ; {
 		var next int64
 		var stop bool
-		_, err := s.submit(ctx, "", reindexBatch, func(tx *gorm.DB, _ *pending, _ int64) (int64, error) {
+		_, err := s.submit(ctx, "", reindexBatch, nil, func(tx *gorm.DB, _ *pending, _ int64, _ storedRows) (int64, error) {
 			next, stop = after, true
 			if declared, err := metaValue(tx, metaFieldsDeclared); err != nil || declared != version {
 				return 0, err

@@ -34,10 +34,11 @@ var errClosed = errors.New("storage is closed")
 
 // batchFunc plans one caller's batch: it reads what it needs in tx and
 // adds its rows to p with revisions base+1, base+2, ..., and returns how
-// many it used. A group may run it more than once (rolled back, then run
-// again without a failing batch), so it must leave what it reads as it
-// found it.
-type batchFunc func(tx *gorm.DB, p *pending, base int64) (revisions int64, err error)
+// many it used. stored are the rows of its keys, which the group has
+// looked up for it if it has keys (lookup.go). A group may run it more
+// than once (rolled back, then run again without a failing batch), so it
+// must leave what it reads as it found it.
+type batchFunc func(tx *gorm.DB, p *pending, base int64, stored storedRows) (revisions int64, err error)
 
 // batch is one caller's write waiting for, or in, a group.
 type batch struct {
@@ -45,8 +46,11 @@ type batch struct {
 	// cluster is the one whose rows fn reads.
 	cluster string
 	rows    int
-	fn      batchFunc
-	done    chan result // buffered: the writer never waits for the caller
+	// keys, when set, are the keys of one resource of cluster whose rows
+	// fn reads, and all it reads of them.
+	keys *keyLookup
+	fn   batchFunc
+	done chan result // buffered: the writer never waits for the caller
 
 	// epoch, when not 0, is the owner epoch the write is fenced by (fence.go).
 	epoch int64
@@ -141,8 +145,8 @@ func (q *queue) close() {
 // the caller waits for the group, which its cancellation rolls back (see
 // groupContext). Either way the write is over when submit returns: a batch
 // never commits after its caller has given up on it.
-func (s *Store) submit(ctx context.Context, cluster string, rows int, fn batchFunc) (int64, error) {
-	b := &batch{ctx: ctx, cluster: cluster, epoch: storage.EpochFrom(ctx), rows: rows, fn: fn, done: make(chan result, 1)}
+func (s *Store) submit(ctx context.Context, cluster string, rows int, keys *keyLookup, fn batchFunc) (int64, error) {
+	b := &batch{ctx: ctx, cluster: cluster, epoch: storage.EpochFrom(ctx), rows: rows, keys: keys, fn: fn, done: make(chan result, 1)}
 	if err := s.queue.push(b); err != nil {
 		return 0, err
 	}

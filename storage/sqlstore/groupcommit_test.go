@@ -15,6 +15,7 @@ import (
 
 	"gorm.io/gorm"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/panorama-io/panorama/storage"
@@ -463,9 +464,13 @@ func applyAsync(ctx context.Context, s storage.Interface, cluster, memberRV stri
 }
 
 func applyChanges(ctx context.Context, s storage.Interface, cluster string, changes []storage.Change, logged []loggedChange) <-chan *sentBatch {
+	return applyResource(ctx, s, cluster, podsGVR, changes, logged)
+}
+
+func applyResource(ctx context.Context, s storage.Interface, cluster string, gvr schema.GroupVersionResource, changes []storage.Change, logged []loggedChange) <-chan *sentBatch {
 	out := make(chan *sentBatch, 1)
 	go func() {
-		rev, err := s.Apply(ctx, cluster, podsGVR, changes)
+		rev, err := s.Apply(ctx, cluster, gvr, changes)
 		out <- &sentBatch{changes: logged, rev: rev, err: err}
 	}()
 	return out
@@ -492,4 +497,133 @@ func awaitResult(t *testing.T, c <-chan *sentBatch) *sentBatch {
 		t.Fatal("a write did not return")
 		return nil
 	}
+}
+
+// TestGroupLooksKeysUpOnce lines up, in one group, fenced writes of
+// several clusters, of two resources, and of one cluster's resource twice:
+// the group looks the keys up in one statement per resource, and the
+// owner epochs in one, for the batches that read nothing another planned,
+// and once more for the one that reads what the batch of its resource
+// before it planned. Each batch finds its own rows, not another cluster's
+// copy of the same name nor a like-named object of another resource: an
+// unchanged object is skipped, a changed one updated, a new one created,
+// each once.
+func TestGroupLooksKeysUpOnce(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
+		opts := b.Options(t)
+		s := storagetest.OpenStore(t, opts)
+		ctx := context.Background()
+		const clusters = 4
+		owned := map[string]context.Context{}
+		var batches []*sentBatch
+		for c := range clusters {
+			cluster := fmt.Sprint("c", c)
+			epoch, err := s.Own(ctx, cluster)
+			if err != nil {
+				t.Fatal(err)
+			}
+			owned[cluster] = storage.WithEpoch(ctx, epoch)
+			batches = append(batches, awaitResult(t, applyAsync(owned[cluster], s, cluster, "1")))
+		}
+		rec := newQueryRecorder(t, s)
+		locks := countCounterLocks(t, s)
+		release, waitBlocked := holdCounter(t, opts, s)
+		var calls []<-chan *sentBatch
+		queue := func(c <-chan *sentBatch) {
+			calls = append(calls, c)
+			waitQueued(t, s, len(calls))
+		}
+		stmts := rec.record(func() {
+			first := applyAsync(ctx, s, "first", "1")
+			waitBlocked(1)
+			for c := range clusters {
+				cluster := fmt.Sprint("c", c)
+				if c%2 == 0 { // as stored
+					queue(applyChanges(owned[cluster], s, cluster, []storage.Change{storage.Upsert(object("Pod", "ns", "p", "1"))}, nil))
+					continue
+				}
+				queue(applyChanges(owned[cluster], s, cluster,
+					[]storage.Change{storage.Upsert(object("Pod", "ns", "p", "2")), storage.Upsert(object("Pod", "ns", "q", "1"))},
+					[]loggedChange{{watch.Modified, cluster, "p", "2"}, {watch.Added, cluster, "q", "1"}}))
+			}
+			queue(applyResource(owned["c0"], s, "c0", deploymentsGVR,
+				[]storage.Change{storage.Upsert(object("Deployment", "ns", "p", "5"))},
+				[]loggedChange{{watch.Added, "c0", "p", "5"}}))
+			queue(applyChanges(owned["c1"], s, "c1",
+				[]storage.Change{storage.Upsert(object("Pod", "ns", "p", "3")), storage.Delete("ns", "q")},
+				[]loggedChange{{watch.Modified, "c1", "p", "3"}, {typ: watch.Deleted, cluster: "c1", name: "q"}}))
+			release()
+			batches = append(batches, awaitResult(t, first))
+			for _, c := range calls {
+				r := awaitResult(t, c)
+				if r.err != nil {
+					t.Fatal(r.err)
+				}
+				batches = append(batches, r)
+			}
+		})
+		if n := locks.Load(); n != 2 {
+			t.Errorf("%d transactions for a write and a group, want 2", n)
+		}
+		var lookups, epochs int
+		for _, st := range stmts {
+			lookups += strings.Count(st.sql, "(cluster, namespace, name) IN")
+			epochs += strings.Count(st.sql, "panorama_owners")
+		}
+		// "first"; the group's pods and deployments; c1's pods again.
+		if lookups != 4 {
+			t.Errorf("%d statements looked keys up for a write and a group of %d, want 4", lookups, len(calls))
+		}
+		if epochs != 2 {
+			t.Errorf("%d statements read owner epochs for a group of %d fenced writes, want 2", epochs, len(calls))
+		}
+
+		checkLog(t, s, batches)
+	})
+}
+
+// TestStaleWriteAmidARunFailsAlone lines up, in one group, fenced writes
+// of three clusters, whose keys and epochs the group reads at once; the
+// middle one's cluster has been taken over since. It fails alone, fenced,
+// and the others are written.
+func TestStaleWriteAmidARunFailsAlone(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
+		opts := b.Options(t)
+		s := storagetest.OpenStore(t, opts)
+		ctx := context.Background()
+		owned := map[string]context.Context{}
+		for _, cluster := range []string{"c0", "c1", "c2"} {
+			epoch, err := s.Own(ctx, cluster)
+			if err != nil {
+				t.Fatal(err)
+			}
+			owned[cluster] = storage.WithEpoch(ctx, epoch)
+		}
+		if _, err := s.Own(ctx, "c1"); err != nil {
+			t.Fatal(err)
+		}
+		release, waitBlocked := holdCounter(t, opts, s)
+		first := applyAsync(ctx, s, "first", "1")
+		waitBlocked(1)
+		var calls []<-chan *sentBatch
+		for _, cluster := range []string{"c0", "c1", "c2"} {
+			calls = append(calls, applyChanges(owned[cluster], s, cluster, []storage.Change{storage.Upsert(object("Pod", "ns", "p", "1"))},
+				[]loggedChange{{watch.Added, cluster, "p", "1"}}))
+			waitQueued(t, s, len(calls))
+		}
+		release()
+		batches := []*sentBatch{awaitResult(t, first)}
+		for i, c := range calls {
+			r := awaitResult(t, c)
+			switch {
+			case i == 1 && !storage.IsFenced(r.err):
+				t.Fatalf("the write of an epoch since taken over answered %d, %v", r.rev, r.err)
+			case i != 1 && r.err != nil:
+				t.Fatalf("a write beside the stale one: %v", r.err)
+			case i != 1:
+				batches = append(batches, r)
+			}
+		}
+		checkLog(t, s, batches)
+	})
 }

@@ -14,8 +14,8 @@ import (
 // pending holds the rows that a group's batches have planned and not yet
 // written. They are written together, in multi-row statements across
 // batches (a group of small batches would otherwise cost six statements a
-// batch), before the counter is updated, and before a batch reads rows of
-// a cluster that has some here.
+// batch), before the counter is updated, and before a batch reads rows
+// that are here (holds).
 type pending struct {
 	// old are the rows replaced or deleted; replaced maps the revision of
 	// each one replaced to the revision of the row that replaces it.
@@ -24,7 +24,9 @@ type pending struct {
 	rows     []resourceRow
 	attrs    []attributeRow
 	events   []eventRow
-	clusters map[string]bool
+	// clusters and resources are those that the rows are of.
+	clusters  map[string]bool
+	resources map[storage.ClusterResource]bool
 	// fields are the declared fields new rows are indexed with.
 	fields *storage.FieldSet
 	// bytes of objects, as stored, added since the group began.
@@ -65,10 +67,21 @@ func (p *pending) add(cluster string, gvr schema.GroupVersionResource, base int6
 		p.events = append(p.events, ev)
 	}
 	if p.clusters == nil {
-		p.clusters = map[string]bool{}
+		p.clusters, p.resources = map[string]bool{}, map[storage.ClusterResource]bool{}
 	}
 	p.clusters[cluster] = true
+	p.resources[storage.ClusterResource{Cluster: cluster, GVR: gvr}] = true
 	return nil
+}
+
+// holds reports whether p has rows that b may read: of the resource of
+// its keys, or, for a batch without keys, which may read any of its
+// cluster's rows, of its cluster.
+func (p *pending) holds(b *batch) bool {
+	if b.keys != nil {
+		return p.resources[storage.ClusterResource{Cluster: b.cluster, GVR: b.keys.gvr}]
+	}
+	return p.clusters[b.cluster]
 }
 
 // flush writes what is pending in tx, old rows out first, and forgets it.
@@ -79,7 +92,7 @@ func (p *pending) add(cluster string, gvr schema.GroupVersionResource, base int6
 // again: an update mostly leaves its labels and fields as they were.
 func (p *pending) flush(tx *gorm.DB, d *dialect) error {
 	old, replaced, rows, attrs, events := p.old, p.replaced, p.rows, p.attrs, p.events
-	p.old, p.replaced, p.rows, p.attrs, p.events, p.clusters = nil, nil, nil, nil, nil, nil
+	p.old, p.replaced, p.rows, p.attrs, p.events, p.clusters, p.resources = nil, nil, nil, nil, nil, nil, nil
 	var t tally
 	fresh := newAttributeWrites(attrs, replaced)
 	for start := 0; start < len(old); start += keyChunk {

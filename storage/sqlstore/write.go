@@ -60,17 +60,13 @@ func (s *Store) Apply(ctx context.Context, cluster string, gvr schema.GroupVersi
 			memberRVs[i] = c.Object.GetResourceVersion()
 		}
 	}
-	rev, err := s.submit(ctx, cluster, len(valid), func(tx *gorm.DB, p *pending, base int64) (int64, error) {
+	rev, err := s.submit(ctx, cluster, len(valid), newKeyLookup(gvr, valid), func(_ *gorm.DB, p *pending, base int64, stored storedRows) (int64, error) {
 		for i, c := range valid {
 			if c.Object != nil {
 				c.Object.SetResourceVersion(memberRVs[i])
 			}
 		}
-		existing, err := s.existing(tx, cluster, gvr, valid)
-		if err != nil {
-			return 0, err
-		}
-		ops := plan(valid, existing)
+		ops := plan(valid, stored)
 		return int64(len(ops)), p.add(cluster, gvr, base, ops)
 	})
 	// A caller whose write failed gets its objects back as it sent them
@@ -130,7 +126,7 @@ func (s *Store) DeleteResource(ctx context.Context, cluster string, gvr schema.G
 	rev, _, err := s.Revision(ctx)
 	for err == nil {
 		var n int64
-		rev, err = s.submit(ctx, cluster, deleteChunk, func(tx *gorm.DB, p *pending, base int64) (int64, error) {
+		rev, err = s.submit(ctx, cluster, deleteChunk, nil, func(tx *gorm.DB, p *pending, base int64, _ storedRows) (int64, error) {
 			q := tx.Where("cluster = ?", cluster)
 			if !gvr.Empty() {
 				q = whereResource(q, gvr)
@@ -207,18 +203,29 @@ func (s *Store) write(group []*batch) (ran int, blamed []*batch, err error) {
 		}
 		p.fields = fs
 		next = base
+		var reads runReads // of group[ran:looked]
+		looked := 0
 		for ; ran < len(group) && p.bytes < groupBytes; ran++ {
 			b := group[ran]
-			if p.clusters[b.cluster] {
+			if p.holds(b) {
 				if err := flush(tx); err != nil { // b reads what they write
 					return err
 				}
 			}
-			if err := checkFence(tx, b); err != nil {
+			if ran == looked {
+				run := lookupRun(group[ran:], &p)
+				if reads, err = readRun(tx, s.dialect, run); err != nil {
+					// Each alone then reads its own.
+					blamed = slices.Clone(run)
+					return err
+				}
+				looked = ran + len(run)
+			}
+			if err := checkFence(b, reads.epochs); err != nil {
 				blamed = []*batch{b}
 				return err
 			}
-			n, err := b.fn(tx, &p, next)
+			n, err := b.fn(tx, &p, next, reads.stored[b])
 			if err != nil {
 				blamed = []*batch{b}
 				return err
@@ -256,42 +263,10 @@ func (s *Store) write(group []*batch) (ran int, blamed []*batch, err error) {
 	return ran, nil, nil
 }
 
-// existing reads the stored rows of changes' keys.
-func (s *Store) existing(tx *gorm.DB, cluster string, gvr schema.GroupVersionResource, changes []storage.Change) (map[storage.NamespacedName]*resourceRow, error) {
-	keys := make([]storage.NamespacedName, 0, len(changes))
-	seen := map[storage.NamespacedName]bool{}
-	for _, c := range changes {
-		if k := (storage.NamespacedName{Namespace: c.Namespace, Name: c.Name}); !seen[k] {
-			seen[k] = true
-			keys = append(keys, k)
-		}
-	}
-	out := map[storage.NamespacedName]*resourceRow{}
-	for start := 0; start < len(keys); start += keyChunk {
-		var rows []resourceRow
-		// Whole keys, each a seek of resources_key. By the names alone,
-		// MariaDB read every cluster's copy of each through resources_name
-		// (500 rows for a write of 10 names in 50 clusters), PostgreSQL the
-		// cluster's every row of the resource as well (see migration 10).
-		chunk := keys[start:min(start+keyChunk, len(keys))]
-		tuples := make([][]any, len(chunk))
-		for i, k := range chunk {
-			tuples[i] = []any{cluster, k.Namespace, k.Name}
-		}
-		if err := whereResource(tx, gvr).Where("(cluster, namespace, name) IN ?", tuples).Find(&rows).Error; err != nil {
-			return nil, err
-		}
-		for i := range rows {
-			out[storage.NamespacedName{Namespace: rows[i].Namespace, Name: rows[i].Name}] = &rows[i]
-		}
-	}
-	return out, nil
-}
-
 // plan turns a batch into the writes it needs: the last change of a key wins,
 // unchanged upserts, deletes of absent objects and changes older than the
 // stored object drop out.
-func plan(changes []storage.Change, existing map[storage.NamespacedName]*resourceRow) []op {
+func plan(changes []storage.Change, existing storedRows) []op {
 	last := make(map[storage.NamespacedName]int, len(changes))
 	for i, c := range changes {
 		last[storage.NamespacedName{Namespace: c.Namespace, Name: c.Name}] = i
