@@ -257,3 +257,69 @@ func TestCountDoesNotWaitForLoad(t *testing.T) {
 	}
 	close(s.release)
 }
+
+// TestCountsWhileWriting: counts, lists and watches read the index while
+// writes change it (run under -race: the index's bitmaps are read by many
+// requests at once, and written only under the resource's lock).
+func TestCountsWhileWriting(t *testing.T) {
+	s := storagetest.Backends()[0].Open(t)
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(5, 5))
+	write := func(round int) int64 {
+		changes := make([]storage.Change, 0, 50)
+		for i := range 50 {
+			changes = append(changes, countedPod(rng, i+50*(round%4), round))
+		}
+		rev, err := s.Apply(ctx, "east", pods, changes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rev
+	}
+	rev := write(0)
+	c := run(t, s, watchcache.Options{})
+	if _, _, err := c.List(ctx, &storage.ListQuery{GVR: pods}); err != nil {
+		t.Fatal(err)
+	}
+	q := countQuery(t, storage.ListQuery{Labels: requirements(t, "tier=front")}, 0, "label:app", "field:images")
+	done := make(chan struct{})
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() {
+			for {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				if _, ok, err := c.Count(ctx, q, 0); err != nil || !ok {
+					errs <- fmt.Errorf("count: ok %v, %v", ok, err)
+					return
+				}
+				if _, _, err := c.List(ctx, &storage.ListQuery{GVR: pods, Labels: requirements(t, "app in (app-1,app-2)")}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for round := 1; round <= 20; round++ {
+		rev = write(round)
+	}
+	close(done)
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Quiet again, the cache counts what the store does.
+	want, err := s.Count(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := c.Count(ctx, q, rev)
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("after the writes: cache %s, %v; store %s", spell(got), err, spell(want))
+	}
+}
