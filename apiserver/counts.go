@@ -129,7 +129,7 @@ func (h *Handler) counts(ctx context.Context, req *request, q *storage.CountQuer
 	var atLeast int64
 	if req.version.match == mostRecent {
 		var err error
-		if atLeast, _, err = h.store.Revision(ctx); err != nil {
+		if atLeast, _, err = latestRevision(ctx, h.store); err != nil {
 			return nil, err
 		}
 	}

@@ -318,7 +318,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, res storage.Resou
 			writeError(w, err, gr)
 			return
 		}
-		if page, err = h.store.List(r.Context(), &req.query); err != nil {
+		if page, err = h.listPage(r.Context(), &req.query, req.asOf != nil); err != nil {
 			if storage.IsTooOld(err) && req.query.Continue != "" {
 				err = apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.")
 			}
@@ -338,6 +338,26 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, res storage.Resou
 	f := formatOf(r, res, req.onlyMetadata)
 	streamList(w, f.listType, &listEnvelope{Kind: f.listKind, APIVersion: f.apiVersion, Metadata: listMeta, Items: []json.RawMessage{}},
 		len(page.Objects), func(i int) ([]byte, error) { return f.item(page.Objects[i].Data) })
+}
+
+// listPage reads a page of q from the watch cache when it can answer it
+// (Cache.Page), else from the store; the pages of one list may come from
+// either, their continue tokens being the same. The cache answers as
+// kube-apiserver 1.37 answers consistent lists from its own: it waits
+// until it has applied the store's latest revision, read with one
+// primary-key read, and answers at its revision then. Lists as of a past
+// time (asOf) are the store's.
+func (h *Handler) listPage(ctx context.Context, q *storage.ListQuery, asOf bool) (*storage.ListResult, error) {
+	if !asOf && watchcache.Pageable(q) {
+		cur, compacted, err := latestRevision(ctx, h.store)
+		if err != nil {
+			return nil, err
+		}
+		if page, ok, err := h.cache.Page(ctx, q, cur, compacted); ok || err != nil {
+			return page, err
+		}
+	}
+	return h.store.List(ctx, q)
 }
 
 // format is how objects are written: as they are, as metadata only

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/panorama-io/panorama/storage"
 )
@@ -66,9 +67,11 @@ func (s *readCountingStore) Fields(ctx context.Context) (*storage.FieldSet, erro
 // client-go's pager does: every page is at the first page's
 // resourceVersion whatever is written meanwhile, the pages together are
 // the whole list in order, remainingItemCount counts what follows (when
-// asked), a page costs the store one list (and the cached fields) and no
-// other read, and a token whose revision was compacted since is 410
-// Expired, as kube-apiserver answers it.
+// asked). A page the store serves (with remainingItemCount) costs it one
+// list (and the cached fields) and no other read; one the watch cache
+// serves, once it holds the resource, costs the store one read of its
+// revision. A token whose revision was compacted since is 410 Expired, as
+// kube-apiserver answers it, from either.
 func TestPagedList(t *testing.T) {
 	h := testHandler(t)
 	raw := h.store
@@ -151,6 +154,38 @@ func TestPagedList(t *testing.T) {
 		t.Fatalf("pages listed %v, want %v", got, want)
 	}
 
+	// Without remainingItemCount, the first page starts loading the
+	// resource into the cache, which serves the pages from then on.
+	want = append(want, "east/p9")
+	slices.Sort(want)
+	get("limit=3")
+	for !h.cache.Holds(podsGVR) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	counting.take()
+	got, cont = nil, ""
+	var cached []string // the continue tokens
+	for {
+		code, body, p := get("limit=3&continue=" + url.QueryEscape(cont))
+		if code != http.StatusOK {
+			t.Fatalf("a page from the cache: %d %v", code, body)
+		}
+		if calls := counting.take(); !maps.Equal(calls, map[string]int{"Revision": 1, "Fields": 1}) {
+			t.Errorf("a page from the cache asked the store %v, want its revision and the fields", calls)
+		}
+		if cont == "" {
+			putPod(t, raw, "east", "p10") // in no page either
+		}
+		got, cont = append(got, p.names...), p.cont
+		if cont == "" {
+			break
+		}
+		cached = append(cached, cont)
+	}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("pages from the cache listed %v, want %v", got, want)
+	}
+
 	cur, _, err := raw.Revision(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -158,8 +193,10 @@ func TestPagedList(t *testing.T) {
 	if err := raw.Compact(context.Background(), cur, false); err != nil {
 		t.Fatal(err)
 	}
-	code, body, _ := get("limit=3&continue=" + url.QueryEscape(second))
-	if code != http.StatusGone || body["reason"] != "Expired" || !strings.Contains(body["message"].(string), "continue parameter is too old") {
-		t.Fatalf("continuing a compacted list: %d %v, want 410 Expired", code, body)
+	for _, query := range []string{"withRemainingCount=true&continue=" + url.QueryEscape(second), "continue=" + url.QueryEscape(cached[0])} {
+		code, body, _ := get("limit=3&" + query)
+		if code != http.StatusGone || body["reason"] != "Expired" || !strings.Contains(body["message"].(string), "continue parameter is too old") {
+			t.Fatalf("continuing a compacted list (%s): %d %v, want 410 Expired", query, code, body)
+		}
 	}
 }

@@ -140,6 +140,23 @@ type replicaReader interface {
 	ReadableRevision(ctx context.Context, rev int64) (int64, error)
 }
 
+// latestReader is a store whose Revision is what a replica has replayed
+// (sqlstore.Replicated): LatestRevision is the primary's.
+type latestReader interface {
+	LatestRevision(ctx context.Context) (current, compacted int64, err error)
+}
+
+// latestRevision returns the revision a consistent read must show, the
+// primary's where the store reads from a replica, and the compacted one.
+// The watch cache, which tails the store, answers such a read once it has
+// applied that revision.
+func latestRevision(ctx context.Context, store storage.Interface) (current, compacted int64, err error) {
+	if r, ok := store.(latestReader); ok {
+		return r.LatestRevision(ctx)
+	}
+	return store.Revision(ctx)
+}
+
 // checkStore fails a NotOlderThan list when the store has not reached the
 // revision asked for: 504, Too large resource version, which clients retry.
 func (v readVersion) checkStore(ctx context.Context, store storage.Interface) error {

@@ -219,6 +219,18 @@ func (q *ListQuery) Order() []OrderBy {
 	return out
 }
 
+// InKeyOrder reports whether q lists in key order: by cluster, namespace
+// and name, ascending, which is the order without orderby.
+func (q *ListQuery) InKeyOrder() bool {
+	order := q.Order()
+	for i, o := range order {
+		if o.Desc || i >= len(keyOrder) || o.Field != keyOrder[i] {
+			return false
+		}
+	}
+	return true
+}
+
 func orderString(order []OrderBy) string {
 	parts := make([]string, len(order))
 	for i, o := range order {

@@ -40,6 +40,30 @@ func countedPod(rng *rand.Rand, i, round int) storage.Change {
 		"spec": map[string]any{"containers": images}, "status": status}})
 }
 
+// writeCounted writes the countedPods keys (pod i in cluster east or west
+// by its parity) at round, and deletes the pods deletes; it returns the
+// revision of the last write.
+func writeCounted(t *testing.T, s storage.Interface, rng *rand.Rand, round int, keys []int, deletes ...int) int64 {
+	t.Helper()
+	byCluster := map[string][]storage.Change{}
+	for _, i := range keys {
+		cluster := []string{"east", "west"}[i%2]
+		byCluster[cluster] = append(byCluster[cluster], countedPod(rng, i, round))
+	}
+	for _, i := range deletes {
+		cluster := []string{"east", "west"}[i%2]
+		byCluster[cluster] = append(byCluster[cluster], storage.Delete(fmt.Sprintf("ns-%d", i%3), fmt.Sprintf("pod-%d", i)))
+	}
+	var rev int64
+	for cluster, changes := range byCluster {
+		var err error
+		if rev, err = s.Apply(context.Background(), cluster, pods, changes); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return rev
+}
+
 func countQuery(t *testing.T, lq storage.ListQuery, limit int, terms ...string) *storage.CountQuery {
 	t.Helper()
 	q := &storage.CountQuery{Query: lq, Limit: limit}
@@ -92,25 +116,7 @@ func TestCount(t *testing.T) {
 		s := b.Open(t)
 		ctx := context.Background()
 		rng := rand.New(rand.NewPCG(3, 3))
-		write := func(round int, keys []int, deletes ...int) int64 {
-			byCluster := map[string][]storage.Change{}
-			for _, i := range keys {
-				cluster := []string{"east", "west"}[i%2]
-				byCluster[cluster] = append(byCluster[cluster], countedPod(rng, i, round))
-			}
-			for _, i := range deletes {
-				cluster := []string{"east", "west"}[i%2]
-				byCluster[cluster] = append(byCluster[cluster], storage.Delete(fmt.Sprintf("ns-%d", i%3), fmt.Sprintf("pod-%d", i)))
-			}
-			var rev int64
-			for cluster, changes := range byCluster {
-				var err error
-				if rev, err = s.Apply(ctx, cluster, pods, changes); err != nil {
-					t.Fatal(err)
-				}
-			}
-			return rev
-		}
+		write := func(round int, keys []int, deletes ...int) int64 { return writeCounted(t, s, rng, round, keys, deletes...) }
 		all := make([]int, 200)
 		for i := range all {
 			all[i] = i

@@ -15,3 +15,14 @@ func CountByReading() (restore func()) {
 	objectCost = 0
 	return func() { objectCost = before }
 }
+
+// PageBy has pages walk the objects in key order (walk) or sort the
+// selected ones, until the returned restore.
+func PageBy(walk bool) (restore func()) {
+	before := sortCost
+	sortCost = 0
+	if walk {
+		sortCost = 1 << 40
+	}
+	return func() { sortCost = before }
+}

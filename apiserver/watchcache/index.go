@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/google/btree"
 	"k8s.io/apimachinery/pkg/selection"
 
 	"github.com/panorama-io/panorama/storage"
@@ -15,12 +16,16 @@ import (
 // at a million objects, reading each one's small label and field maps
 // costs seconds, intersecting bitmaps milliseconds.
 //
+// It also keeps the objects in key order, so that a page of a list is a
+// walk from the continue token's key rather than a sort of the selection.
+//
 // The owning resource's lock guards it.
 type index struct {
 	slots []*storage.Object // nil where free
 	free  []uint32
 	byKey map[storage.Key]uint32
 	live  *roaring.Bitmap // the slots in use
+	order *btree.BTreeG[keyed]
 
 	clusters, namespaces, names postings
 	labels, fields              map[string]*attribute
@@ -48,9 +53,33 @@ type posting struct {
 	many *roaring.Bitmap // nil when the value is one's alone
 }
 
+// keyed is an object in the key order, with its slot, which tells
+// whether a selection holds it.
+type keyed struct {
+	obj  *storage.Object
+	slot uint32
+}
+
+func keyLess(a, b keyed) bool { return compareKeys(a.obj.Key, b.obj.Key) < 0 }
+
+// compareKeys orders keys as lists without orderby are ordered: by
+// cluster, namespace, name.
+func compareKeys(a, b storage.Key) int {
+	if c := strings.Compare(a.Cluster, b.Cluster); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Name, b.Name)
+}
+
+// treeDegree: nodes of up to 63 items, a few cache lines of pointers.
+const treeDegree = 32
+
 func newIndex() *index {
 	return &index{
-		byKey: map[storage.Key]uint32{}, live: roaring.New(),
+		byKey: map[storage.Key]uint32{}, live: roaring.New(), order: btree.NewG(treeDegree, keyLess),
 		clusters: postings{}, namespaces: postings{}, names: postings{},
 		labels: map[string]*attribute{}, fields: map[string]*attribute{},
 	}
@@ -82,6 +111,7 @@ func (x *index) put(o *storage.Object) {
 		x.live.Add(s)
 	}
 	x.slots[s] = o
+	x.order.ReplaceOrInsert(keyed{o, s})
 	x.index(o, s)
 }
 
@@ -92,6 +122,7 @@ func (x *index) remove(key storage.Key) {
 		return
 	}
 	x.unindex(x.slots[s], s)
+	x.order.Delete(keyed{x.slots[s], s})
 	x.slots[s] = nil
 	x.free = append(x.free, s)
 	delete(x.byKey, key)

@@ -313,6 +313,12 @@ func (r *Replicated) History(ctx context.Context, gvr schema.GroupVersionResourc
 	return r.standby.History(ctx, gvr, upTo, limit)
 }
 
+// LatestRevision returns the primary's revisions: what a consistent read
+// must show, where Revision is what the standby has replayed.
+func (r *Replicated) LatestRevision(ctx context.Context) (current, compacted int64, err error) {
+	return r.primary.Revision(ctx)
+}
+
 // Revision implements storage.Interface: the standby's, which its log
 // holds up to.
 func (r *Replicated) Revision(ctx context.Context) (int64, int64, error) {

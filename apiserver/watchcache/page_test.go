@@ -1,0 +1,192 @@
+package watchcache_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/fields"
+
+	"github.com/panorama-io/panorama/apiserver/watchcache"
+	"github.com/panorama-io/panorama/storage"
+	"github.com/panorama-io/panorama/storage/storagetest"
+)
+
+// pageKeys spells a page as its objects' keys and stored bytes, and its
+// continue token.
+func pageKeys(p *storage.ListResult) string {
+	out := ""
+	for _, o := range p.Objects {
+		out += fmt.Sprintf("%s/%s/%s %s\n", o.Cluster, o.Namespace, o.Name, o.Data)
+	}
+	return out + "continue " + p.Continue
+}
+
+// TestPageAsStore: every page the cache serves is the store's page of the
+// same query, byte for byte and with the same continue token, whether it
+// walks its objects in key order or sorts the selected ones, and when
+// objects change, come and go between the pages of a list: the later
+// pages then show the state at the first page's revision, which the
+// cache rebuilds from its ring. Run on every database, this also holds
+// the cache's key order to each database's.
+func TestPageAsStore(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
+		s := b.Open(t)
+		ctx := context.Background()
+		rng := rand.New(rand.NewPCG(5, 5))
+		all := make([]int, 200)
+		for i := range all {
+			all[i] = i
+		}
+		writeCounted(t, s, rng, 1, all)
+		c := run(t, s, watchcache.Options{})
+		revisions := func() (cur, compacted int64) {
+			t.Helper()
+			cur, compacted, err := s.Revision(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return cur, compacted
+		}
+
+		// A resource nobody loaded is the store's to list; the page starts
+		// loading it.
+		cur, compacted := revisions()
+		if _, ok, err := c.Page(ctx, &storage.ListQuery{GVR: pods, Limit: 10}, cur, compacted); ok || err != nil {
+			t.Fatalf("page of a resource not loaded: ok %v, %v; want the store to list", ok, err)
+		}
+		within(t, "the load a page started", func() bool {
+			for !c.Holds(pods) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			return true
+		})
+
+		queries := []storage.ListQuery{
+			{},
+			{Clusters: []string{"west"}},
+			{Labels: requirements(t, "tier=front")},
+			{Labels: requirements(t, "app notin (app-1)"), Namespaces: []string{"ns-0", "ns-2"}},
+			{Names: []string{"pod-1", "pod-50", "pod-199"}},
+			{FuzzyName: "pod-1"},
+			{Fields: fields.Requirements{{Field: "status.phase", Operator: "=", Value: "Running"}}},
+			{Images: []string{"nginx"}},
+			{Labels: requirements(t, "tier=nowhere")},
+		}
+		round := 1
+		check := func(q storage.ListQuery, changeBetweenPages bool) {
+			t.Helper()
+			q.GVR = pods
+			cur, compacted := revisions()
+			page, ok, err := c.Page(ctx, &q, cur, compacted)
+			if err != nil || !ok {
+				t.Fatalf("%+v: first page: ok %v, %v", q, ok, err)
+			}
+			if page.Revision < cur {
+				t.Fatalf("%+v: first page at %d, before the store's %d", q, page.Revision, cur)
+			}
+			at := page.Revision
+			var whole string
+			for n := 1; ; n++ {
+				sq := q
+				if sq.Continue == "" {
+					sq.Revision = at
+				}
+				want, err := s.List(ctx, &sq)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got, w := pageKeys(page), pageKeys(want); got != w || page.Revision != want.Revision {
+					t.Fatalf("%+v: page %d at %d:\ncache\n%s\nstore at %d\n%s", q, n, page.Revision, got, want.Revision, w)
+				}
+				for _, o := range page.Objects {
+					whole += fmt.Sprintf("%s/%s/%s %s\n", o.Cluster, o.Namespace, o.Name, o.Data)
+				}
+				if page.Continue == "" {
+					break
+				}
+				if changeBetweenPages {
+					// Some pods change (labels, images, phase drawn anew),
+					// some go, some come, ahead of the list and behind it.
+					round++
+					keys := rng.Perm(230)
+					writeCounted(t, s, rng, round, keys[:25], keys[25:35]...)
+				}
+				q.Continue = page.Continue
+				cur, compacted := revisions()
+				if page, ok, err = c.Page(ctx, &q, cur, compacted); err != nil || !ok {
+					t.Fatalf("%+v: page %d: ok %v, %v", q, n+1, ok, err)
+				}
+			}
+			// The pages together are the whole list at the first's revision.
+			q.Continue, q.Limit, q.Revision = "", 0, at
+			want, err := s.List(ctx, &q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w := pageKeys(want); whole+"continue " != w {
+				t.Fatalf("%+v: pages at %d:\n%s\nthe store's list then:\n%s", q, at, whole, w)
+			}
+		}
+		for _, walk := range []bool{true, false} {
+			restore := watchcache.PageBy(walk)
+			for _, q := range queries {
+				for _, limit := range []int64{0, 1, 7, 64} {
+					q.Limit = limit
+					check(q, false)
+					check(q, limit > 0)
+				}
+			}
+			restore()
+		}
+		if round < 10 {
+			t.Fatalf("only %d rounds of changes between pages", round)
+		}
+	})
+}
+
+// TestPageBeyondTheRing: a page at a revision older than the cache's ring
+// reaches is the store's to serve, and one below the store's compacted
+// revision is gone, as the store answers it.
+func TestPageBeyondTheRing(t *testing.T) {
+	s := storagetest.Backends()[0].Open(t)
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(6, 6))
+	all := make([]int, 40)
+	for i := range all {
+		all[i] = i
+	}
+	writeCounted(t, s, rng, 1, all)
+	c := run(t, s, watchcache.Options{RingSize: 8})
+	if _, _, err := c.List(ctx, &storage.ListQuery{GVR: pods}); err != nil {
+		t.Fatal(err)
+	}
+	cur, compacted, err := s.Revision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := storage.ListQuery{GVR: pods, Limit: 5}
+	first, ok, err := c.Page(ctx, &q, cur, compacted)
+	if err != nil || !ok || len(first.Objects) != 5 || first.Continue == "" {
+		t.Fatalf("first page: %v, ok %v, %v", first, ok, err)
+	}
+	q.Continue = first.Continue
+	if _, _, err := c.Page(ctx, &q, cur, first.Revision+1); !storage.IsTooOld(err) {
+		t.Fatalf("a page below the compacted revision: %v, want too old", err)
+	}
+	for round := 2; round < 6; round++ {
+		writeCounted(t, s, rng, round, all[:3])
+	}
+	cur, compacted, err = s.Revision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitForRevision(ctx, cur); err != nil {
+		t.Fatal(err)
+	}
+	if page, ok, err := c.Page(ctx, &q, cur, compacted); ok || err != nil {
+		t.Fatalf("a page behind the ring: %v, ok %v, %v; want the store to serve it", page, ok, err)
+	}
+}
