@@ -116,7 +116,9 @@ func TestCount(t *testing.T) {
 		s := b.Open(t)
 		ctx := context.Background()
 		rng := rand.New(rand.NewPCG(3, 3))
-		write := func(round int, keys []int, deletes ...int) int64 { return writeCounted(t, s, rng, round, keys, deletes...) }
+		write := func(round int, keys []int, deletes ...int) int64 {
+			return writeCounted(t, s, rng, round, keys, deletes...)
+		}
 		all := make([]int, 200)
 		for i := range all {
 			all[i] = i
