@@ -28,14 +28,18 @@ import (
 // apimachinery's ListOptions validation, which parseRequest runs first.
 // Served as:
 //
-//   - MostRecent: the store's latest state, a consistent read.
+//   - MostRecent: the store's latest state, a consistent read: the watch
+//     cache's once it has applied the store's latest revision
+//     (Handler.listPage), else the store's.
 //   - Any: the watch cache's state, which follows the store's log; from
 //     the store when the cache cannot answer (owner filters, a continue
 //     token, which fixes the revision itself).
-//   - NotOlderThan N: the store's latest state, after checking the store
-//     has reached N; if not, 504 "Too large resource version" (kube's
-//     answer, which clients retry).
-//   - Exact N: a store snapshot at N; 410 Expired when N is compacted.
+//   - NotOlderThan N: the latest state as MostRecent, after checking the
+//     store has reached N; if not, 504 "Too large resource version"
+//     (kube's answer, which clients retry).
+//   - Exact N, and a continue token's page: the state at N, from the
+//     watch cache while its ring reaches back to N, else a store snapshot;
+//     410 Expired when N is compacted.
 //
 // Watch (sendInitialEvents needs resourceVersionMatch=NotOlderThan and, for
 // client-go, allowWatchBookmarks; validation enforces the match):

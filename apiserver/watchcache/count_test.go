@@ -78,7 +78,7 @@ func countQuery(t *testing.T, lq storage.ListQuery, limit int, terms ...string) 
 	return q
 }
 
-func requirements(t *testing.T, selector string) labels.Requirements {
+func requirements(t testing.TB, selector string) labels.Requirements {
 	t.Helper()
 	sel, err := labels.Parse(selector)
 	if err != nil {
