@@ -2,6 +2,7 @@ package watchcache
 
 import (
 	"context"
+	"math"
 	"math/bits"
 	"slices"
 
@@ -74,13 +75,18 @@ func (c *Cache) Page(ctx context.Context, q *storage.ListQuery, current, compact
 		objs = objs[:q.Limit]
 		page.Continue = storage.EncodeContinue(at, q.Order(), objs[len(objs)-1])
 	}
-	// Cached objects are never modified, only replaced: they are copied
-	// outside the lock.
-	page.Objects = make([]storage.Object, len(objs))
-	for i, o := range objs {
-		page.Objects[i] = *o
-	}
+	page.Objects = values(objs)
 	return page, true, nil
+}
+
+// values copies the objects; cached objects are never modified, only
+// replaced, so this needs no lock.
+func values(objs []*storage.Object) []storage.Object {
+	out := make([]storage.Object, len(objs))
+	for i, o := range objs {
+		out[i] = *o
+	}
+	return out
 }
 
 // Pageable reports whether Page may serve q, as far as q tells: q is in
@@ -113,8 +119,8 @@ func (r *resource) page(q *storage.ListQuery, at int64, after *storage.Key) []*s
 	}
 	slices.SortFunc(past, func(a, b *storage.Object) int { return compareKeys(a.Key, b.Key) })
 
-	want := -1 // unbounded
-	if q.Limit > 0 {
+	want := -1 // unbounded; so is a limit no list reaches
+	if q.Limit > 0 && q.Limit < math.MaxInt32 {
 		want = int(q.Limit) + 1
 	}
 	var out []*storage.Object

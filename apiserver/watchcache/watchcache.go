@@ -452,6 +452,15 @@ func (c *Cache) List(ctx context.Context, q *storage.ListQuery) ([]storage.Objec
 		return nil, 0, err
 	}
 	r.mu.RLock()
+	if q.InKeyOrder() {
+		// The index's key order makes the list a walk, not a sort.
+		whole := *q
+		whole.Limit = 0
+		objs := r.page(&whole, r.revision, nil)
+		rev := r.revision
+		r.mu.RUnlock()
+		return values(objs), rev, nil
+	}
 	candidates, residual := r.selected(q)
 	rev := r.revision
 	r.mu.RUnlock()
