@@ -71,17 +71,17 @@ fuzz: ## Runs every fuzz target of apiserver and storage for FUZZTIME each (make
 .PHONY: bench
 bench: ## Benchmarks, each printed as ratios to a baseline measured in the same run.
 	export KUBEBUILDER_ASSETS="$$(hack/test-assets.sh)"; \
-	go test -run '^$$' -bench . -benchtime 1x -timeout 60m ./storage/... ./controllers/ ./apiserver/ ./apiserver/watchcache/
+	go test -v -run '^$$' -bench . -benchtime 1x -timeout 60m ./storage/... ./controllers/ ./apiserver/ ./apiserver/watchcache/
 
 .PHONY: bench-count-1m
-bench-count-1m: ## The count benchmarks, of the store and of the watch cache, over 1,000,000 pods on MariaDB and PostgreSQL (ingesting them takes a while).
-	PANORAMA_BENCH_COUNT_OBJECTS=1000000 go test -run '^$$' -bench 'Benchmark(Count|CachedCount)/(mysql|postgres)' -benchtime 1x -timeout 240m ./storage/sqlstore/ ./apiserver/watchcache/
+bench-count-1m: ## The count and search benchmarks, of the store and of the watch cache, over 1,000,000 pods on MariaDB and PostgreSQL (ingesting them takes a while).
+	PANORAMA_BENCH_COUNT_OBJECTS=1000000 go test -v -run '^$$' -bench 'Benchmark(Count|CachedCount|CachedSearch)/(mysql|postgres)' -benchtime 1x -timeout 240m ./storage/sqlstore/ ./apiserver/watchcache/
 
 .PHONY: bench-1m
 bench-1m: ## The fleet benchmark at 1M stored objects (100k in one member, seen through 10 Clusters) on MariaDB and PostgreSQL; not in bench or CI.
 	export KUBEBUILDER_ASSETS="$$(hack/test-assets.sh)"; \
 	PANORAMA_BENCH_FLEET_OBJECTS=100000 PANORAMA_BENCH_FLEET_CLUSTERS=1,10 \
-	go test -run '^$$' -bench 'BenchmarkFleet/(mysql|postgres)' -benchtime 1x -timeout 180m ./controllers/
+	go test -v -run '^$$' -bench 'BenchmarkFleet/(mysql|postgres)' -benchtime 1x -timeout 180m ./controllers/
 
 .PHONY: run
 run: ## A local demo: member clusters, controller manager and API server, SQLite.
