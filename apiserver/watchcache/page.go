@@ -20,12 +20,11 @@ import (
 // changes since undone.
 //
 // A revision below compacted is a TooOldError, as the store answers it;
-// one above current is left to the store to refuse. ok is false, and the store is to list, when the cache
-// cannot answer: q is not in key order, filters by owner, reads history
-// or wants the remaining count; the resource is not loaded (Page starts
-// loading it, without waiting); the ring no longer reaches back to the
-// page's revision; or the cache did not reach the revision within the
-// freshness timeout.
+// one above current is left to the store to refuse. ok is false, and the
+// store is to list, when the cache cannot answer: q is not Pageable; the
+// resource is not loaded (Page starts loading it, without waiting); the
+// ring no longer reaches back to the page's revision; or the cache did
+// not reach the revision within the freshness timeout.
 func (c *Cache) Page(ctx context.Context, q *storage.ListQuery, current, compacted int64) (page *storage.ListResult, ok bool, err error) {
 	if !Pageable(q) {
 		return nil, false, nil
