@@ -40,6 +40,15 @@ func countedPod(rng *rand.Rand, i, round int) storage.Change {
 		"spec": map[string]any{"containers": images}, "status": status}})
 }
 
+// firstPods returns the numbers of the first n countedPods.
+func firstPods(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
 // writeCounted writes the countedPods keys (pod i in cluster east or west
 // by its parity) at round, and deletes the pods deletes; it returns the
 // revision of the last write.
@@ -119,10 +128,7 @@ func TestCount(t *testing.T) {
 		write := func(round int, keys []int, deletes ...int) int64 {
 			return writeCounted(t, s, rng, round, keys, deletes...)
 		}
-		all := make([]int, 200)
-		for i := range all {
-			all[i] = i
-		}
+		all := firstPods(200)
 		write(1, all)
 		c := run(t, s, watchcache.Options{})
 		if _, ok, err := c.Count(ctx, countQuery(t, storage.ListQuery{}, 0, "cluster"), 0); ok || err != nil {

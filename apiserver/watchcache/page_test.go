@@ -36,10 +36,7 @@ func TestPageAsStore(t *testing.T) {
 		s := b.Open(t)
 		ctx := context.Background()
 		rng := rand.New(rand.NewPCG(5, 5))
-		all := make([]int, 200)
-		for i := range all {
-			all[i] = i
-		}
+		all := firstPods(200)
 		writeCounted(t, s, rng, 1, all)
 		c := run(t, s, watchcache.Options{})
 		revisions := func() (cur, compacted int64) {
@@ -154,10 +151,7 @@ func TestPageBeyondTheRing(t *testing.T) {
 	s := storagetest.Backends()[0].Open(t)
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(6, 6))
-	all := make([]int, 40)
-	for i := range all {
-		all[i] = i
-	}
+	all := firstPods(40)
 	writeCounted(t, s, rng, 1, all)
 	c := run(t, s, watchcache.Options{RingSize: 8})
 	if _, _, err := c.List(ctx, &storage.ListQuery{GVR: pods}); err != nil {
