@@ -76,6 +76,32 @@ func TestFlatNames(t *testing.T) {
 
 func (k memberKey) String() string { return k.cluster + "/" + k.value }
 
+// TestFlatten: flattening changes only metadata's namespace (or a
+// cluster-scoped object's name) and drops its selfLink; every other byte
+// is kept, numbers beyond float64 and a nested "metadata" included, and
+// the object's shared JSON is left as it was.
+func TestFlatten(t *testing.T) {
+	for _, c := range []struct {
+		namespace, name, data, want string
+	}{
+		{"web", "db-0",
+			`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"db-0","namespace":"web","selfLink":"/api/v1/x","uid":"u"},"spec":{"n":12345678901234567890,"metadata":{"namespace":"web"},"s":"é\u003c"}}`,
+			`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"db-0","namespace":"east.web","uid":"u"},"spec":{"n":12345678901234567890,"metadata":{"namespace":"web"},"s":"é\u003c"}}`},
+		{"", "n1.local",
+			`{"kind":"Node","metadata":{"name":"n1.local","labels":{"name":"n1.local"}}}`,
+			`{"kind":"Node","metadata":{"name":"east.n1.local","labels":{"name":"n1.local"}}}`},
+	} {
+		shared := []byte(c.data)
+		o := &storage.Object{Key: storage.Key{Cluster: "east", Namespace: c.namespace, Name: c.name}, Data: shared}
+		if err := flatten(o); err != nil {
+			t.Fatal(err)
+		}
+		if string(o.Data) != c.want || string(shared) != c.data {
+			t.Errorf("flatten:\n got %s\nwant %s\nthe shared JSON is now %s", o.Data, c.want, shared)
+		}
+	}
+}
+
 // TestFlatQuery: a query of the flat view selects in member terms exactly
 // the objects whose flat namespace or name it asks, checked against every
 // object of a small universe by the query's own reference (Matches) and
