@@ -67,7 +67,9 @@ func BenchmarkListPaging(b *testing.B) {
 				func() (int, time.Duration) {
 					return testenv.CountAllUndecoded(b, cfg, podsGVR, metav1.ListOptions{Limit: 500}), 0
 				},
-				func() (int, time.Duration) { return testenv.CountAllUndecoded(b, cfg, podsGVR, metav1.ListOptions{}), 0 },
+				func() (int, time.Duration) {
+					return testenv.CountAllUndecoded(b, cfg, podsGVR, metav1.ListOptions{}), 0
+				},
 				func() (int, time.Duration) { return storeCountAll(b, store, 500, nil) },
 				func() (int, time.Duration) { return storeCountAll(b, store, 0, nil) },
 				func() (int, time.Duration) { return storeCountAll(b, store, 500, touch) },
