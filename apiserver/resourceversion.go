@@ -32,8 +32,8 @@ import (
 //     cache's once it has applied the store's latest revision
 //     (Handler.listPage), else the store's.
 //   - Any: the watch cache's state, which follows the store's log; from
-//     the store when the cache cannot answer (owner filters, a continue
-//     token, which fixes the revision itself).
+//     the store when the cache cannot answer (owner filters). A continue
+//     token fixes the revision itself: its page is read as Exact N's.
 //   - NotOlderThan N: the latest state as MostRecent, after checking the
 //     store has reached N; if not, 504 "Too large resource version"
 //     (kube's answer, which clients retry).

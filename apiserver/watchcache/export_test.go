@@ -16,13 +16,25 @@ func CountByReading() (restore func()) {
 	return func() { objectCost = before }
 }
 
-// PageBy has pages walk the objects in key order (walk) or sort the
-// selected ones, until the returned restore.
-func PageBy(walk bool) (restore func()) {
-	before := sortCost
-	sortCost = 0
-	if walk {
+// Ways a page finds its objects, for PageBy.
+const (
+	Walking      = iota // walks the key order
+	Sorting             // sorts the selected objects
+	GivingUp            // starts walking, gives up after a visit and sorts
+	ByTheirCosts        // as pages do
+)
+
+// PageBy has pages find their objects the way given, until the returned
+// restore.
+func PageBy(way int) (restore func()) {
+	cost, visits := sortCost, maxVisits
+	switch way {
+	case Walking:
 		sortCost = 1 << 40
+	case Sorting:
+		sortCost = 0
+	case GivingUp:
+		sortCost, maxVisits = 1<<40, 1
 	}
-	return func() { sortCost = before }
+	return func() { sortCost, maxVisits = cost, visits }
 }

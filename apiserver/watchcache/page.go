@@ -2,9 +2,10 @@ package watchcache
 
 import (
 	"context"
-	"math"
 	"math/bits"
 	"slices"
+
+	"github.com/RoaringBitmap/roaring/v2"
 
 	"github.com/panorama-io/panorama/storage"
 )
@@ -66,12 +67,13 @@ func (c *Cache) Page(ctx context.Context, q *storage.ListQuery, current, compact
 		r.mu.RUnlock()
 		return nil, false, nil
 	}
-	objs := r.page(q, at, after)
+	read := r.readPage(q, at, after)
 	r.mu.RUnlock()
+	objs := read.finish()
 
 	page = &storage.ListResult{Revision: at}
-	if q.Limit > 0 && int64(len(objs)) > q.Limit {
-		objs = objs[:q.Limit]
+	if limit := min(q.Limit, storage.MaxLimit); limit > 0 && int64(len(objs)) > limit {
+		objs = objs[:limit]
 		page.Continue = storage.EncodeContinue(at, q.Order(), objs[len(objs)-1])
 	}
 	page.Objects = values(objs)
@@ -95,83 +97,140 @@ func Pageable(q *storage.ListQuery) bool {
 	return !q.HasOwnerFilter() && !q.History && !q.WithRemainingCount && q.InKeyOrder()
 }
 
-// page returns, in key order, the objects q selects in the state at
-// revision at whose keys follow after (all, when after is nil): q.Limit+1
-// of them at most, the last only telling that more follow. r's lock is
-// held; at is between r.oldest and r.revision.
-func (r *resource) page(q *storage.ListQuery, at int64, after *storage.Key) []*storage.Object {
+// pageRead is what a page reads of a resource under its lock; finish
+// makes the page of it outside the lock.
+type pageRead struct {
+	q    *storage.ListQuery
+	want int // how many objects the page needs, -1 for all
+	// past are the objects of the state at the page's revision that
+	// changed since and q selects, in key order.
+	past []*storage.Object
+	// walked are the current objects of the page, in key order, when the
+	// page walked the key order; else selected are those the index
+	// selects, in no order, still to be matched against q when residual.
+	walked, selected []*storage.Object
+	residual         bool
+}
+
+// readPage reads, under r's lock, the objects of q in the state at
+// revision at whose keys follow after (all when after is nil); at is
+// between r.oldest and r.revision. The page wants q.Limit+1 of them, the
+// last only telling that more follow.
+func (r *resource) readPage(q *storage.ListQuery, at int64, after *storage.Key) *pageRead {
+	p := &pageRead{q: q, want: -1} // unbounded; so is a limit beyond MaxLimit
+	if q.Limit > 0 {
+		p.want = int(min(q.Limit, storage.MaxLimit)) + 1
+	}
 	// The state at `at` is the current one with the changes since undone:
 	// then holds, for each key changed since, its object at `at`, nil if
 	// it had none.
 	then := map[storage.Key]*storage.Object{}
-	for _, ch := range r.since(at) {
+	r.changesAfter(at, func(ch *change) {
 		if _, seen := then[ch.obj.Key]; !seen {
 			then[ch.obj.Key] = ch.prev
 		}
-	}
+	})
 	follows := func(k storage.Key) bool { return after == nil || compareKeys(k, *after) > 0 }
-	var past []*storage.Object // the objects of then that q selects, in key order
 	for k, o := range then {
 		if o != nil && follows(k) && q.Matches(o, nil) {
-			past = append(past, o)
+			p.past = append(p.past, o)
 		}
 	}
-	slices.SortFunc(past, func(a, b *storage.Object) int { return compareKeys(a.Key, b.Key) })
-
-	want := -1 // unbounded; so is a limit no list reaches
-	if q.Limit > 0 && q.Limit < math.MaxInt32 {
-		want = int(q.Limit) + 1
-	}
-	var out []*storage.Object
-	full := func() bool { return want >= 0 && len(out) >= want }
-	// take adds o, an object of the current state, after the past ones
-	// before it; it reports whether the page wants more.
-	take := func(o *storage.Object) bool {
-		for len(past) > 0 && compareKeys(past[0].Key, o.Key) < 0 && !full() {
-			out, past = append(out, past[0]), past[1:]
-		}
-		if full() {
-			return false
-		}
-		out = append(out, o)
-		return !full()
-	}
+	slices.SortFunc(p.past, func(a, b *storage.Object) int { return compareKeys(a.Key, b.Key) })
 
 	sel, residual := r.objects.selection(q)
-	// selected tells whether a current object q selects is one of the
-	// state at `at`, given that the index selects it.
-	selected := func(o *storage.Object) bool {
+	current := func(o *storage.Object) bool {
 		_, changed := then[o.Key]
-		return !changed && follows(o.Key) && (!residual || q.Matches(o, nil))
+		return !changed && follows(o.Key)
 	}
-	if walkCosts(want, sel.GetCardinality(), uint64(r.objects.len())) {
-		visit := func(k keyed) bool {
-			if !sel.Contains(k.slot) || !selected(k.obj) {
-				return true
-			}
-			return take(k.obj)
+	card := sel.GetCardinality()
+	if p.want >= 0 && walkCosts(p.want, card, uint64(r.objects.len())) {
+		// The walk matches what it takes against q: finish has nothing left
+		// to match.
+		if p.walked = r.walk(q, after, sel, residual, current, p.want, walkBudget(card)); p.walked != nil {
+			return p
 		}
-		if after == nil {
-			r.objects.order.Ascend(visit)
+	}
+	// Sorting is left for finish, outside the lock; an unbounded list
+	// never walks, which would hold the lock for the whole walk.
+	p.residual = residual
+	p.selected = make([]*storage.Object, 0, card)
+	for it := sel.Iterator(); it.HasNext(); {
+		if o := r.objects.slots[it.Next()]; current(o) {
+			p.selected = append(p.selected, o)
+		}
+	}
+	return p
+}
+
+// walk returns up to want current objects q selects (in sel, current and,
+// when residual, matching q) in key order from after, within the clusters
+// and namespaces q is limited to; nil when it would visit more than
+// budget objects, where sorting the selection is cheaper.
+func (r *resource) walk(q *storage.ListQuery, after *storage.Key, sel *roaring.Bitmap, residual bool, current func(*storage.Object) bool, want int, budget uint64) []*storage.Object {
+	from, beyond := keyRange(q)
+	if after != nil && compareKeys(*after, from) > 0 {
+		from = *after
+	}
+	out := []*storage.Object{}
+	visits := uint64(0)
+	r.objects.order.AscendGreaterOrEqual(keyed{obj: &storage.Object{Key: from}}, func(k keyed) bool {
+		if visits++; visits > budget {
+			out = nil
+			return false
+		}
+		if beyond(k.obj.Key) {
+			return false
+		}
+		if sel.Contains(k.slot) && current(k.obj) && (!residual || q.Matches(k.obj, nil)) {
+			out = append(out, k.obj)
+		}
+		return len(out) < want
+	})
+	return out
+}
+
+// keyRange returns the first key q can select and a test of whether a
+// key is past the last: a query of some clusters (a cluster's path, a
+// user allowed some) is a range of the key order, and one of a single
+// cluster and some namespaces a narrower one.
+func keyRange(q *storage.ListQuery) (from storage.Key, beyond func(storage.Key) bool) {
+	if len(q.Clusters) == 0 {
+		return storage.Key{}, func(storage.Key) bool { return false }
+	}
+	from.Cluster = slices.Min(q.Clusters)
+	last := slices.Max(q.Clusters)
+	if len(q.Clusters) == 1 && len(q.Namespaces) > 0 {
+		from.Namespace = slices.Min(q.Namespaces)
+		lastNamespace := slices.Max(q.Namespaces)
+		return from, func(k storage.Key) bool { return k.Cluster > last || k.Cluster == last && k.Namespace > lastNamespace }
+	}
+	return from, func(k storage.Key) bool { return k.Cluster > last }
+}
+
+// finish makes the page of what readPage read: the past and current
+// objects merged in key order, want of them at most.
+func (p *pageRead) finish() []*storage.Object {
+	cur := p.walked
+	if cur == nil {
+		cur = p.selected
+		if p.residual {
+			cur = slices.DeleteFunc(cur, func(o *storage.Object) bool { return !p.q.Matches(o, nil) })
+		}
+		slices.SortFunc(cur, func(a, b *storage.Object) int { return compareKeys(a.Key, b.Key) })
+	}
+	n := len(cur) + len(p.past)
+	if p.want >= 0 {
+		n = min(n, p.want)
+	}
+	out := make([]*storage.Object, 0, n)
+	past := p.past
+	for len(out) < n {
+		if len(past) > 0 && (len(cur) == 0 || compareKeys(past[0].Key, cur[0].Key) < 0) {
+			out, past = append(out, past[0]), past[1:]
 		} else {
-			r.objects.order.AscendGreaterOrEqual(keyed{obj: &storage.Object{Key: *after}}, visit)
+			out, cur = append(out, cur[0]), cur[1:]
 		}
-	} else {
-		var objs []*storage.Object
-		for it := sel.Iterator(); it.HasNext(); {
-			if o := r.objects.slots[it.Next()]; selected(o) {
-				objs = append(objs, o)
-			}
-		}
-		slices.SortFunc(objs, func(a, b *storage.Object) int { return compareKeys(a.Key, b.Key) })
-		for _, o := range objs {
-			if !take(o) {
-				break
-			}
-		}
-	}
-	for len(past) > 0 && !full() {
-		out, past = append(out, past[0]), past[1:]
 	}
 	return out
 }
@@ -189,9 +248,28 @@ func walkCosts(want int, selected, live uint64) bool {
 	if want >= 0 {
 		walk = min(live, uint64(want)*live/selected)
 	}
-	return walk <= sortCost*selected*uint64(bits.Len64(selected))
+	return walk <= sorting(selected)
 }
 
-// sortCost weighs a sort's comparisons against a walk's visits; tests
-// set it to take either way.
-var sortCost uint64 = 1
+// sorting is what sorting the selected objects costs, in a walk's visits.
+func sorting(selected uint64) uint64 {
+	return sortCost * selected * uint64(bits.Len64(selected))
+}
+
+// walkBudget is how many objects a walk may visit before sorting the
+// selected ones would have been cheaper: where the selection is not
+// spread evenly over the key order, a walk can find its page later than
+// walkCosts expects, and stops for a sort at this many visits.
+func walkBudget(selected uint64) uint64 {
+	if maxVisits > 0 {
+		return maxVisits
+	}
+	return sorting(selected)
+}
+
+// sortCost weighs a sort's comparisons against a walk's visits, and
+// maxVisits, when set, bounds a walk; tests set them to take each way.
+var (
+	sortCost  uint64 = 1
+	maxVisits uint64
+)

@@ -26,7 +26,8 @@ func pageKeys(p *storage.ListResult) string {
 
 // TestPageAsStore: every page the cache serves is the store's page of the
 // same query, byte for byte and with the same continue token, whether it
-// walks its objects in key order or sorts the selected ones, and when
+// walks its objects in key order, sorts the selected ones, gives up a
+// walk for a sort or chooses by their costs, and when
 // objects change, come and go between the pages of a list: the later
 // pages then show the state at the first page's revision, which the
 // cache rebuilds from its ring. Run on every database, this also holds
@@ -71,6 +72,9 @@ func TestPageAsStore(t *testing.T) {
 			{Fields: fields.Requirements{{Field: "status.phase", Operator: "=", Value: "Running"}}},
 			{Images: []string{"nginx"}},
 			{Labels: requirements(t, "tier=nowhere")},
+			// A range of the key order: a walk starts at it and stops after.
+			{Clusters: []string{"east"}},
+			{Clusters: []string{"west"}, Namespaces: []string{"ns-1", "ns-2"}, Labels: requirements(t, "tier=front")},
 		}
 		round := 1
 		check := func(q storage.ListQuery, changeBetweenPages bool) {
@@ -127,10 +131,10 @@ func TestPageAsStore(t *testing.T) {
 				t.Fatalf("%+v: pages at %d:\n%s\nthe store's list then:\n%s", q, at, whole, w)
 			}
 		}
-		for _, walk := range []bool{true, false} {
-			restore := watchcache.PageBy(walk)
+		for _, way := range []int{watchcache.Walking, watchcache.Sorting, watchcache.GivingUp, watchcache.ByTheirCosts} {
+			restore := watchcache.PageBy(way)
 			for _, q := range queries {
-				for _, limit := range []int64{0, 1, 7, 64} {
+				for _, limit := range []int64{0, 5, 64} {
 					q.Limit = limit
 					check(q, false)
 					check(q, limit > 0)
@@ -182,5 +186,91 @@ func TestPageBeyondTheRing(t *testing.T) {
 	}
 	if page, ok, err := c.Page(ctx, &q, cur, compacted); ok || err != nil {
 		t.Fatalf("a page behind the ring: %v, ok %v, %v; want the store to serve it", page, ok, err)
+	}
+}
+
+// TestPageBeforeTheLoad: pages at revisions before the cache loaded the
+// resource, whose changes it took from the log's history at the load
+// (the ring's pre-images then come from the log, not from the objects it
+// replaced), are the store's pages at those revisions.
+func TestPageBeforeTheLoad(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
+		s := b.Open(t)
+		ctx := context.Background()
+		rng := rand.New(rand.NewPCG(7, 7))
+		first := writeCounted(t, s, rng, 1, firstPods(60))
+		for round := 2; round <= 8; round++ {
+			keys := rng.Perm(70)
+			writeCounted(t, s, rng, round, keys[:8], keys[8:12]...)
+		}
+		c := run(t, s, watchcache.Options{})
+		if _, _, err := c.List(ctx, &storage.ListQuery{GVR: pods}); err != nil {
+			t.Fatal(err)
+		}
+		cur, compacted, err := s.Revision(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages := 0
+		for at := first; at <= cur; at += 3 {
+			for _, q := range []storage.ListQuery{{}, {Labels: requirements(t, "tier=front")}, {Clusters: []string{"west"}}} {
+				q.GVR, q.Limit, q.Revision = pods, 9, at
+				for {
+					got, ok, err := c.Page(ctx, &q, cur, compacted)
+					if err != nil || !ok {
+						t.Fatalf("%+v: ok %v, %v", q, ok, err)
+					}
+					want, err := s.List(ctx, &q)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if g, w := pageKeys(got), pageKeys(want); g != w {
+						t.Fatalf("%+v at %d:\ncache\n%s\nstore\n%s", q, at, g, w)
+					}
+					pages++
+					if q.Continue = got.Continue; q.Continue == "" {
+						break
+					}
+					q.Revision = 0
+				}
+			}
+		}
+		if pages < 100 {
+			t.Fatalf("compared %d pages", pages)
+		}
+	})
+}
+
+// TestPageLimitIsCapped: a limit above storage.MaxLimit pages by
+// MaxLimit, as the store does, however large.
+func TestPageLimitIsCapped(t *testing.T) {
+	s := storagetest.Backends()[0].Open(t)
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(8, 8))
+	n := storage.MaxLimit + 5
+	for start := 0; start < n; start += 2000 {
+		writeCounted(t, s, rng, 1, firstPods(min(start+2000, n))[start:])
+	}
+	c := run(t, s, watchcache.Options{})
+	if _, _, err := c.List(ctx, &storage.ListQuery{GVR: pods}); err != nil {
+		t.Fatal(err)
+	}
+	cur, compacted, err := s.Revision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, limit := range []int64{storage.MaxLimit + 1, 1 << 40} {
+		q := storage.ListQuery{GVR: pods, Limit: limit}
+		got, ok, err := c.Page(ctx, &q, cur, compacted)
+		if err != nil || !ok {
+			t.Fatalf("limit %d: ok %v, %v", limit, ok, err)
+		}
+		want, err := s.List(ctx, &q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Objects) != storage.MaxLimit || got.Continue == "" || pageKeys(got) != pageKeys(want) {
+			t.Fatalf("limit %d: %d objects, continue %q; the store's %d, %q", limit, len(got.Objects), got.Continue, len(want.Objects), want.Continue)
+		}
 	}
 }

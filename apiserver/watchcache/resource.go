@@ -1,6 +1,7 @@
 package watchcache
 
 import (
+	"sort"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -166,20 +167,22 @@ func (r *resource) selected(q *storage.ListQuery) (candidates []*storage.Object,
 // since returns the changes after rev, oldest first.
 func (r *resource) since(rev int64) []change {
 	var out []change
-	n := r.next
-	if r.full {
-		n = len(r.ring)
-	}
-	for i := range n {
-		idx := i
-		if r.full {
-			idx = (r.next + i) % len(r.ring)
-		}
-		if ch := r.ring[idx]; ch.rev > rev {
-			out = append(out, ch)
-		}
-	}
+	r.changesAfter(rev, func(ch *change) { out = append(out, *ch) })
 	return out
+}
+
+// changesAfter calls fn with each change after rev in the ring, oldest
+// first. The ring is in revision order: the first is found by a binary
+// search, so a page at the current revision reads none.
+func (r *resource) changesAfter(rev int64, fn func(*change)) {
+	n, start := r.next, 0
+	if r.full {
+		n, start = len(r.ring), r.next
+	}
+	at := func(i int) *change { return &r.ring[(start+i)%len(r.ring)] }
+	for i := sort.Search(n, func(i int) bool { return at(i).rev > rev }); i < n; i++ {
+		fn(at(i))
+	}
 }
 
 // close ends every watch, as when the cache resets or stops; no watch

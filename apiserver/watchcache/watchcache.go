@@ -1,16 +1,19 @@
 // Package watchcache keeps, per resource, the current objects and a ring of
 // recent changes in memory, fed by tailing the storage change log. It
-// serves watches and resourceVersion=0 lists without touching the database.
+// serves watches, lists and their pages (page.go) and counts (count.go)
+// without touching the database.
 //
 // The tail follows "events after the last revision applied": in-process
 // writes wake it at once (storage.Interface.Changed), and writes by other
 // processes sharing the database as soon as the store learns of them
 // (storage.Follower: PostgreSQL notifies, MySQL/MariaDB is probed every
-// Options.ProbeInterval); the poll is the safety net behind both.
+// Options.ProbeInterval), or a read waits for a revision the cache has not
+// applied (it nudges the tail); the poll is the safety net behind them.
 //
 // Locking: no lock is held during database reads that a list or watch waits
 // on, nor while a list is filtered and sorted or a watch's initial events
-// are sent. Cache.mu guards only the revision and the index of resources,
+// are sent; a page holds its resource's read lock while it walks the key
+// order, for about as many objects as it returns. Cache.mu guards only the revision and the index of resources,
 // each resource has its own lock, and Cache.tail serializes the writers of
 // the cached state (the tail, a resource being published, a reset). A
 // resource is loaded from a snapshot without any lock, caught up from the
@@ -89,6 +92,10 @@ type Cache struct {
 	// tailing are the published resources, which the tail keeps current.
 	// Guarded by tail.
 	tailing map[schema.GroupVersionResource]*resource
+	// nudge asks the tail to read the log now: a read is waiting for a
+	// revision the store has and the cache has not applied yet, which
+	// the probe or the poll would find only later.
+	nudge chan struct{}
 
 	// mu guards what follows; it is held only briefly, never during I/O.
 	// revision and started change under both tail and mu.
@@ -122,7 +129,7 @@ func New(store storage.Interface, opts Options) *Cache {
 		opts.FreshnessTimeout = DefaultFreshnessTimeout
 	}
 	c := &Cache{
-		store: store, opts: opts, tailing: map[schema.GroupVersionResource]*resource{},
+		store: store, opts: opts, tailing: map[schema.GroupVersionResource]*resource{}, nudge: make(chan struct{}, 1),
 		resources: map[schema.GroupVersionResource]*resource{}, perUser: map[string]int{},
 	}
 	c.cond = sync.NewCond(&c.mu)
@@ -184,6 +191,7 @@ func (c *Cache) Run(ctx context.Context) error {
 			return nil
 		case <-changed:
 		case <-wake:
+		case <-c.nudge:
 		case <-ticker.C:
 		}
 	}
@@ -283,6 +291,12 @@ func (c *Cache) WaitForRevision(ctx context.Context, rev int64) error {
 // applied rev; then it is a TooLargeError, as kube-apiserver's watch cache
 // answers a resourceVersion it has not seen.
 func (c *Cache) waitFresh(ctx context.Context, rev int64) error {
+	if c.Revision() < rev {
+		select {
+		case c.nudge <- struct{}{}:
+		default: // the tail is nudged already
+		}
+	}
 	waitCtx, cancel := context.WithTimeout(ctx, c.opts.FreshnessTimeout)
 	defer cancel()
 	err := c.WaitForRevision(waitCtx, rev)
@@ -452,15 +466,6 @@ func (c *Cache) List(ctx context.Context, q *storage.ListQuery) ([]storage.Objec
 		return nil, 0, err
 	}
 	r.mu.RLock()
-	if q.InKeyOrder() {
-		// The index's key order makes the list a walk, not a sort.
-		whole := *q
-		whole.Limit = 0
-		objs := r.page(&whole, r.revision, nil)
-		rev := r.revision
-		r.mu.RUnlock()
-		return values(objs), rev, nil
-	}
 	candidates, residual := r.selected(q)
 	rev := r.revision
 	r.mu.RUnlock()
