@@ -132,6 +132,9 @@ func (h *Handler) counts(ctx context.Context, req *request, q *storage.CountQuer
 		if atLeast, _, err = latestRevision(ctx, h.store); err != nil {
 			return nil, err
 		}
+		if !cacheMayServe(ctx, h.store, h.cache, atLeast) {
+			return h.store.Count(ctx, q)
+		}
 	}
 	if res, ok, err := h.cache.Count(ctx, q, atLeast); ok || err != nil {
 		return res, err

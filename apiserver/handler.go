@@ -353,6 +353,9 @@ func (h *Handler) listPage(ctx context.Context, q *storage.ListQuery, asOf bool)
 		if err != nil {
 			return nil, err
 		}
+		if !cacheMayServe(ctx, h.store, h.cache, cur) {
+			return h.store.List(ctx, q)
+		}
 		if page, ok, err := h.cache.Page(ctx, q, cur, compacted); ok || err != nil {
 			return page, err
 		}

@@ -40,9 +40,10 @@ func TestListsThroughAReplica(t *testing.T) {
 	cctx, cancel := context.WithCancel(ctx)
 	t.Cleanup(cancel)
 	// The cache tails the replica: while its replay is paused, a list
-	// waits for the cache to reach the primary's revision for the
-	// freshness timeout, then reads the store.
-	c := watchcache.New(store, watchcache.Options{PollInterval: 100 * time.Millisecond, FreshnessTimeout: 200 * time.Millisecond})
+	// waits for the cache to reach the primary's revision as long as a
+	// read waits for the replica (--storage-read-wait), then reads the
+	// store, which reads the primary.
+	c := watchcache.New(store, watchcache.Options{PollInterval: 100 * time.Millisecond})
 	go func() { _ = c.Run(cctx) }()
 	reg := NewRegistry()
 	reg.Set(clusterServing("east", podsGVR, "Pod"))

@@ -3,10 +3,12 @@ package apiserver
 import (
 	"context"
 	"strconv"
+	"time"
 
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/panorama-io/panorama/apiserver/watchcache"
 	"github.com/panorama-io/panorama/storage"
 )
 
@@ -145,9 +147,12 @@ type replicaReader interface {
 }
 
 // latestReader is a store whose Revision is what a replica has replayed
-// (sqlstore.Replicated): LatestRevision is the primary's.
+// (sqlstore.Replicated): LatestRevision is the primary's, and ReadWait how
+// long a read waits for the replica to reach it before reading the
+// primary.
 type latestReader interface {
 	LatestRevision(ctx context.Context) (current, compacted int64, err error)
+	ReadWait() time.Duration
 }
 
 // latestRevision returns the revision a consistent read must show, the
@@ -159,6 +164,22 @@ func latestRevision(ctx context.Context, store storage.Interface) (current, comp
 		return r.LatestRevision(ctx)
 	}
 	return store.Revision(ctx)
+}
+
+// cacheMayServe reports whether the watch cache may be asked for a read
+// at revision rev, the store's latest. The cache waits up to 3 s for a
+// revision it has not applied, as kube-apiserver's does; but over a
+// replica, which the cache tails, that is the replica's lag, and a read
+// is not held longer than the store itself would hold it (ReadWait)
+// before the store answers from the primary.
+func cacheMayServe(ctx context.Context, store storage.Interface, cache *watchcache.Cache, rev int64) bool {
+	r, ok := store.(latestReader)
+	if !ok {
+		return true
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, r.ReadWait())
+	defer cancel()
+	return cache.WaitForRevision(waitCtx, rev) == nil
 }
 
 // checkStore fails a NotOlderThan list when the store has not reached the

@@ -319,6 +319,10 @@ func (r *Replicated) LatestRevision(ctx context.Context) (current, compacted int
 	return r.primary.Revision(ctx)
 }
 
+// ReadWait is how long a read waits for the standby before it reads the
+// primary (--storage-read-wait).
+func (r *Replicated) ReadWait() time.Duration { return r.wait }
+
 // Revision implements storage.Interface: the standby's, which its log
 // holds up to.
 func (r *Replicated) Revision(ctx context.Context) (int64, int64, error) {
