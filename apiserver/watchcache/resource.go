@@ -50,6 +50,9 @@ func newResource(gvr schema.GroupVersionResource, size int, fields *storage.Fiel
 	}
 }
 
+// decode decodes a logged object of key at revision rev; rev 0 (a
+// pre-image read from the log, whose revision the log does not give)
+// keeps the revision its JSON gives.
 func (r *resource) decode(data []byte, key storage.Key, rev int64) (*storage.Object, error) {
 	o, err := r.fields.DecodeStored(r.gvr.GroupResource(), data)
 	if err != nil {
@@ -57,7 +60,10 @@ func (r *resource) decode(data []byte, key storage.Key, rev int64) (*storage.Obj
 	}
 	// Every object shares r's strings of its resource, rather than
 	// holding copies read from its row.
-	o.Cluster, o.GVR, o.Revision = key.Cluster, r.gvr, rev
+	o.Cluster, o.GVR = key.Cluster, r.gvr
+	if rev != 0 {
+		o.Revision = rev
+	}
 	return &o, nil
 }
 
