@@ -231,6 +231,18 @@ func (q *ListQuery) InKeyOrder() bool {
 	return true
 }
 
+// CompareKeys orders keys as InKeyOrder lists them: by cluster,
+// namespace, name.
+func CompareKeys(a, b Key) int {
+	if c := strings.Compare(a.Cluster, b.Cluster); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Name, b.Name)
+}
+
 func orderString(order []OrderBy) string {
 	parts := make([]string, len(order))
 	for i, o := range order {

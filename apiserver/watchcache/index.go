@@ -60,19 +60,7 @@ type keyed struct {
 	slot uint32
 }
 
-func keyLess(a, b keyed) bool { return compareKeys(a.obj.Key, b.obj.Key) < 0 }
-
-// compareKeys orders keys as lists without orderby are ordered: by
-// cluster, namespace, name.
-func compareKeys(a, b storage.Key) int {
-	if c := strings.Compare(a.Cluster, b.Cluster); c != 0 {
-		return c
-	}
-	if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
-		return c
-	}
-	return strings.Compare(a.Name, b.Name)
-}
+func keyLess(a, b keyed) bool { return storage.CompareKeys(a.obj.Key, b.obj.Key) < 0 }
 
 // treeDegree: nodes of up to 63 items, a few cache lines of pointers.
 const treeDegree = 32

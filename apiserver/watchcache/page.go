@@ -130,13 +130,13 @@ func (r *resource) readPage(q *storage.ListQuery, at int64, after *storage.Key) 
 			then[ch.obj.Key] = ch.prev
 		}
 	})
-	follows := func(k storage.Key) bool { return after == nil || compareKeys(k, *after) > 0 }
+	follows := func(k storage.Key) bool { return after == nil || storage.CompareKeys(k, *after) > 0 }
 	for k, o := range then {
 		if o != nil && follows(k) && q.Matches(o, nil) {
 			p.past = append(p.past, o)
 		}
 	}
-	slices.SortFunc(p.past, func(a, b *storage.Object) int { return compareKeys(a.Key, b.Key) })
+	slices.SortFunc(p.past, func(a, b *storage.Object) int { return storage.CompareKeys(a.Key, b.Key) })
 
 	sel, residual := r.objects.selection(q)
 	current := func(o *storage.Object) bool {
@@ -169,7 +169,7 @@ func (r *resource) readPage(q *storage.ListQuery, at int64, after *storage.Key) 
 // budget objects, where sorting the selection is cheaper.
 func (r *resource) walk(q *storage.ListQuery, after *storage.Key, sel *roaring.Bitmap, residual bool, current func(*storage.Object) bool, want int, budget uint64) []*storage.Object {
 	from, beyond := keyRange(q)
-	if after != nil && compareKeys(*after, from) > 0 {
+	if after != nil && storage.CompareKeys(*after, from) > 0 {
 		from = *after
 	}
 	out := []*storage.Object{}
@@ -217,7 +217,7 @@ func (p *pageRead) finish() []*storage.Object {
 		if p.residual {
 			cur = slices.DeleteFunc(cur, func(o *storage.Object) bool { return !p.q.Matches(o, nil) })
 		}
-		slices.SortFunc(cur, func(a, b *storage.Object) int { return compareKeys(a.Key, b.Key) })
+		slices.SortFunc(cur, func(a, b *storage.Object) int { return storage.CompareKeys(a.Key, b.Key) })
 	}
 	n := len(cur) + len(p.past)
 	if p.want >= 0 {
@@ -226,7 +226,7 @@ func (p *pageRead) finish() []*storage.Object {
 	out := make([]*storage.Object, 0, n)
 	past := p.past
 	for len(out) < n {
-		if len(past) > 0 && (len(cur) == 0 || compareKeys(past[0].Key, cur[0].Key) < 0) {
+		if len(past) > 0 && (len(cur) == 0 || storage.CompareKeys(past[0].Key, cur[0].Key) < 0) {
 			out, past = append(out, past[0]), past[1:]
 		} else {
 			out, cur = append(out, cur[0]), cur[1:]

@@ -13,8 +13,8 @@
 // Locking: no lock is held during database reads that a list or watch waits
 // on, nor while a list is filtered and sorted or a watch's initial events
 // are sent; a page holds its resource's read lock while it walks the key
-// order, for about as many objects as it returns. Cache.mu guards only the revision and the index of resources,
-// each resource has its own lock, and Cache.tail serializes the writers of
+// order, for about as many objects as it returns. Cache.mu guards only the
+// revision and the index of resources, each resource has its own lock, and Cache.tail serializes the writers of
 // the cached state (the tail, a resource being published, a reset). A
 // resource is loaded from a snapshot without any lock, caught up from the
 // log, and only then published to the tail; one big resource loading or
