@@ -14,14 +14,18 @@ import (
 	"github.com/panorama-io/panorama/storage/storagetest"
 )
 
-// pageKeys spells a page as its objects' keys and stored bytes, and its
-// continue token.
-func pageKeys(p *storage.ListResult) string {
+// objectLines spells objects as their keys and stored bytes, a line each.
+func objectLines(objs []storage.Object) string {
 	out := ""
-	for _, o := range p.Objects {
+	for _, o := range objs {
 		out += fmt.Sprintf("%s/%s/%s %s\n", o.Cluster, o.Namespace, o.Name, o.Data)
 	}
-	return out + "continue " + p.Continue
+	return out
+}
+
+// pageKeys spells a page as its objects' lines and its continue token.
+func pageKeys(p *storage.ListResult) string {
+	return objectLines(p.Objects) + "continue " + p.Continue
 }
 
 // TestPageAsStore: every page the cache serves is the store's page of the
@@ -102,9 +106,7 @@ func TestPageAsStore(t *testing.T) {
 				if got, w := pageKeys(page), pageKeys(want); got != w || page.Revision != want.Revision {
 					t.Fatalf("%+v: page %d at %d:\ncache\n%s\nstore at %d\n%s", q, n, page.Revision, got, want.Revision, w)
 				}
-				for _, o := range page.Objects {
-					whole += fmt.Sprintf("%s/%s/%s %s\n", o.Cluster, o.Namespace, o.Name, o.Data)
-				}
+				whole += objectLines(page.Objects)
 				if page.Continue == "" {
 					break
 				}
