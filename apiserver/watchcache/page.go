@@ -69,7 +69,10 @@ func (c *Cache) Page(ctx context.Context, q *storage.ListQuery, current, compact
 	}
 	read := r.readPage(q, at, after)
 	r.mu.RUnlock()
-	objs := read.finish()
+	objs, err := read.finish()
+	if err != nil {
+		return nil, false, err
+	}
 
 	page = &storage.ListResult{Revision: at}
 	if limit := min(q.Limit, storage.MaxLimit); limit > 0 && int64(len(objs)) > limit {
@@ -102,9 +105,10 @@ func Pageable(q *storage.ListQuery) bool {
 type pageRead struct {
 	q    *storage.ListQuery
 	want int // how many objects the page needs, -1 for all
-	// past are the objects of the state at the page's revision that
-	// changed since and q selects, in key order.
-	past []*storage.Object
+	// past are the first changes since the page's revision of the keys
+	// whose objects then q selects, in key order: their pre-images are
+	// those objects.
+	past []change
 	// walked are the current objects of the page, in key order, when the
 	// page walked the key order; else selected are those the index
 	// selects, in no order, still to be matched against q when residual.
@@ -122,21 +126,23 @@ func (r *resource) readPage(q *storage.ListQuery, at int64, after *storage.Key) 
 		p.want = int(min(q.Limit, storage.MaxLimit)) + 1
 	}
 	// The state at `at` is the current one with the changes since undone:
-	// then holds, for each key changed since, its object at `at`, nil if
-	// it had none.
-	then := map[storage.Key]*storage.Object{}
+	// then holds, for each key changed since, the first change after
+	// `at`, whose pre-image is the key's object at `at`, if it had one.
+	// The changes are copied: the ring's slots are reused once the lock
+	// is released.
+	then := map[storage.Key]change{}
 	r.changesAfter(at, func(ch *change) {
 		if _, seen := then[ch.obj.Key]; !seen {
-			then[ch.obj.Key] = ch.prev
+			then[ch.obj.Key] = *ch
 		}
 	})
 	follows := func(k storage.Key) bool { return after == nil || storage.CompareKeys(k, *after) > 0 }
-	for k, o := range then {
-		if o != nil && follows(k) && q.Matches(o, nil) {
-			p.past = append(p.past, o)
+	for k, ch := range then {
+		if ch.prev != nil && follows(k) && q.Matches(&ch.prev.described, nil) {
+			p.past = append(p.past, ch)
 		}
 	}
-	slices.SortFunc(p.past, func(a, b *storage.Object) int { return storage.CompareKeys(a.Key, b.Key) })
+	slices.SortFunc(p.past, func(a, b change) int { return storage.CompareKeys(a.obj.Key, b.obj.Key) })
 
 	sel, residual := r.objects.selection(q)
 	current := func(o *storage.Object) bool {
@@ -209,8 +215,9 @@ func keyRange(q *storage.ListQuery) (from storage.Key, beyond func(storage.Key) 
 }
 
 // finish makes the page of what readPage read: the past and current
-// objects merged in key order, want of them at most.
-func (p *pageRead) finish() []*storage.Object {
+// objects merged in key order, want of them at most. Only the past
+// objects the page returns have their JSON inflated.
+func (p *pageRead) finish() ([]*storage.Object, error) {
 	cur := p.walked
 	if cur == nil {
 		cur = p.selected
@@ -226,13 +233,17 @@ func (p *pageRead) finish() []*storage.Object {
 	out := make([]*storage.Object, 0, n)
 	past := p.past
 	for len(out) < n {
-		if len(past) > 0 && (len(cur) == 0 || storage.CompareKeys(past[0].Key, cur[0].Key) < 0) {
-			out, past = append(out, past[0]), past[1:]
+		if len(past) > 0 && (len(cur) == 0 || storage.CompareKeys(past[0].obj.Key, cur[0].Key) < 0) {
+			o, err := past[0].before()
+			if err != nil {
+				return nil, err
+			}
+			out, past = append(out, o), past[1:]
 		} else {
 			out, cur = append(out, cur[0]), cur[1:]
 		}
 	}
-	return out
+	return out, nil
 }
 
 // walkCosts reports whether a page of want objects (-1: all) is found

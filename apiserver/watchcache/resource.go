@@ -35,13 +35,27 @@ type resource struct {
 }
 
 // change is a logged change with the state before it, so that a watch with
-// a selector can tell objects entering or leaving its selection.
+// a selector can tell objects entering or leaving its selection, and a
+// page at an earlier revision can undo it.
 type change struct {
 	typ  watch.EventType
 	rev  int64
 	obj  *storage.Object
-	prev *storage.Object
+	prev *preImage // nil when the key had no object
 }
+
+// newChange is the change of typ to o, whose key held was before it (nil
+// if nothing).
+func newChange(typ watch.EventType, o, was *storage.Object) change {
+	ch := change{typ: typ, rev: o.Revision, obj: o}
+	if was != nil {
+		ch.prev = newPreImage(was, o)
+	}
+	return ch
+}
+
+// before returns the object ch replaced or deleted, with its JSON.
+func (ch *change) before() (*storage.Object, error) { return ch.prev.object(ch.obj) }
 
 func newResource(gvr schema.GroupVersionResource, size int, fields *storage.FieldSet) *resource {
 	return &resource{
@@ -67,15 +81,22 @@ func (r *resource) decode(data []byte, key storage.Key, rev int64) (*storage.Obj
 	return &o, nil
 }
 
-// applyLocking decodes a new change, then applies it under r's lock.
+// applyLocking decodes a new change, then applies it under r's lock. The
+// tail is r's only writer (Cache.tail): the object the change replaces
+// stays current until it is applied, so its pre-image is made before
+// taking the lock that lists and watches wait on.
 func (r *resource) applyLocking(e *storage.Event) error {
 	o, err := r.decode(e.Object, e.Key, e.Revision)
 	if err != nil {
 		return err
 	}
+	r.mu.RLock()
+	was := r.objects.get(o.Key)
+	r.mu.RUnlock()
+	ch := newChange(e.Type, o, was)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.applyDecoded(e.Type, o)
+	r.applyChange(ch)
 	return nil
 }
 
@@ -85,19 +106,18 @@ func (r *resource) apply(e *storage.Event) error {
 	if err != nil {
 		return err
 	}
-	r.applyDecoded(e.Type, o)
+	r.applyChange(newChange(e.Type, o, r.objects.get(o.Key)))
 	return nil
 }
 
-// applyDecoded applies a change and queues it for the watchers.
-func (r *resource) applyDecoded(typ watch.EventType, o *storage.Object) {
-	ch := change{typ: typ, rev: o.Revision, obj: o, prev: r.objects.get(o.Key)}
-	if typ == watch.Deleted {
-		r.objects.remove(o.Key)
+// applyChange applies a change and queues it for the watchers.
+func (r *resource) applyChange(ch change) {
+	if ch.typ == watch.Deleted {
+		r.objects.remove(ch.obj.Key)
 	} else {
-		r.objects.put(o)
+		r.objects.put(ch.obj)
 	}
-	r.revision = o.Revision
+	r.revision = ch.rev
 	r.record(ch)
 	for w := range r.watchers {
 		if ev, ok := w.filter(&ch); ok {
@@ -112,9 +132,9 @@ func (r *resource) applyDecoded(typ watch.EventType, o *storage.Object) {
 // starts.
 //
 // Each version is decoded once: an entry whose object is still current
-// shares the cached object, and an entry's pre-image is the object of
-// the key's entry before it when that is in history too (history is the
-// whole log of the resource over its range). Decoded apart, a resource
+// shares the cached object, and an entry's pre-image is made of the
+// object of the key's entry before it when that is in history too
+// (history is the whole log of the resource over its range). Decoded apart, a resource
 // just synced would hold each object twice.
 func (r *resource) remember(history []storage.Event, compacted int64) error {
 	last := map[storage.Key]*change{}
@@ -127,17 +147,18 @@ func (r *resource) remember(history []storage.Event, compacted int64) error {
 				return err
 			}
 		}
-		ch := change{typ: e.Type, rev: e.Revision, obj: o}
+		var was *storage.Object
 		if e.Prev != nil {
 			if before := last[e.Key]; before != nil && before.typ != watch.Deleted {
-				ch.prev = before.obj
+				was = before.obj
 			} else {
 				var err error
-				if ch.prev, err = r.decode(e.Prev, e.Key, 0); err != nil {
+				if was, err = r.decode(e.Prev, e.Key, 0); err != nil {
 					return err
 				}
 			}
 		}
+		ch := newChange(e.Type, o, was)
 		last[e.Key] = &ch
 		r.record(ch)
 	}

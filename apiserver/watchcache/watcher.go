@@ -218,7 +218,7 @@ func (w *Watcher) bookmarkDue() bool {
 // filter maps a change to what this watch sees: an object entering the
 // selection is ADDED, one leaving it DELETED.
 func (w *Watcher) filter(ch *change) (Event, bool) {
-	was := ch.prev != nil && w.q.Matches(ch.prev, nil)
+	was := ch.prev != nil && w.q.Matches(&ch.prev.described, nil)
 	is := ch.typ != watch.Deleted && w.q.Matches(ch.obj, nil)
 	var typ watch.EventType
 	switch {
