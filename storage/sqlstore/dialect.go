@@ -63,6 +63,11 @@ type dialect struct {
 	// which no page written since the last vacuum is; the vacuum reads
 	// only those pages, and skips the indexes while few rows are dead.
 	analyze string
+	// vacuum makes the space of the rows deleted (replaced, compacted,
+	// expired: the history's too) free for new ones, more often than
+	// analyze runs (see vacuumShare); estimateRows is the objects stored,
+	// as the last analyze counted them.
+	vacuum, estimateRows string
 	// lockSchema takes a lock of the whole database for this session and
 	// answers 1 once it is held; unlockSchema releases it. Replicas starting
 	// together migrate one at a time: PostgreSQL's CREATE TABLE IF NOT
@@ -71,6 +76,9 @@ type dialect struct {
 	// writes are serialized by the file.
 	lockSchema, unlockSchema string
 }
+
+// postgresMaintained are the tables PostgreSQL's analyze and vacuum cover.
+const postgresMaintained = "resources, attributes, events, history, " + summaryTable
 
 var dialects = map[string]*dialect{
 	"mysql": mysqlDialect("utf8mb4_nopad_bin"),
@@ -87,7 +95,9 @@ var dialects = map[string]*dialect{
 		addExcluded:  summaryTable + ".n + excluded.n",
 		rowValues:    true,
 		contains:     func(c string) string { return "STRPOS(" + c + ", ?) > 0" },
-		analyze:      "VACUUM (ANALYZE) resources, attributes, events, " + summaryTable,
+		analyze:      "VACUUM (ANALYZE) " + postgresMaintained,
+		vacuum:       "VACUUM " + postgresMaintained,
+		estimateRows: "SELECT GREATEST(reltuples, 0)::bigint FROM pg_class WHERE oid = 'resources'::regclass",
 		lockSchema:   "SELECT 1 FROM pg_advisory_lock(hashtext('panorama_schema'))",
 		unlockSchema: "SELECT pg_advisory_unlock(hashtext('panorama_schema'))",
 		readTx:       &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true},

