@@ -2,12 +2,15 @@ package synchronizer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,7 +20,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
+	clusterv1alpha1 "github.com/panorama-io/panorama/apis/cluster/v1alpha1"
 	"github.com/panorama-io/panorama/storage"
 	"github.com/panorama-io/panorama/storage/storagetest"
 	"github.com/panorama-io/panorama/test/testenv"
@@ -478,4 +483,95 @@ func TestListStreamsPages(t *testing.T) {
 	if written < 25 {
 		t.Fatalf("%d objects written, want the 25 config maps at least", written)
 	}
+}
+
+// countingLists counts the member's list requests.
+type countingLists struct {
+	next http.RoundTripper
+	n    atomic.Int32
+}
+
+func (c *countingLists) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method == http.MethodGet && r.URL.Query().Has("limit") {
+		c.n.Add(1)
+	}
+	return c.next.RoundTrip(r)
+}
+
+// TestListGoesOnWhileWriting: while a page is being written, the next ones
+// are listed and decoded, but no more than listPagesAhead wait for
+// storage, so memory stays bounded by a few pages however slow storage is.
+func TestListGoesOnWhileWriting(t *testing.T) {
+	env := testenv.Start(t, testenv.WithoutCRDs())
+	m := &member{dyn: dynamic.NewForConfigOrDie(env.Config), kube: kubernetes.NewForConfigOrDie(env.Config)}
+	for i := range 45 {
+		m.createConfigMap(t, fmt.Sprintf("cm-%d", i))
+	}
+	lists := &countingLists{}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { lists.next = rt; return lists })
+	store := newStallingStore(t)
+	store.hold(false)
+	p := NewPool(store, Options{PageSize: 10}, func(string) {})
+	t.Cleanup(p.StopAll)
+	if err := p.Ensure(context.Background(), "east", "id", dynamic.NewForConfigOrDie(cfg), Selection{Resources: []Resource{configMaps}}); err != nil {
+		t.Fatal(err)
+	}
+	// The first page's write is held; the second page waits for it, the
+	// third is listed and waits to be queued.
+	want := int32(2 + listPagesAhead)
+	testenv.Eventually(t, 30*time.Second, func() error {
+		if n := lists.n.Load(); store.heldCount() != 1 || n != want {
+			return fmt.Errorf("%d writes held, %d pages listed; want 1 and %d", store.heldCount(), n, want)
+		}
+		return nil
+	})
+	time.Sleep(300 * time.Millisecond)
+	if n := lists.n.Load(); n != want {
+		t.Fatalf("%d pages listed while storage held the first, want %d", n, want)
+	}
+	store.admit()()
+	waitConverged(t, store, "east", m)
+}
+
+// failingOnce is a store whose second Apply fails.
+type failingOnce struct {
+	storage.Interface
+	applies atomic.Int32
+}
+
+func (s *failingOnce) Apply(ctx context.Context, cluster string, gvr schema.GroupVersionResource, changes []storage.Change) (int64, error) {
+	if s.applies.Add(1) == 2 {
+		return 0, errors.New("connection lost")
+	}
+	return s.Interface.Apply(ctx, cluster, gvr, changes)
+}
+
+// TestListWriteFails: a write that fails amid the list ends it, and the
+// relist writes everything.
+func TestListWriteFails(t *testing.T) {
+	m := startMember(t)
+	for i := range 35 {
+		m.createConfigMap(t, fmt.Sprintf("cm-%d", i))
+	}
+	store := &failingOnce{Interface: storagetest.Backends()[0].Open(t)}
+	p := NewPool(store, Options{PageSize: 10}, func(string) {})
+	t.Cleanup(p.StopAll)
+	if err := p.Ensure(context.Background(), "east", "id", m.dyn, Selection{Resources: []Resource{configMaps}}); err != nil {
+		t.Fatal(err)
+	}
+	waitConverged(t, store, "east", m)
+	if n := store.applies.Load(); n < 5 {
+		t.Fatalf("%d writes: want the 4 pages' after the failed one", n)
+	}
+	all, err := m.dyn.Resource(configMaps.GVR).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 10*time.Second, func() error {
+		if st := p.synchronizer("east", configMaps.GVR).Status(); st.State != clusterv1alpha1.SyncStateSynced || st.Count != int64(len(all.Items)) {
+			return fmt.Errorf("status %+v, want synced, %d objects", st, len(all.Items))
+		}
+		return nil
+	})
 }
