@@ -36,10 +36,6 @@ type dialect struct {
 	// insertRows bounds the rows of one multi-row INSERT.
 	insertRows int
 	// lookupKeys bounds the whole keys one statement looks up (lookup.go).
-	// PostgreSQL plans each key of the list as an index scan of its own,
-	// in time that grows faster than their count, or gives up on the
-	// unique key: a list of 500 keys took it 250 ms to plan and 100 to
-	// run, of 50 keys 9 ms, of 10 keys 0.4 ms.
 	lookupKeys int
 	// moveAttributes rekeys the attribute rows that an update leaves as
 	// they were to its new row, rather than deleting and inserting them.
@@ -91,7 +87,7 @@ var dialects = map[string]*dialect{
 		},
 		forUpdate:    " FOR UPDATE",
 		insertRows:   500,
-		lookupKeys:   10,
+		lookupKeys:   keyChunk,
 		addExcluded:  summaryTable + ".n + excluded.n",
 		rowValues:    true,
 		contains:     func(c string) string { return "STRPOS(" + c + ", ?) > 0" },

@@ -567,7 +567,9 @@ func TestGroupLooksKeysUpOnce(t *testing.T) {
 		}
 		var lookups, epochs int
 		for _, st := range stmts {
-			lookups += strings.Count(st.sql, "(cluster, namespace, name) IN")
+			if isKeyLookup(st) {
+				lookups++
+			}
 			epochs += strings.Count(st.sql, "panorama_owners")
 		}
 		// "first"; the group's pods and deployments; c1's pods again.

@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"slices"
+	"strings"
 
 	"gorm.io/gorm"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -112,23 +113,18 @@ func lookupKeys(tx *gorm.DB, d *dialect, batches []*batch) (map[*batch]storedRow
 		byGVR[g][b.cluster] = b
 	}
 	for _, g := range gvrs {
-		var tuples [][]any
+		var keys []clusterKey
 		for _, b := range batches {
 			if b.keys != nil && b.keys.gvr == g {
 				for _, k := range b.keys.keys {
-					tuples = append(tuples, []any{b.cluster, k.Namespace, k.Name})
+					keys = append(keys, clusterKey{b.cluster, k})
 				}
 			}
 		}
-		for start := 0; start < len(tuples); start += d.lookupKeys {
-			// Whole keys, each a seek of resources_key. By the names alone,
-			// MariaDB read every cluster's copy of each through
-			// resources_name (500 rows for a write of 10 names in 50
-			// clusters), PostgreSQL the cluster's every row of the resource
-			// as well (see migration 10).
+		for start := 0; start < len(keys); start += d.lookupKeys {
 			var rows []resourceRow
-			chunk := tuples[start:min(start+d.lookupKeys, len(tuples))]
-			if err := whereResource(tx, g).Where("(cluster, namespace, name) IN ?", chunk).Find(&rows).Error; err != nil {
+			cond, vars := keysCondition(keys[start:min(start+d.lookupKeys, len(keys))])
+			if err := whereResource(tx, g).Where(cond, vars...).Find(&rows).Error; err != nil {
 				return nil, err
 			}
 			for i := range rows {
@@ -140,4 +136,42 @@ func lookupKeys(tx *gorm.DB, d *dialect, batches []*batch) (map[*batch]storedRow
 		}
 	}
 	return out, nil
+}
+
+// clusterKey is a key of one resource.
+type clusterKey struct {
+	cluster string
+	storage.NamespacedName
+}
+
+// keysCondition selects keys of one resource as whole keys, each a seek
+// of resources_key: the names of each cluster's namespace as one list,
+// (cluster = ? AND namespace = ? AND name IN (...)) OR .... By the names
+// alone, MariaDB read every cluster's copy of each through resources_name
+// (500 rows for a write of 10 names in 50 clusters). Written as a list of
+// (cluster, namespace, name) tuples, PostgreSQL seeks the tuples' shared
+// cluster and namespace and filters the names, reading the namespace's
+// every row: 2–4 ms a statement of 10 keys in a namespace of 5,000, half
+// of an initial sync's time.
+func keysCondition(keys []clusterKey) (string, []any) {
+	type space struct{ cluster, namespace string }
+	names := map[space][]string{}
+	var spaces []space
+	for _, k := range keys {
+		sp := space{k.cluster, k.Namespace}
+		if names[sp] == nil {
+			spaces = append(spaces, sp)
+		}
+		names[sp] = append(names[sp], k.Name)
+	}
+	var cond strings.Builder
+	vars := make([]any, 0, 3*len(spaces))
+	for i, sp := range spaces {
+		if i > 0 {
+			cond.WriteString(" OR ")
+		}
+		cond.WriteString("(cluster = ? AND namespace = ? AND name IN ?)")
+		vars = append(vars, sp.cluster, sp.namespace, names[sp])
+	}
+	return "(" + cond.String() + ")", vars
 }

@@ -95,15 +95,29 @@ type Store struct {
 	// (their statistics refreshed, or PostgreSQL's vacuumed), unanalyzed
 	// since their statistics were refreshed; vacuumAfter is how many
 	// written rows make a vacuum worth it.
-	written, unanalyzed atomic.Int64
-	vacuumAfter         atomic.Int64
-	maintaining         atomic.Bool
+	written, unanalyzed      atomic.Int64
+	analyzeNext, vacuumAfter atomic.Int64
+	maintaining              atomic.Bool
 	// standby: the database is a hot standby, read only (replica.go).
 	standby bool
 }
 
 // analyzeAfter is how many written rows make the statistics worth refreshing.
 const analyzeAfter = 20000
+
+// Where the store can count its objects (PostgreSQL), small tables'
+// statistics are refreshed sooner: once half as many rows were written as
+// the last refresh counted objects, after no fewer than analyzeAfterMin.
+// PostgreSQL plans statements on tables it has not sampled by default
+// selectivities (an equality on a column selects 0.5 % of the rows): a
+// lookup of 50 names among 5,000 objects read all of them, and a first
+// sync into a new database spent half its time in such lookups
+// (autovacuum analyzes a table once a tenth of it changed, looks once a
+// minute, and may be off).
+const (
+	analyzeShare    = 2
+	analyzeAfterMin = 1000
+)
 
 // PostgreSQL reuses the space of the rows that writes replace or delete
 // only once they are vacuumed, so a table holds, besides its live rows,
@@ -131,6 +145,10 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		return nil, fmt.Errorf("migrating %s schema: %w", o.Driver, err)
 	}
 	s.vacuumAfter.Store(analyzeAfter)
+	s.analyzeNext.Store(analyzeAfter)
+	if s.dialect.estimateRows != "" {
+		s.analyzeNext.Store(analyzeAfterMin)
+	}
 	s.queue = newQueue()
 	go s.writeLoop()
 	return s, nil
@@ -234,8 +252,8 @@ func (s *Store) wrote(n int64) {
 	if s.dialect.analyze == "" {
 		return
 	}
-	s.unanalyzed.Add(n)
-	if s.written.Add(n) < s.maintainAfter() || !s.maintaining.CompareAndSwap(false, true) {
+	unanalyzed, written := s.unanalyzed.Add(n), s.written.Add(n)
+	if (written < s.maintainAfter() && unanalyzed < s.analyzeNext.Load()) || !s.maintaining.CompareAndSwap(false, true) {
 		return
 	}
 	s.written.Store(0)
@@ -255,11 +273,11 @@ func (s *Store) maintainAfter() int64 {
 	return s.vacuumAfter.Load()
 }
 
-// maintain refreshes the statistics when analyzeAfter rows were written
-// since they were, else vacuums, which costs a fraction of that (the
-// statistics sample every table).
+// maintain refreshes the statistics when enough rows were written since
+// they were (analyzeNext), else vacuums, which costs a fraction of that
+// (the statistics sample every table).
 func (s *Store) maintain() error {
-	if s.dialect.vacuum == "" || s.unanalyzed.Load() >= analyzeAfter {
+	if s.dialect.vacuum == "" || s.unanalyzed.Load() >= s.analyzeNext.Load() {
 		s.unanalyzed.Store(0)
 		return s.refreshStatistics()
 	}
@@ -268,7 +286,7 @@ func (s *Store) maintain() error {
 
 // refreshStatistics has the planner count the tables again: how a page
 // seeks depends on it (see seek). The objects it counted set when to
-// vacuum next (a vacuum's count covers only the pages it read).
+// vacuum and analyze next (a vacuum's count covers only the pages it read).
 func (s *Store) refreshStatistics() error {
 	if s.dialect.analyze == "" {
 		return nil
@@ -284,6 +302,7 @@ func (s *Store) refreshStatistics() error {
 		return err
 	}
 	s.vacuumAfter.Store(min(max(objects/vacuumShare, vacuumAfterMin), analyzeAfter))
+	s.analyzeNext.Store(min(max(objects/analyzeShare, analyzeAfterMin), analyzeAfter))
 	return nil
 }
 
