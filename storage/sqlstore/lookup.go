@@ -121,9 +121,9 @@ func lookupKeys(tx *gorm.DB, d *dialect, batches []*batch) (map[*batch]storedRow
 				}
 			}
 		}
-		for start := 0; start < len(keys); start += d.lookupKeys {
+		for _, lists := range nameLists(keys, d) {
 			var rows []resourceRow
-			cond, vars := keysCondition(keys[start:min(start+d.lookupKeys, len(keys))])
+			cond, vars := listsCondition(lists)
 			if err := whereResource(tx, g).Where(cond, vars...).Find(&rows).Error; err != nil {
 				return nil, err
 			}
@@ -144,34 +144,57 @@ type clusterKey struct {
 	storage.NamespacedName
 }
 
-// keysCondition selects keys of one resource as whole keys, each a seek
-// of resources_key: the names of each cluster's namespace as one list,
-// (cluster = ? AND namespace = ? AND name IN (...)) OR .... By the names
-// alone, MariaDB read every cluster's copy of each through resources_name
-// (500 rows for a write of 10 names in 50 clusters). Written as a list of
-// (cluster, namespace, name) tuples, PostgreSQL seeks the tuples' shared
-// cluster and namespace and filters the names, reading the namespace's
-// every row: 2–4 ms a statement of 10 keys in a namespace of 5,000, half
-// of an initial sync's time.
-func keysCondition(keys []clusterKey) (string, []any) {
-	type space struct{ cluster, namespace string }
-	names := map[space][]string{}
-	var spaces []space
+// nameList is names of one cluster's namespace.
+type nameList struct {
+	cluster, namespace string
+	names              []string
+}
+
+// nameLists groups keys of one resource by cluster and namespace, a
+// statement's worth at a time: at most d.lookupKeys keys in at most
+// d.lookupLists lists.
+func nameLists(keys []clusterKey, d *dialect) [][]nameList {
+	var lists []nameList
+	at := map[[2]string]int{}
 	for _, k := range keys {
-		sp := space{k.cluster, k.Namespace}
-		if names[sp] == nil {
-			spaces = append(spaces, sp)
+		space := [2]string{k.cluster, k.Namespace}
+		i, ok := at[space]
+		if !ok || len(lists[i].names) == d.lookupKeys {
+			i = len(lists)
+			at[space] = i
+			lists = append(lists, nameList{cluster: k.cluster, namespace: k.Namespace})
 		}
-		names[sp] = append(names[sp], k.Name)
+		lists[i].names = append(lists[i].names, k.Name)
 	}
+	var statements [][]nameList
+	for start := 0; start < len(lists); {
+		end, n := start, 0
+		for end < len(lists) && end-start < d.lookupLists && n+len(lists[end].names) <= d.lookupKeys {
+			n += len(lists[end].names)
+			end++
+		}
+		statements = append(statements, lists[start:end])
+		start = end
+	}
+	return statements
+}
+
+// listsCondition selects keys of one resource as whole keys, each a seek
+// of resources_key: (cluster = ? AND namespace = ? AND name IN (...)) OR
+// .... By the names alone, MariaDB read every cluster's copy of each
+// through resources_name (500 rows for a write of 10 names in 50
+// clusters). Written as a list of (cluster, namespace, name) tuples,
+// PostgreSQL seeks the tuples' shared cluster and namespace and filters
+// the names where its statistics are stale, reading the whole namespace.
+func listsCondition(lists []nameList) (string, []any) {
 	var cond strings.Builder
-	vars := make([]any, 0, 3*len(spaces))
-	for i, sp := range spaces {
+	vars := make([]any, 0, 3*len(lists))
+	for i, l := range lists {
 		if i > 0 {
 			cond.WriteString(" OR ")
 		}
 		cond.WriteString("(cluster = ? AND namespace = ? AND name IN ?)")
-		vars = append(vars, sp.cluster, sp.namespace, names[sp])
+		vars = append(vars, l.cluster, l.namespace, l.names)
 	}
 	return "(" + cond.String() + ")", vars
 }
