@@ -575,3 +575,47 @@ func TestListWriteFails(t *testing.T) {
 		return nil
 	})
 }
+
+// TestRestartWaitsForTheList: a restart waits for the old synchronizer's
+// initial list, whose write in flight lands after the old one's context
+// ended, before the new one calls storage: else the new one's list could
+// read the stored versions before that write and miss it, leaving an
+// object the member deleted meanwhile.
+func TestRestartWaitsForTheList(t *testing.T) {
+	m := startMember(t)
+	m.createConfigMap(t, "x")
+	store := newStallingStore(t)
+	store.hold(true)
+	p := NewPool(store, Options{}, func(string) {})
+	t.Cleanup(p.StopAll)
+	ctx := context.Background()
+	sel := Selection{Resources: []Resource{configMaps}}
+	if err := p.Ensure(ctx, "east", "id", m.dyn, sel); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, time.Minute, func() error {
+		if held := store.heldCount(); held != 1 {
+			return fmt.Errorf("%d writes held, want the list's", held)
+		}
+		return nil
+	})
+	inFlight := len(store.entries()) // the held Apply is the last call
+	release := store.admit()
+
+	restarted := make(chan error, 1)
+	go func() { restarted <- p.Ensure(ctx, "east", "rotated", m.dyn, sel) }()
+	poll(3*time.Second, func() bool { return len(store.entries()) > inFlight })
+	release()
+	select {
+	case err := <-restarted:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the restart did not return once the old list's write landed")
+	}
+	if log := store.entries(); len(log) <= inFlight || log[inFlight] != fmt.Sprintf("end %d", inFlight) {
+		t.Fatalf("storage calls began while the old synchronizer's list was writing (call %d): %v", inFlight, log)
+	}
+	waitConverged(t, store, "east", m)
+}

@@ -113,7 +113,11 @@ type Synchronizer struct {
 	written  chan struct{}
 	status   Status
 	flushing sync.Mutex // one storage write at a time, in order
-	wake     chan struct{}
+	// listing is held by a list from its start to its end: the reflector
+	// returns once its context ends without waiting for its list, whose
+	// writes Run must outlive.
+	listing sync.Mutex
+	wake    chan struct{}
 }
 
 type pendingChange struct {
@@ -166,6 +170,11 @@ func (s *Synchronizer) Run(ctx context.Context) {
 	ri := s.client.Resource(s.resource.GVR)
 	lw := listStreamedToStorage{&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, _ metav1.ListOptions) (runtime.Object, error) {
+			s.listing.Lock()
+			defer s.listing.Unlock()
+			if err := ctx.Err(); err != nil {
+				return nil, err // Run has returned, or is about to
+			}
 			return s.list(ctx, ri)
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
@@ -203,6 +212,8 @@ func (s *Synchronizer) Run(ctx context.Context) {
 	}
 	<-flushDone
 	<-pruneDone
+	s.listing.Lock() // a list still writing, which ctx ends
+	s.listing.Unlock()
 }
 
 // flushLoop writes pending changes when a batch is full or FlushInterval
@@ -386,10 +397,18 @@ func (s *Synchronizer) list(ctx context.Context, ri dynamic.ResourceInterface) (
 	if err != nil {
 		return nil, fmt.Errorf("reading stored versions: %w", err)
 	}
+	// What storage refuses is never stored, so every list meets it again:
+	// counted anew by this one.
+	s.mu.Lock()
+	s.status.Refused, s.status.LastRefused = 0, ""
+	s.mu.Unlock()
 	pages := make(chan []storage.Change, listPagesAhead)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		for changes := range pages {
+			if err := gctx.Err(); err != nil {
+				return err // the list failed, or Run is stopping
+			}
 			if err := s.applyBatches(gctx, changes); err != nil {
 				return err
 			}
@@ -416,7 +435,8 @@ func (s *Synchronizer) list(ctx context.Context, ri dynamic.ResourceInterface) (
 	}
 	syncedObjects.WithLabelValues(s.cluster, s.resource.GVR.Resource).Set(float64(count))
 	s.mu.Lock()
-	s.status = Status{State: clusterv1alpha1.SyncStateSynced, Count: count, LastSyncTime: time.Now()}
+	// Refusals stay: this list's own, counted as its pages were written.
+	s.status.State, s.status.Count, s.status.LastError, s.status.LastSyncTime = clusterv1alpha1.SyncStateSynced, count, "", time.Now()
 	s.mu.Unlock()
 	s.onChange()
 	return &unstructured.UnstructuredList{Object: map[string]any{
