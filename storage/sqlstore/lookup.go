@@ -14,9 +14,10 @@ import (
 // and a fenced write checks its cluster's owner epoch. Read one batch at a
 // time, they cost two statements a batch: 50 synchronizers' churn on
 // MariaDB (BenchmarkUpdateChurn) spent 2.5 s of its 12 in them, 2,000
-// statements, against 3.7 s writing the rows and their attributes. So a group reads them for a run of its batches at once,
-// one statement per resource and d.lookupKeys keys and one for the epochs,
-// right before the first of them runs. That reads what each of them would
+// statements, against 3.7 s writing the rows and their attributes. So a
+// group reads them for a run of its batches at once, one statement per
+// resource and d.lookupKeys keys (in d.lookupLists lists of names) and
+// one for the epochs, right before the first of them runs. That reads what each of them would
 // have read itself as long as none of them reads rows that the group has
 // planned and not written (those are written before a batch that reads
 // them, see pending.holds), and none takes a cluster over (Own): the run
@@ -95,7 +96,8 @@ func readRun(tx *gorm.DB, d *dialect, run []*batch) (runReads, error) {
 
 // lookupKeys reads the stored rows of the keys of batches, no two of
 // which share a cluster's resource: one statement per resource and
-// d.lookupKeys keys, whatever the number of batches.
+// d.lookupKeys keys (in d.lookupLists lists), whatever the number of
+// batches.
 func lookupKeys(tx *gorm.DB, d *dialect, batches []*batch) (map[*batch]storedRows, error) {
 	out := make(map[*batch]storedRows, len(batches))
 	byGVR := map[schema.GroupVersionResource]map[string]*batch{}

@@ -97,6 +97,7 @@ type Store struct {
 	// written rows make a vacuum worth it.
 	written, unanalyzed      atomic.Int64
 	analyzeNext, vacuumAfter atomic.Int64
+	analyzedAt               atomic.Int64 // Unix nanoseconds
 	maintaining              atomic.Bool
 	// standby: the database is a hot standby, read only (replica.go).
 	standby bool
@@ -107,7 +108,11 @@ const analyzeAfter = 20000
 
 // Where the store can count its objects (PostgreSQL), small tables'
 // statistics are refreshed sooner: once half as many rows were written as
-// the last refresh counted objects, after no fewer than analyzeAfterMin.
+// the last refresh counted objects, after no fewer than analyzeAfterMin,
+// and no sooner than earlyAnalyzeEvery after the last (a small store that
+// churns would otherwise sample its log every thousand rows; the planner
+// scales what it sampled to a table's current size, so one early refresh
+// serves a growing table well).
 // PostgreSQL plans statements on tables it has not sampled by default
 // selectivities (an equality on a column selects 0.5 % of the rows): a
 // lookup of 50 names among 5,000 objects read all of them, and a first
@@ -115,8 +120,9 @@ const analyzeAfter = 20000
 // (autovacuum analyzes a table once a tenth of it changed, looks once a
 // minute, and may be off).
 const (
-	analyzeShare    = 2
-	analyzeAfterMin = 1000
+	analyzeShare      = 2
+	analyzeAfterMin   = 1000
+	earlyAnalyzeEvery = 30 * time.Second
 )
 
 // PostgreSQL reuses the space of the rows that writes replace or delete
@@ -144,10 +150,9 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		_ = s.closeDB()
 		return nil, fmt.Errorf("migrating %s schema: %w", o.Driver, err)
 	}
-	s.vacuumAfter.Store(analyzeAfter)
-	s.analyzeNext.Store(analyzeAfter)
-	if s.dialect.estimateRows != "" {
-		s.analyzeNext.Store(analyzeAfterMin)
+	if err := s.scheduleMaintenance(); err != nil {
+		_ = s.closeDB()
+		return nil, err
 	}
 	s.queue = newQueue()
 	go s.writeLoop()
@@ -252,8 +257,8 @@ func (s *Store) wrote(n int64) {
 	if s.dialect.analyze == "" {
 		return
 	}
-	unanalyzed, written := s.unanalyzed.Add(n), s.written.Add(n)
-	if (written < s.maintainAfter() && unanalyzed < s.analyzeNext.Load()) || !s.maintaining.CompareAndSwap(false, true) {
+	s.unanalyzed.Add(n)
+	if (s.written.Add(n) < s.maintainAfter() && !s.analyzeDue()) || !s.maintaining.CompareAndSwap(false, true) {
 		return
 	}
 	s.written.Store(0)
@@ -277,7 +282,7 @@ func (s *Store) maintainAfter() int64 {
 // they were (analyzeNext), else vacuums, which costs a fraction of that
 // (the statistics sample every table).
 func (s *Store) maintain() error {
-	if s.dialect.vacuum == "" || s.unanalyzed.Load() >= s.analyzeNext.Load() {
+	if s.dialect.vacuum == "" || s.analyzeDue() {
 		s.unanalyzed.Store(0)
 		return s.refreshStatistics()
 	}
@@ -294,12 +299,28 @@ func (s *Store) refreshStatistics() error {
 	if err := s.db.Exec(s.dialect.analyze).Error; err != nil {
 		return err
 	}
+	s.analyzedAt.Store(time.Now().UnixNano())
+	return s.scheduleMaintenance()
+}
+
+// analyzeDue reports whether the statistics are due for a refresh.
+func (s *Store) analyzeDue() bool {
+	n := s.unanalyzed.Load()
+	return n >= analyzeAfter || n >= s.analyzeNext.Load() && time.Since(time.Unix(0, s.analyzedAt.Load())) >= earlyAnalyzeEvery
+}
+
+// scheduleMaintenance sets how many written rows make a vacuum and an
+// analyze due, from the objects the statistics count where the store can
+// read them: a store opened on a large database does not analyze early.
+func (s *Store) scheduleMaintenance() error {
+	s.vacuumAfter.Store(analyzeAfter)
+	s.analyzeNext.Store(analyzeAfter)
 	if s.dialect.estimateRows == "" {
 		return nil
 	}
 	var objects int64
 	if err := s.db.Raw(s.dialect.estimateRows).Scan(&objects).Error; err != nil {
-		return err
+		return fmt.Errorf("counting objects: %w", err)
 	}
 	s.vacuumAfter.Store(min(max(objects/vacuumShare, vacuumAfterMin), analyzeAfter))
 	s.analyzeNext.Store(min(max(objects/analyzeShare, analyzeAfterMin), analyzeAfter))
