@@ -212,7 +212,10 @@ func (s *Synchronizer) Run(ctx context.Context) {
 	}
 	<-flushDone
 	<-pruneDone
-	s.listing.Lock() // a list still writing, which ctx ends
+	// Waits for a list still writing, which ctx ends; a list that starts
+	// later sees ctx ended and writes nothing.
+	s.listing.Lock()
+	//lint:ignore SA2001 the lock is taken to wait for the list that holds it
 	s.listing.Unlock()
 }
 
