@@ -98,6 +98,19 @@ func (s *stallingStore) entries() []string {
 	return slices.Clone(s.log)
 }
 
+// waitHeld waits until storage holds one write, what, and returns its
+// place in the log: the last call.
+func (s *stallingStore) waitHeld(t *testing.T, what string) int {
+	t.Helper()
+	testenv.Eventually(t, time.Minute, func() error {
+		if held := s.heldCount(); held != 1 {
+			return fmt.Errorf("%d writes held, want %s", held, what)
+		}
+		return nil
+	})
+	return len(s.entries())
+}
+
 func (s *stallingStore) heldCount() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -291,20 +304,24 @@ func TestRestartStopsTheOldFirst(t *testing.T) {
 		[]byte(`{"data":{"k":"updated"}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, time.Minute, func() error {
-		if held := store.heldCount(); held != 1 {
-			return fmt.Errorf("%d writes held, want x's update", held)
-		}
-		return nil
-	})
-	inFlight := len(store.entries()) // the held Apply is the last call
+	inFlight := store.waitHeld(t, "x's update")
 	release := store.admit()
 	if err := m.kube.CoreV1().ConfigMaps("default").Delete(ctx, "x", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 
+	restartWhileWriting(t, p, store, m, inFlight, release)
+}
+
+// restartWhileWriting restarts the synchronizer of p's cluster east while
+// storage holds its write inFlight (the last call), and fails t if the new
+// one calls storage before that write has landed; release lets it land.
+func restartWhileWriting(t *testing.T, p *Pool, store *stallingStore, m *member, inFlight int, release func()) {
+	t.Helper()
 	restarted := make(chan error, 1)
-	go func() { restarted <- p.Ensure(ctx, "east", "rotated", m.dyn, sel) }()
+	go func() {
+		restarted <- p.Ensure(context.Background(), "east", "rotated", m.dyn, Selection{Resources: []Resource{configMaps}})
+	}()
 	// A new synchronizer started too early would call storage at once; give
 	// it the time to, then let the old write land.
 	poll(3*time.Second, func() bool { return len(store.entries()) > inFlight })
@@ -317,7 +334,6 @@ func TestRestartStopsTheOldFirst(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("the restart did not return once the old write landed")
 	}
-
 	if log := store.entries(); len(log) <= inFlight || log[inFlight] != fmt.Sprintf("end %d", inFlight) {
 		t.Fatalf("storage calls began while the old synchronizer's write was in flight (call %d): %v", inFlight, log)
 	}
@@ -593,29 +609,5 @@ func TestRestartWaitsForTheList(t *testing.T) {
 	if err := p.Ensure(ctx, "east", "id", m.dyn, sel); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, time.Minute, func() error {
-		if held := store.heldCount(); held != 1 {
-			return fmt.Errorf("%d writes held, want the list's", held)
-		}
-		return nil
-	})
-	inFlight := len(store.entries()) // the held Apply is the last call
-	release := store.admit()
-
-	restarted := make(chan error, 1)
-	go func() { restarted <- p.Ensure(ctx, "east", "rotated", m.dyn, sel) }()
-	poll(3*time.Second, func() bool { return len(store.entries()) > inFlight })
-	release()
-	select {
-	case err := <-restarted:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(time.Minute):
-		t.Fatal("the restart did not return once the old list's write landed")
-	}
-	if log := store.entries(); len(log) <= inFlight || log[inFlight] != fmt.Sprintf("end %d", inFlight) {
-		t.Fatalf("storage calls began while the old synchronizer's list was writing (call %d): %v", inFlight, log)
-	}
-	waitConverged(t, store, "east", m)
+	restartWhileWriting(t, p, store, m, store.waitHeld(t, "the list's"), store.admit())
 }
