@@ -289,13 +289,8 @@ func TestRestartStopsTheOldFirst(t *testing.T) {
 	m.createConfigMap(t, "kept")
 	m.createConfigMap(t, "x")
 	store := newStallingStore(t)
-	p := NewPool(store, Options{}, func(string) {})
-	t.Cleanup(p.StopAll)
+	p := syncConfigMaps(t, store, m)
 	ctx := context.Background()
-	sel := Selection{Resources: []Resource{configMaps}}
-	if err := p.Ensure(ctx, "east", "id", m.dyn, sel); err != nil {
-		t.Fatal(err)
-	}
 	waitConverged(t, store, "east", m)
 
 	// The old synchronizer's write of x's update is held in flight.
@@ -313,15 +308,31 @@ func TestRestartStopsTheOldFirst(t *testing.T) {
 	restartWhileWriting(t, p, store, m, inFlight, release)
 }
 
+// syncConfigMaps starts a pool that syncs m's config maps into store as
+// cluster east.
+func syncConfigMaps(t *testing.T, store storage.Interface, m *member) *Pool {
+	t.Helper()
+	p := NewPool(store, Options{}, func(string) {})
+	t.Cleanup(p.StopAll)
+	if err := ensureConfigMaps(p, m, "id"); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// ensureConfigMaps has p sync m's config maps as cluster east, reached
+// with the credentials identity names.
+func ensureConfigMaps(p *Pool, m *member, identity string) error {
+	return p.Ensure(context.Background(), "east", identity, m.dyn, Selection{Resources: []Resource{configMaps}})
+}
+
 // restartWhileWriting restarts the synchronizer of p's cluster east while
 // storage holds its write inFlight (the last call), and fails t if the new
 // one calls storage before that write has landed; release lets it land.
 func restartWhileWriting(t *testing.T, p *Pool, store *stallingStore, m *member, inFlight int, release func()) {
 	t.Helper()
 	restarted := make(chan error, 1)
-	go func() {
-		restarted <- p.Ensure(context.Background(), "east", "rotated", m.dyn, Selection{Resources: []Resource{configMaps}})
-	}()
+	go func() { restarted <- ensureConfigMaps(p, m, "rotated") }()
 	// A new synchronizer started too early would call storage at once; give
 	// it the time to, then let the old write land.
 	poll(3*time.Second, func() bool { return len(store.entries()) > inFlight })
@@ -602,12 +613,6 @@ func TestRestartWaitsForTheList(t *testing.T) {
 	m.createConfigMap(t, "x")
 	store := newStallingStore(t)
 	store.hold(true)
-	p := NewPool(store, Options{}, func(string) {})
-	t.Cleanup(p.StopAll)
-	ctx := context.Background()
-	sel := Selection{Resources: []Resource{configMaps}}
-	if err := p.Ensure(ctx, "east", "id", m.dyn, sel); err != nil {
-		t.Fatal(err)
-	}
+	p := syncConfigMaps(t, store, m)
 	restartWhileWriting(t, p, store, m, store.waitHeld(t, "the list's"), store.admit())
 }

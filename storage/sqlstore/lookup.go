@@ -17,11 +17,11 @@ import (
 // statements, against 3.7 s writing the rows and their attributes. So a
 // group reads them for a run of its batches at once, one statement per
 // resource and d.lookupKeys keys (in d.lookupLists lists of names) and
-// one for the epochs, right before the first of them runs. That reads what each of them would
-// have read itself as long as none of them reads rows that the group has
-// planned and not written (those are written before a batch that reads
-// them, see pending.holds), and none takes a cluster over (Own): the run
-// ends before a batch that would.
+// one for the epochs, right before the first of them runs. That reads
+// what each of them would have read itself as long as none of them reads
+// rows that the group has planned and not written (those are written
+// before a batch that reads them, see pending.holds), and none takes a
+// cluster over (Own): the run ends before a batch that would.
 
 // keyLookup names the rows that an Apply batch reads: those of its keys,
 // in one resource of its cluster.

@@ -93,8 +93,9 @@ type Store struct {
 	changed chan struct{}
 	// written counts rows written since the tables were last maintained
 	// (their statistics refreshed, or PostgreSQL's vacuumed), unanalyzed
-	// since their statistics were refreshed; vacuumAfter is how many
-	// written rows make a vacuum worth it.
+	// since their statistics were refreshed (at analyzedAt); vacuumAfter
+	// and analyzeNext are how many written rows make each worth it
+	// (scheduleMaintenance).
 	written, unanalyzed      atomic.Int64
 	analyzeNext, vacuumAfter atomic.Int64
 	analyzedAt               atomic.Int64 // Unix nanoseconds
@@ -113,6 +114,7 @@ const analyzeAfter = 20000
 // churns would otherwise sample its log every thousand rows; the planner
 // scales what it sampled to a table's current size, so one early refresh
 // serves a growing table well).
+//
 // PostgreSQL plans statements on tables it has not sampled by default
 // selectivities (an equality on a column selects 0.5 % of the rows): a
 // lookup of 50 names among 5,000 objects read all of them, and a first
@@ -313,17 +315,17 @@ func (s *Store) analyzeDue() bool {
 // analyze due, from the objects the statistics count where the store can
 // read them: a store opened on a large database does not analyze early.
 func (s *Store) scheduleMaintenance() error {
-	s.vacuumAfter.Store(analyzeAfter)
-	s.analyzeNext.Store(analyzeAfter)
-	if s.dialect.estimateRows == "" {
-		return nil
+	vacuumAfter, analyzeNext := int64(analyzeAfter), int64(analyzeAfter)
+	if s.dialect.estimateRows != "" {
+		var objects int64
+		if err := s.db.Raw(s.dialect.estimateRows).Scan(&objects).Error; err != nil {
+			return fmt.Errorf("counting objects: %w", err)
+		}
+		vacuumAfter = min(max(objects/vacuumShare, vacuumAfterMin), analyzeAfter)
+		analyzeNext = min(max(objects/analyzeShare, analyzeAfterMin), analyzeAfter)
 	}
-	var objects int64
-	if err := s.db.Raw(s.dialect.estimateRows).Scan(&objects).Error; err != nil {
-		return fmt.Errorf("counting objects: %w", err)
-	}
-	s.vacuumAfter.Store(min(max(objects/vacuumShare, vacuumAfterMin), analyzeAfter))
-	s.analyzeNext.Store(min(max(objects/analyzeShare, analyzeAfterMin), analyzeAfter))
+	s.vacuumAfter.Store(vacuumAfter)
+	s.analyzeNext.Store(analyzeNext)
 	return nil
 }
 
