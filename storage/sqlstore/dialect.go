@@ -111,13 +111,13 @@ var dialects = map[string]*dialect{
 			"bigint": "INTEGER", "blob": "BLOB", "char1": "TEXT",
 			"s16": "TEXT", "s64": "TEXT", "s128": "TEXT", "s253": "TEXT", "s317": "TEXT", "s512": "TEXT",
 		},
-		contains:  func(c string) string { return "INSTR(" + c + ", ?) > 0" },
-		rowValues: true,
-		// The driver binds each parameter in time linear in their count, so a
-		// statement's cost grows with its square: keep statements short.
-		insertRows:     20,
-		lookupKeys:     20,
-		lookupLists:    20,
+		contains:   func(c string) string { return "INSTR(" + c + ", ?) > 0" },
+		rowValues:  true,
+		insertRows: 500,
+		// SQLite seeks a key whole only when a statement has one list of
+		// names: given two, it reads the whole resource (3.54).
+		lookupKeys:     keyChunk,
+		lookupLists:    1,
 		addExcluded:    summaryTable + ".n + excluded.n",
 		moveAttributes: true,
 	},

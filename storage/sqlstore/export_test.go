@@ -28,3 +28,6 @@ func WriteConflicts() float64 { return testutil.ToFloat64(writeConflicts) }
 
 // MeasureLag measures the standby's lag now, rather than at the next tick.
 func MeasureLag(ctx context.Context, r *Replicated) error { return r.measure(ctx) }
+
+// LookupLists is how many lists of names one key lookup statement takes.
+func LookupLists(s *Store) int { return s.dialect.lookupLists }

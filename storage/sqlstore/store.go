@@ -30,7 +30,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/glebarez/sqlite"
+	"github.com/libtnb/sqlite"
 	"github.com/spf13/pflag"
 	"gorm.io/driver/mysql"
 	"gorm.io/driver/postgres"
