@@ -2,6 +2,7 @@ package controllers_test
 
 import (
 	"context"
+	"math"
 	"runtime"
 	"runtime/metrics"
 	"sync"
@@ -25,52 +26,70 @@ const benchConfigMaps = 10_000
 // BenchmarkInitialSync measures the initial sync of benchConfigMaps objects
 // from a real member into each backend, as a ratio to the baseline of a
 // plain paged list of the same objects (what any sync costs at least),
-// measured in the same run.
+// measured in the same run. Each is the fastest of syncRuns: on a loaded
+// machine of two cores one list or sync may take half as long again.
 func BenchmarkInitialSync(b *testing.B) {
+	const syncRuns = 3
 	member := testenv.Start(b, testenv.WithoutCRDs())
 	kube := kubernetes.NewForConfigOrDie(member.Config)
 	dyn := dynamic.NewForConfigOrDie(member.Config)
-	ctx := context.Background()
 	testenv.CreateConfigMaps(b, kube, benchConfigMaps)
 	gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 
-	t0 := time.Now()
-	n := testenv.CountAll(b, dyn, gvr, metav1.ListOptions{Limit: 500})
-	baseline := time.Since(t0)
-	b.Logf("baseline: paged list of %d objects in %v (%.0f objects/s)", n, baseline.Round(time.Millisecond), float64(n)/baseline.Seconds())
+	var n int
+	baseline := time.Duration(math.MaxInt64)
+	for range syncRuns {
+		t0 := time.Now()
+		n = testenv.CountAll(b, dyn, gvr, metav1.ListOptions{Limit: 500})
+		baseline = min(baseline, time.Since(t0))
+	}
+	b.Logf("baseline: paged list of %d objects in %v (%.0f objects/s), the fastest of %d", n, baseline.Round(time.Millisecond), float64(n)/baseline.Seconds(), syncRuns)
 
 	for _, be := range storagetest.Backends() {
 		b.Run(be.Name, func(b *testing.B) {
-			store := be.Open(b)
-			done := make(chan struct{})
-			var once sync.Once
-			var s *synchronizer.Synchronizer
-			s = synchronizer.New("bench", synchronizer.Resource{Resource: storage.Resource{GVR: gvr, Kind: "ConfigMap", Namespaced: true}}, dyn, store,
-				synchronizer.Options{}, func() {
-					if s.Status().State == clusterv1alpha1.SyncStateSynced {
-						once.Do(func() { close(done) })
-					}
-				})
-			runCtx, cancel := context.WithCancel(ctx)
-			runtime.GC()
-			heapBefore := heapInUse()
-			peak := peakMemory(done)
-			start := time.Now()
-			go s.Run(runCtx)
-			<-done
-			took := time.Since(start)
-			cancel()
-			peakGrowth := mib((<-peak).heap - heapBefore)
-			versions, err := store.MemberVersions(ctx, "bench", gvr)
-			if err != nil || len(versions) != n {
-				b.Fatalf("stored %d of %d (%v)", len(versions), n, err)
+			took, peakGrowth := time.Duration(math.MaxInt64), 0.0
+			for range syncRuns {
+				t, peak := initialSync(b, be, dyn, gvr, n)
+				took, peakGrowth = min(took, t), max(peakGrowth, peak)
 			}
 			b.ReportMetric(float64(n)/took.Seconds(), "objects/s")
 			b.ReportMetric(peakGrowth, "peak-heap-MiB")
-			b.Logf("%s: initial sync of %d objects in %v: %.0f objects/s, %.2fx the plain list; peak heap %.1f MiB above the start",
-				be.Name, n, took.Round(time.Millisecond), float64(n)/took.Seconds(), float64(took)/float64(baseline), peakGrowth)
+			b.Logf("%s: initial sync of %d objects in %v (the fastest of %d): %.0f objects/s, %.2fx the plain list; peak heap %.1f MiB above the start",
+				be.Name, n, took.Round(time.Millisecond), syncRuns, float64(n)/took.Seconds(), float64(took)/float64(baseline), peakGrowth)
 		})
 	}
+}
+
+// initialSync syncs gvr's n objects into a new store of be, and returns how
+// long that took and the peak heap growth meanwhile, in MiB.
+func initialSync(b *testing.B, be storagetest.Backend, dyn dynamic.Interface, gvr schema.GroupVersionResource, n int) (time.Duration, float64) {
+	ctx := context.Background()
+	store := be.Open(b)
+	done := make(chan struct{})
+	var once sync.Once
+	var s *synchronizer.Synchronizer
+	s = synchronizer.New("bench", synchronizer.Resource{Resource: storage.Resource{GVR: gvr, Kind: "ConfigMap", Namespaced: true}}, dyn, store,
+		synchronizer.Options{}, func() {
+			if s.Status().State == clusterv1alpha1.SyncStateSynced {
+				once.Do(func() { close(done) })
+			}
+		})
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	runtime.GC()
+	heapBefore := heapInUse()
+	peak := peakMemory(done)
+	start := time.Now()
+	go s.Run(runCtx)
+	<-done
+	took := time.Since(start)
+	cancel()
+	peakGrowth := mib((<-peak).heap - heapBefore)
+	versions, err := store.MemberVersions(ctx, "bench", gvr)
+	if err != nil || len(versions) != n {
+		b.Fatalf("stored %d of %d (%v)", len(versions), n, err)
+	}
+	return took, peakGrowth
 }
 
 const heapObjects = "/memory/classes/heap/objects:bytes"

@@ -130,9 +130,9 @@ func (s *Store) Compact(ctx context.Context, revision int64, keepHistory bool) e
 			return err
 		}
 	}
-	// The entries dropped count as rows written: their space is reused
-	// once vacuumed.
-	s.wrote(revision - *oldest + 1)
+	// The entries dropped count as rows written and deleted: their space
+	// is reused once vacuumed.
+	s.wrote(revision-*oldest+1, revision-*oldest+1)
 	return nil
 }
 

@@ -52,3 +52,53 @@ func postgres(t *testing.T) storagetest.Backend {
 	t.Fatal("no PostgreSQL backend")
 	return storagetest.Backend{}
 }
+
+// TestVacuumedAfterReplaces: PostgreSQL's tables are vacuumed once enough
+// rows were replaced or deleted, and not for rows only added (an initial
+// sync has nothing to vacuum).
+func TestVacuumedAfterReplaces(t *testing.T) {
+	s := postgres(t).Open(t)
+	ctx := context.Background()
+	write := func(memberRV string) {
+		for i := 0; i < 3000; i += 500 {
+			changes := make([]storage.Change, 0, 500)
+			for j := i; j < i+500; j++ {
+				changes = append(changes, storage.Upsert(object("Pod", "default", fmt.Sprintf("pod-%05d", j), memberRV)))
+			}
+			if _, err := s.Apply(ctx, "east", podsGVR, changes); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// resources' analyzes, and its vacuums beyond those: VACUUM (ANALYZE)
+	// counts as both, the migrations' ANALYZE as an analyze.
+	maintained := func() (analyzes, vacuums int) {
+		var n struct{ Analyzes, Vacuums int }
+		if err := sqlstore.GormDB(s).Raw("SELECT analyze_count AS analyzes, vacuum_count - analyze_count AS vacuums FROM pg_stat_user_tables WHERE relname = 'resources'").
+			Scan(&n).Error; err != nil {
+			t.Fatal(err)
+		}
+		return n.Analyzes, n.Vacuums
+	}
+	analyzes, vacuums := maintained()
+	write("1")
+	// The early analyze after the first thousand is the only maintenance:
+	// wait for it, and for the statistics to show all that ran.
+	testenv.Eventually(t, 30*time.Second, func() error {
+		if a, _ := maintained(); a == analyzes {
+			return errors.New("resources not analyzed after 3,000 objects were added")
+		}
+		return nil
+	})
+	time.Sleep(2 * time.Second)
+	if _, v := maintained(); v != vacuums {
+		t.Fatalf("3,000 objects added: %d vacuums, want none", v-vacuums)
+	}
+	write("2")
+	testenv.Eventually(t, 30*time.Second, func() error {
+		if _, v := maintained(); v == vacuums {
+			return errors.New("resources not vacuumed after 3,000 objects were replaced")
+		}
+		return nil
+	})
+}

@@ -29,8 +29,9 @@ type pending struct {
 	resources map[storage.ClusterResource]bool
 	// fields are the declared fields new rows are indexed with.
 	fields *storage.FieldSet
-	// bytes of objects, as stored, added since the group began.
-	bytes int
+	// bytes of objects, as stored, added since the group began; replacedRows
+	// counts the rows replaced or deleted since then.
+	bytes, replacedRows int
 }
 
 // add plans ops with revisions base+1, base+2, ...
@@ -42,6 +43,7 @@ func (p *pending) add(cluster string, gvr schema.GroupVersionResource, base int6
 			// The replaced row's object moves to the log as it is stored:
 			// it is the object of the key's previous entry too (log.go).
 			p.old = append(p.old, o.old)
+			p.replacedRows++
 			if o.typ != watch.Deleted {
 				if p.replaced == nil {
 					p.replaced = map[int64]int64{}

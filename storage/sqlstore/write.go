@@ -255,7 +255,7 @@ func (s *Store) write(group []*batch) (ran int, blamed []*batch, err error) {
 	}
 	if next > base {
 		s.notify()
-		s.wrote(next - base)
+		s.wrote(next-base, int64(p.replacedRows))
 	}
 	for i, rev := range revs {
 		group[i].finish(rev, nil)
