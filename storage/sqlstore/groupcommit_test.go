@@ -411,11 +411,8 @@ func holdCounter(t *testing.T, opts sqlstore.Options, s *sqlstore.Store) (releas
 	var once sync.Once
 	var blocked func() int64
 	if opts.Driver == "sqlite" {
+		conn := storeConn(t, s)
 		sqlDB, err := sqlstore.GormDB(s).DB()
-		if err != nil {
-			t.Fatal(err)
-		}
-		conn, err := sqlDB.Conn(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
