@@ -41,14 +41,9 @@ func VersionPatch(t watch.EventType, prev, next []byte) ([]byte, error) {
 	return jsonpatch.CreateMergePatch(prev, next)
 }
 
-// ReversePatch returns the merge patch that turns next back into prev, which
-// a history keeps instead of prev: a change of a few fields costs the
-// bytes of those fields.
-func ReversePatch(next, prev []byte) ([]byte, error) {
-	return jsonpatch.CreateMergePatch(next, prev)
-}
-
-// ApplyPatch applies a merge patch to doc.
+// ApplyPatch applies a merge patch to doc: a history row written before
+// history kept versions as deltas holds the merge patch that turns the
+// next version back into its own.
 func ApplyPatch(doc, patch []byte) ([]byte, error) {
 	return jsonpatch.MergePatch(doc, patch)
 }

@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/panorama-io/panorama/storage"
+	"github.com/panorama-io/panorama/storage/delta"
 )
 
 // History. Compaction does not drop the log's entries: it turns each into
@@ -34,12 +36,22 @@ type historyRow struct {
 	// when not known.
 	Committed             int64  `gorm:"column:committed_at"`
 	MemberResourceVersion string `gorm:"column:member_resource_version"`
-	// Patch turns the object after the change into the one before: a
-	// reverse merge patch for MODIFIED, the last state for DELETED, nil for
-	// ADDED; compressed as objects are (blob.go), or JSON as rows written
-	// before were.
+	// Patch turns the object after the change into the one before: for
+	// MODIFIED, the object before kept against the one after (package
+	// delta) behind keptAgainstNext, or a reverse merge patch as rows
+	// written before were; the last state for DELETED; nil for ADDED. Else
+	// than a delta, compressed as objects are (blob.go), or JSON as rows
+	// written before were.
 	Patch []byte `gorm:"column:patch"`
 }
+
+// keptAgainstNext begins a Patch that is the object before the change
+// kept against the one after it: neither JSON nor a zstd frame begin with
+// a zero byte. A merge patch replaces an array whole when one of its items
+// changed, and Kubernetes objects keep much in arrays (managed fields,
+// conditions, container statuses): a pod's status change took 1.3 KB as a
+// compressed patch, and takes about a tenth of that as a delta.
+var keptAgainstNext = []byte{0, 'd', 1}
 
 func (historyRow) TableName() string { return historyTable }
 
@@ -48,6 +60,13 @@ func (historyRow) TableName() string { return historyTable }
 func (h *historyRow) before(after []byte) ([]byte, error) {
 	if watch.EventType(h.Type) == watch.Added {
 		return nil, nil
+	}
+	if kept, ok := bytes.CutPrefix(h.Patch, keptAgainstNext); ok {
+		before, err := delta.Decode(kept, after)
+		if err != nil {
+			return nil, fmt.Errorf("history of %s/%s at revision %d: %w", h.Namespace, h.Name, h.Revision, err)
+		}
+		return before, nil
 	}
 	patch, err := decodeBlob(h.Patch)
 	if err != nil || watch.EventType(h.Type) == watch.Deleted {
@@ -183,16 +202,11 @@ func (s *Store) keep(tx *gorm.DB, lo, hi int64) error {
 		state := e.Object
 		switch watch.EventType(e.Type) {
 		case watch.Deleted:
-			state, h.Patch = e.PrevObject, e.PrevObject
+			state, h.Patch = e.PrevObject, encodeBlob(e.PrevObject)
 		case watch.Modified:
-			if h.Patch, err = storage.ReversePatch(e.Object, e.PrevObject); err != nil {
-				return fmt.Errorf("revision %d: %w", e.Revision, err)
-			}
+			h.Patch = append(slices.Clip(keptAgainstNext), delta.Encode(e.PrevObject, e.Object)...)
 		}
 		h.MemberResourceVersion = memberResourceVersion(state)
-		if h.Patch != nil {
-			h.Patch = encodeBlob(h.Patch)
-		}
 		rows[i] = h
 	}
 	if err := insertChunked(tx, s.dialect.insertRows, rows, func(h *historyRow) int { return len(h.Patch) + 256 }); err != nil {

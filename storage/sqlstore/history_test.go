@@ -1,6 +1,7 @@
 package sqlstore_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	"github.com/klauspost/compress/zstd"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -140,6 +143,18 @@ func TestObjectHistory(t *testing.T) {
 			t.Fatal(err)
 		}
 		check("all in history", 0)
+		// Kept against the next version, each comes back byte for byte.
+		versions, err := s.ObjectHistory(ctx, key, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range versions {
+			if !bytes.Equal(v.Object, stored[i]) {
+				t.Errorf("version %d from history is\n%s\nwant\n%s", i, v.Object, stored[i])
+			}
+		}
+		writeEarlierPatches(t, s, revs, stored)
+		check("all in history, as earlier versions wrote it", 0)
 		deleted := apply(t, s, deploymentsGVR, storage.Delete("default", "web"))
 		check("deleted, in the log", 1)
 		if err := s.Compact(ctx, deleted, true); err != nil {
@@ -150,6 +165,31 @@ func TestObjectHistory(t *testing.T) {
 			t.Errorf("history of an object never stored: %v", err)
 		}
 	})
+}
+
+// writeEarlierPatches rewrites the history rows of the changes at revs[1:]
+// as versions before the deltas wrote them: reverse merge patches, the
+// odd ones compressed, the even ones as JSON. stored are the versions.
+func writeEarlierPatches(t *testing.T, s *sqlstore.Store, revs []int64, stored [][]byte) {
+	t.Helper()
+	enc, err := zstd.NewWriter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer enc.Close()
+	for i := 1; i < len(revs); i++ {
+		patch, err := jsonpatch.CreateMergePatch(stored[i], stored[i-1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 1 {
+			patch = enc.EncodeAll(patch, nil)
+		}
+		res := sqlstore.GormDB(s).Exec("UPDATE history SET patch = ? WHERE revision = ?", patch, revs[i])
+		if res.Error != nil || res.RowsAffected != 1 {
+			t.Fatalf("rewriting the history row of %d: %d rows (%v)", revs[i], res.RowsAffected, res.Error)
+		}
+	}
 }
 
 // TestListAsOf lists a resource as it was at past revisions and times, with
