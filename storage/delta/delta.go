@@ -9,6 +9,9 @@ package delta
 
 import (
 	"bytes"
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
 	"io"
 	"sync"
 
@@ -35,12 +38,22 @@ type deflater struct {
 	out bytes.Buffer
 }
 
+// Deflate carries no checksum, and data decoded against a base other than
+// the one it was encoded against comes out as other bytes of the same
+// length; so what Encode keeps begins with the CRC-32C of the data, which
+// Decode checks.
+var (
+	castagnoli = crc32.MakeTable(crc32.Castagnoli)
+	errBase    = errors.New("decoded against another base than it was encoded against")
+)
+
 // Encode returns data kept against base. The fastest level: a pod is
 // encoded in about 20 µs, and slower levels save a few bytes of a hundred.
 func Encode(data, base []byte) []byte {
 	d := deflaters.Get().(*deflater)
 	defer deflaters.Put(d)
 	d.out.Reset()
+	d.out.Write(binary.BigEndian.AppendUint32(nil, crc32.Checksum(data, castagnoli)))
 	d.w.ResetDict(&d.out, base)
 	// Writing to a bytes.Buffer does not fail.
 	_, _ = d.w.Write(data)
@@ -48,17 +61,25 @@ func Encode(data, base []byte) []byte {
 	return bytes.Clone(d.out.Bytes())
 }
 
-// Decode returns the data that Encode kept as encoded against base.
+// Decode returns the data that Encode kept as encoded against base, or an
+// error if encoded is not that, or base is not the one it was kept against.
 func Decode(encoded, base []byte) ([]byte, error) {
+	if len(encoded) < crc32.Size {
+		return nil, errors.New("too short to be kept against a base")
+	}
+	sum := binary.BigEndian.Uint32(encoded)
 	r := inflaters.Get().(io.ReadCloser)
 	defer inflaters.Put(r)
-	if err := r.(flate.Resetter).Reset(bytes.NewReader(encoded), base); err != nil {
+	if err := r.(flate.Resetter).Reset(bytes.NewReader(encoded[crc32.Size:]), base); err != nil {
 		return nil, err
 	}
 	// Most versions are about as long as the one that replaced them.
 	out := bytes.NewBuffer(make([]byte, 0, len(base)+bytes.MinRead))
 	if _, err := out.ReadFrom(r); err != nil {
 		return nil, err
+	}
+	if crc32.Checksum(out.Bytes(), castagnoli) != sum {
+		return nil, errBase
 	}
 	return out.Bytes(), nil
 }

@@ -2,6 +2,7 @@ package delta
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -44,4 +45,30 @@ func TestConcurrentUse(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestAnotherBase: data decoded against a base other than its own, or
+// from bytes that are not what Encode made, is an error, not other data.
+func TestAnotherBase(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"kind":"Pod","status":{"phase":"Running","conditions":[`)
+	for i := range 40 {
+		fmt.Fprintf(&b, `{"type":"Condition%d","status":"True","lastTransitionTime":"2026-12-04T10:%02d:00Z"},`, i, i)
+	}
+	b.WriteString(`{}]}}`)
+	base := []byte(b.String())
+	data := bytes.Replace(base, []byte("Running"), []byte("Failed"), 1)
+	kept := Encode(data, base)
+	other := bytes.ToUpper(base) // as long, other bytes wherever data refers
+	if Encode(data, other) == nil || bytes.Equal(Encode(data, base), Encode(data, other)) {
+		t.Fatal("the data does not refer to its base: the test proves nothing")
+	}
+	if got, err := Decode(kept, other); err == nil {
+		t.Errorf("decoded against another base: %d bytes, want an error", len(got))
+	}
+	for _, bad := range [][]byte{nil, kept[:3], kept[:len(kept)-1], append([]byte{0, 0, 0, 0}, kept[4:]...)} {
+		if got, err := Decode(bad, base); err == nil {
+			t.Errorf("decoded %d bytes that Encode did not make: %d bytes, want an error", len(bad), len(got))
+		}
+	}
 }

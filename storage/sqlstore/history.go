@@ -19,7 +19,7 @@ import (
 // a history row, which keeps what turns the object after the change back
 // into the one before (historyRow.Patch). The newest state of an object is
 // its row in resources, or the log, so its older states are rebuilt
-// backwards from there, one patch a change. Each compaction step moves its
+// backwards from there, one row a change. Each compaction step moves its
 // entries in one transaction and the steps go up in revision order, so at
 // every snapshot a revision is in one table or the other, and the history
 // rows of an object precede its log entries. ExpireHistory drops the rows
@@ -61,6 +61,12 @@ func (h *historyRow) before(after []byte) ([]byte, error) {
 	if watch.EventType(h.Type) == watch.Added {
 		return nil, nil
 	}
+	if watch.EventType(h.Type) == watch.Deleted {
+		return decodeBlob(h.Patch)
+	}
+	if after == nil {
+		return nil, fmt.Errorf("history of %s/%s: revision %d modified an absent object", h.Namespace, h.Name, h.Revision)
+	}
 	if kept, ok := bytes.CutPrefix(h.Patch, keptAgainstNext); ok {
 		before, err := delta.Decode(kept, after)
 		if err != nil {
@@ -69,11 +75,8 @@ func (h *historyRow) before(after []byte) ([]byte, error) {
 		return before, nil
 	}
 	patch, err := decodeBlob(h.Patch)
-	if err != nil || watch.EventType(h.Type) == watch.Deleted {
-		return patch, err
-	}
-	if after == nil {
-		return nil, fmt.Errorf("history of %s/%s: revision %d modified an absent object", h.Namespace, h.Name, h.Revision)
+	if err != nil {
+		return nil, err
 	}
 	return storage.ApplyPatch(after, patch)
 }

@@ -165,6 +165,10 @@ func blobsAt(tx *gorm.DB, table, column string, revs []int64) (map[int64][]byte,
 	return out, nil
 }
 
+// unionTerms bounds the SELECTs one UNION ALL joins: SQLite takes at most
+// 500.
+const unionTerms = 400
+
 // nextEntries adds to preImageOf the first entry of each of entries' keys
 // after it. Each is a range on events_key with constant bounds, which
 // every database seeks to (MariaDB reads every entry of the key for the
@@ -172,8 +176,8 @@ func blobsAt(tx *gorm.DB, table, column string, revs []int64) (map[int64][]byte,
 func (s *Store) nextEntries(tx *gorm.DB, entries []*eventRow, preImageOf map[int64][]int64) error {
 	const next = "SELECT revision, (SELECT MIN(n.revision) FROM " + eventsTable + " n WHERE n.api_group = ? AND n.version = ?" +
 		" AND n.resource = ? AND n.cluster = ? AND n.namespace = ? AND n.name = ? AND n.revision > ?) AS next FROM " + eventsTable + " WHERE revision = ?"
-	for start := 0; start < len(entries); start += s.dialect.insertRows {
-		chunk := entries[start:min(start+s.dialect.insertRows, len(entries))]
+	for start := 0; start < len(entries); start += unionTerms {
+		chunk := entries[start:min(start+unionTerms, len(entries))]
 		selects := make([]string, len(chunk))
 		args := make([]any, 0, 8*len(chunk))
 		for i, e := range chunk {

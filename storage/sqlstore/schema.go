@@ -170,9 +170,9 @@ var migrations = []struct {
 	tables: []table{
 		{
 			// One row per compacted change: what turns the object after it
-			// back into the one before (a reverse merge patch; for DELETED
-			// the last state; nothing for ADDED), so that states are
-			// rebuilt backwards from the current row or the log.
+			// back into the one before (historyRow.Patch; for DELETED the
+			// last state; nothing for ADDED), so that states are rebuilt
+			// backwards from the current row or the log.
 			name: historyTable,
 			columns: append(append([]column{{name: "revision", typ: "bigint"}, {name: "type", typ: "s16"}}, keyColumns...),
 				column{name: "created_at", typ: "bigint"},

@@ -192,8 +192,9 @@ func connect(ctx context.Context, o Options) (*Store, error) {
 			file = DefaultSQLiteFile
 		}
 		// WAL lets readers run beside the writer; the busy timeout covers
-		// another process holding the file.
-		dialector = sqlite.Open(file + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)")
+		// another process holding the file. Text is never read as a time
+		// (the dialector asks for it by default): it is members' strings.
+		dialector = sqlite.Open(file + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_texttotime=0&_inttotime=0")
 	}
 	db, err := gorm.Open(dialector, &gorm.Config{Logger: newLogger(os.Stderr), SkipDefaultTransaction: true})
 	if err != nil {
@@ -307,8 +308,9 @@ func (s *Store) analyzeDue() bool {
 }
 
 // scheduleMaintenance sets how many replaced and written rows make a
-// vacuum and an analyze due, from the objects the statistics count where the store can
-// read them: a store opened on a large database does not analyze early.
+// vacuum and an analyze due, from the objects the statistics count where
+// the store can read them: a store opened on a large database does not
+// analyze early.
 func (s *Store) scheduleMaintenance() error {
 	vacuumAfter, analyzeNext := int64(analyzeAfter), int64(analyzeAfter)
 	if s.dialect.estimateRows != "" {
