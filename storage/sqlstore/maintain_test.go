@@ -19,16 +19,7 @@ import (
 // (a first sync's key lookups read whole namespaces).
 func TestNewTablesAnalyzedEarly(t *testing.T) {
 	s := postgres(t).Open(t)
-	ctx := context.Background()
-	for i := 0; i < 1500; i += 500 {
-		changes := make([]storage.Change, 0, 500)
-		for j := i; j < i+500; j++ {
-			changes = append(changes, storage.Upsert(object("Pod", "default", fmt.Sprintf("pod-%05d", j), "1")))
-		}
-		if _, err := s.Apply(ctx, "east", podsGVR, changes); err != nil {
-			t.Fatal(err)
-		}
-	}
+	upsertPods(t, s, 1500, "1")
 	testenv.Eventually(t, 30*time.Second, func() error {
 		// last_analyze: the store's analyze, not autovacuum's
 		// (last_autoanalyze).
@@ -41,6 +32,21 @@ func TestNewTablesAnalyzedEarly(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// upsertPods writes n pods of one cluster at memberRV, 500 a batch as a
+// synchronizer's pages come.
+func upsertPods(t *testing.T, s *sqlstore.Store, n int, memberRV string) {
+	t.Helper()
+	for i := 0; i < n; i += 500 {
+		changes := make([]storage.Change, 0, 500)
+		for j := i; j < min(i+500, n); j++ {
+			changes = append(changes, storage.Upsert(object("Pod", "default", fmt.Sprintf("pod-%05d", j), memberRV)))
+		}
+		if _, err := s.Apply(context.Background(), "east", podsGVR, changes); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func postgres(t *testing.T) storagetest.Backend {
@@ -58,18 +64,6 @@ func postgres(t *testing.T) storagetest.Backend {
 // sync has nothing to vacuum).
 func TestVacuumedAfterReplaces(t *testing.T) {
 	s := postgres(t).Open(t)
-	ctx := context.Background()
-	write := func(memberRV string) {
-		for i := 0; i < 3000; i += 500 {
-			changes := make([]storage.Change, 0, 500)
-			for j := i; j < i+500; j++ {
-				changes = append(changes, storage.Upsert(object("Pod", "default", fmt.Sprintf("pod-%05d", j), memberRV)))
-			}
-			if _, err := s.Apply(ctx, "east", podsGVR, changes); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
 	// resources' analyzes, and its vacuums beyond those: VACUUM (ANALYZE)
 	// counts as both, the migrations' ANALYZE as an analyze.
 	maintained := func() (analyzes, vacuums int) {
@@ -81,7 +75,7 @@ func TestVacuumedAfterReplaces(t *testing.T) {
 		return n.Analyzes, n.Vacuums
 	}
 	analyzes, vacuums := maintained()
-	write("1")
+	upsertPods(t, s, 3000, "1")
 	// The early analyze after the first thousand is the only maintenance:
 	// wait for it, and for the statistics to show all that ran.
 	testenv.Eventually(t, 30*time.Second, func() error {
@@ -94,7 +88,7 @@ func TestVacuumedAfterReplaces(t *testing.T) {
 	if _, v := maintained(); v != vacuums {
 		t.Fatalf("3,000 objects added: %d vacuums, want none", v-vacuums)
 	}
-	write("2")
+	upsertPods(t, s, 3000, "2")
 	testenv.Eventually(t, 30*time.Second, func() error {
 		if _, v := maintained(); v == vacuums {
 			return errors.New("resources not vacuumed after 3,000 objects were replaced")
