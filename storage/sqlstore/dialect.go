@@ -69,6 +69,10 @@ type dialect struct {
 	// analyze runs (see vacuumShare); estimateRows is the objects stored,
 	// as the last analyze counted them.
 	vacuum, estimateRows string
+	// probeEstimate, where set, estimates the rows of resources from the
+	// statistics, for a page to choose how it tests attributes (pagePlan):
+	// MariaDB plans their subqueries without regard to the page's LIMIT.
+	probeEstimate string
 	// lockSchema takes a lock of the whole database for this session and
 	// answers 1 once it is held; unlockSchema releases it. Replicas starting
 	// together migrate one at a time: PostgreSQL's CREATE TABLE IF NOT
@@ -149,6 +153,7 @@ func mysqlDialect(collation string) *dialect {
 		forUpdate:     " FOR UPDATE",
 		contains:      func(c string) string { return "LOCATE(?, " + c + ") > 0" },
 		analyze:       "ANALYZE TABLE resources, attributes, events, " + summaryTable,
+		probeEstimate: "SELECT COALESCE(MAX(table_rows), 0) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = '" + resourcesTable + "'",
 		lockSchema:    "SELECT GET_LOCK('panorama_schema', 300)",
 		unlockSchema:  "SELECT RELEASE_LOCK('panorama_schema')",
 		readTx:        &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true},

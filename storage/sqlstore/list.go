@@ -99,10 +99,14 @@ func (s *Store) List(ctx context.Context, q *storage.ListQuery) (*storage.ListRe
 				return err
 			}
 		}
-		atRevision := func() *gorm.DB {
-			return s.filter(tx.Model(&resourceRow{}), q, owners, images).Where("revision <= ?", rev)
+		atRevision := func(plan attrPlan) *gorm.DB {
+			return s.filter(tx.Model(&resourceRow{}), q, owners, images, plan).Where("revision <= ?", rev)
 		}
-		page := atRevision()
+		plan, err := s.pagePlan(tx, q, s.attrConds(q, images))
+		if err != nil {
+			return err
+		}
+		page := atRevision(plan)
 		if after != nil {
 			page = s.dialect.seek(page, order, after, true)
 		}
@@ -140,7 +144,7 @@ func (s *Store) List(ctx context.Context, q *storage.ListQuery) (*storage.ListRe
 			res.Continue = storage.EncodeContinue(rev, order, last)
 			if q.WithRemainingCount {
 				var n int64
-				if err := s.dialect.seek(atRevision(), order, last, true).Count(&n).Error; err != nil {
+				if err := s.dialect.seek(atRevision(semiJoin), order, last, true).Count(&n).Error; err != nil {
 					return err
 				}
 				if rev < current {
@@ -163,8 +167,9 @@ func (s *Store) List(ctx context.Context, q *storage.ListQuery) (*storage.ListRe
 }
 
 // filter adds q's filters as bound parameters; column and table names come
-// only from constants. images are q.Images resolved by imageValues.
-func (s *Store) filter(db *gorm.DB, q *storage.ListQuery, owners storage.OwnerSet, images []string) *gorm.DB {
+// only from constants. images are q.Images resolved by imageValues; plan is
+// how the attribute conditions are tested (probe.go).
+func (s *Store) filter(db *gorm.DB, q *storage.ListQuery, owners storage.OwnerSet, images []string, plan attrPlan) *gorm.DB {
 	db = keyFilter(db, q)
 	if q.FuzzyName != "" {
 		db = db.Where(s.dialect.contains("name"), q.FuzzyName)
@@ -178,58 +183,80 @@ func (s *Store) filter(db *gorm.DB, q *storage.ListQuery, owners storage.OwnerSe
 	if owners != nil {
 		db = db.Where("owner_uid IN ?", setKeys(owners))
 	}
-	const (
-		hasAttr   = "revision IN (SELECT resource_revision FROM " + attributesTable + " WHERE kind = ? AND attr_key = ?"
-		lacksAttr = "revision NOT IN (SELECT resource_revision FROM " + attributesTable + " WHERE kind = ? AND attr_key = ?"
-	)
-	for _, r := range q.Labels {
-		values := r.Values().UnsortedList()
-		slices.Sort(values)
-		switch r.Operator() {
-		case selection.Equals, selection.DoubleEquals:
-			db = db.Where(hasAttr+" AND attr_value = ?)", attrKindLabel, r.Key(), values[0])
-		case selection.In:
-			db = db.Where(hasAttr+" AND attr_value IN ?)", attrKindLabel, r.Key(), values)
-		case selection.NotEquals:
-			db = db.Where(lacksAttr+" AND attr_value = ?)", attrKindLabel, r.Key(), values[0])
-		case selection.NotIn:
-			db = db.Where(lacksAttr+" AND attr_value IN ?)", attrKindLabel, r.Key(), values)
-		case selection.Exists:
-			db = db.Where(hasAttr+")", attrKindLabel, r.Key())
-		case selection.DoesNotExist:
-			db = db.Where(lacksAttr+")", attrKindLabel, r.Key())
-		}
-	}
 	for _, r := range q.Fields {
-		negate := r.Operator == selection.NotEquals
-		switch {
-		case r.Field == "metadata.name" || r.Field == "metadata.namespace":
+		if r.Field == "metadata.name" || r.Field == "metadata.namespace" {
 			op := " = ?"
-			if negate {
+			if r.Operator == selection.NotEquals {
 				op = " <> ?"
 			}
 			db = db.Where(strings.TrimPrefix(r.Field, "metadata.")+op, r.Value)
-		case r.Value == "":
-			// Empty values are never stored: "= ''" means the field is absent.
-			if negate {
-				db = db.Where(hasAttr+")", attrKindField, r.Field)
-			} else {
-				db = db.Where(lacksAttr+")", attrKindField, r.Field)
-			}
-		case negate:
-			db = db.Where(lacksAttr+" AND attr_value = ?)", attrKindField, r.Field, r.Value)
-		default:
-			db = db.Where(hasAttr+" AND attr_value = ?)", attrKindField, r.Field, r.Value)
 		}
+	}
+	for _, c := range s.attrConds(q, images) {
+		db = db.Where(plan.sql(c), c.args()...)
+	}
+	return db
+}
+
+// attrCond selects the rows that have, or with lacks those that lack, an
+// attribute row of kind and key whose value passes value: SQL on
+// attr_value with its parameters values, or "" for any value. common is
+// set where the matches are known to be many (see imageValues).
+type attrCond struct {
+	kind, key     string
+	lacks, common bool
+	value         string
+	values        []any
+}
+
+func (c attrCond) args() []any { return append([]any{c.kind, c.key}, c.values...) }
+
+// attrConds are the conditions of q's label and field selectors and images
+// on attribute rows.
+func (s *Store) attrConds(q *storage.ListQuery, images []string) []attrCond {
+	var out []attrCond
+	for _, r := range q.Labels {
+		values := r.Values().UnsortedList()
+		slices.Sort(values)
+		c := attrCond{kind: attrKindLabel, key: r.Key()}
+		switch r.Operator() {
+		case selection.Equals, selection.DoubleEquals:
+			c.value, c.values = " AND attr_value = ?", []any{values[0]}
+		case selection.In:
+			c.value, c.values = " AND attr_value IN ?", []any{values}
+		case selection.NotEquals:
+			c.lacks, c.value, c.values = true, " AND attr_value = ?", []any{values[0]}
+		case selection.NotIn:
+			c.lacks, c.value, c.values = true, " AND attr_value IN ?", []any{values}
+		case selection.Exists:
+		case selection.DoesNotExist:
+			c.lacks = true
+		default:
+			continue
+		}
+		out = append(out, c)
+	}
+	for _, r := range q.Fields {
+		if r.Field == "metadata.name" || r.Field == "metadata.namespace" {
+			continue // key columns: see filter
+		}
+		c := attrCond{kind: attrKindField, key: r.Field, lacks: r.Operator == selection.NotEquals}
+		if r.Value == "" {
+			// Empty values are never stored: "= ''" means the field is absent.
+			c.lacks = !c.lacks
+		} else {
+			c.value, c.values = " AND attr_value = ?", []any{r.Value}
+		}
+		out = append(out, c)
 	}
 	switch {
 	case len(q.Images) == 0:
 	case images != nil:
-		db = db.Where(hasAttr+" AND attr_value IN ?)", attrKindField, storage.ImagesField, images)
+		out = append(out, attrCond{kind: attrKindField, key: storage.ImagesField, value: " AND attr_value IN ?", values: []any{images}})
 	default:
-		db = db.Where(hasAttr+" AND "+s.containsAny(q.Images)+")", append([]any{attrKindField, storage.ImagesField}, anys(q.Images)...)...)
+		out = append(out, attrCond{kind: attrKindField, key: storage.ImagesField, common: true, value: " AND " + s.containsAny(q.Images), values: anys(q.Images)})
 	}
-	return db
+	return out
 }
 
 // Bounds of the images an images search resolves to (imageValues).
