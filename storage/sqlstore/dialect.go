@@ -73,6 +73,9 @@ type dialect struct {
 	// statistics, for a page to choose how it tests attributes (pagePlan):
 	// MariaDB plans their subqueries without regard to the page's LIMIT.
 	probeEstimate string
+	// clusterRanges names the clusters of a page that selects namespaces
+	// only, for the planner to read one range of each (see clusterRanges).
+	clusterRanges bool
 	// lockSchema takes a lock of the whole database for this session and
 	// answers 1 once it is held; unlockSchema releases it. Replicas starting
 	// together migrate one at a time: PostgreSQL's CREATE TABLE IF NOT
@@ -153,6 +156,7 @@ func mysqlDialect(collation string) *dialect {
 		forUpdate:     " FOR UPDATE",
 		contains:      func(c string) string { return "LOCATE(?, " + c + ") > 0" },
 		analyze:       "ANALYZE TABLE resources, attributes, events, " + summaryTable,
+		clusterRanges: true,
 		probeEstimate: "SELECT COALESCE(MAX(table_rows), 0) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = '" + resourcesTable + "'",
 		lockSchema:    "SELECT GET_LOCK('panorama_schema', 300)",
 		unlockSchema:  "SELECT RELEASE_LOCK('panorama_schema')",

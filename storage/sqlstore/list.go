@@ -99,14 +99,18 @@ func (s *Store) List(ctx context.Context, q *storage.ListQuery) (*storage.ListRe
 				return err
 			}
 		}
-		atRevision := func(plan attrPlan) *gorm.DB {
+		atRevision := func(q *storage.ListQuery, plan attrPlan) *gorm.DB {
 			return s.filter(tx.Model(&resourceRow{}), q, owners, images, plan).Where("revision <= ?", rev)
 		}
 		plan, err := s.pagePlan(tx, q, s.attrConds(q, images))
 		if err != nil {
 			return err
 		}
-		page := atRevision(plan)
+		ranged, err := s.clusterRanges(tx, q, order)
+		if err != nil {
+			return err
+		}
+		page := atRevision(ranged, plan)
 		if after != nil {
 			page = s.dialect.seek(page, order, after, true)
 		}
@@ -144,7 +148,7 @@ func (s *Store) List(ctx context.Context, q *storage.ListQuery) (*storage.ListRe
 			res.Continue = storage.EncodeContinue(rev, order, last)
 			if q.WithRemainingCount {
 				var n int64
-				if err := s.dialect.seek(atRevision(semiJoin), order, last, true).Count(&n).Error; err != nil {
+				if err := s.dialect.seek(atRevision(q, semiJoin), order, last, true).Count(&n).Error; err != nil {
 					return err
 				}
 				if rev < current {
@@ -336,6 +340,36 @@ func keyFilter(db *gorm.DB, q *storage.ListQuery) *gorm.DB {
 		db = db.Where("name IN ?", q.Names)
 	}
 	return db
+}
+
+// clusterRanges returns q with its resource's clusters named, for a page in
+// the order of clusters that selects namespaces but no cluster, where the
+// dialect makes no ranges of the index for it itself (clusterRanges).
+// MariaDB reads such a page in the order of resources_key, whose first
+// column after the resource is the cluster, and skips the rows of every
+// other namespace: those before the namespace in every cluster read. A
+// page of one namespace of 50 among a million ConfigMaps took 0.6–1.8 s.
+// Given the clusters too, it reads one range per cluster and namespace
+// (3 ms). The clusters are those the resource has now, read from the
+// same index one entry per cluster ("index for group-by"): a superset of
+// those with rows at an older revision, which resources holds only for
+// objects unchanged since.
+// maxClusterRanges bounds the ranges clusterRanges has a page read, which
+// the planner holds in memory.
+const maxClusterRanges = 10_000
+
+func (s *Store) clusterRanges(tx *gorm.DB, q *storage.ListQuery, order []storage.OrderBy) (*storage.ListQuery, error) {
+	if !s.dialect.clusterRanges || len(q.Namespaces) == 0 || len(q.Clusters) > 0 || q.Limit <= 0 || order[0].Field != storage.OrderCluster || !indexedOrder(order) {
+		return q, nil
+	}
+	var clusters []string
+	err := whereResource(tx.Model(&resourceRow{}), q.GVR).Group("api_group, version, resource, cluster").Pluck("cluster", &clusters).Error
+	if err != nil || len(clusters) == 0 || len(clusters)*len(q.Namespaces) > maxClusterRanges {
+		return q, err
+	}
+	ranged := *q
+	ranged.Clusters = clusters
+	return &ranged, nil
 }
 
 // resolveOwners finds the UIDs whose children q selects: the named owner,
