@@ -47,17 +47,18 @@ func (p attrPlan) sql(c attrCond) string {
 // MariaDB plans every attribute subquery as a semi-join, EXISTS and NOT
 // EXISTS too: it reads all the matches, then sorts them or tests the
 // page's rows against them. For a label on a tenth of a million
-// ConfigMaps, that took 1.9 s a page of 100 (BenchmarkFleet); excluding a
-// value, it read the whole attribute table (0.2–0.3 s). Probing rows in
-// the order of the index instead reads about limit × objects / matches
-// rows: 2–10 ms there, but a whole resource for a rare label (0.9 s for
-// one in a thousand, 6–20 ms as a semi-join). So
-// the page always probes the attributes it excludes, and probes those it
-// requires when each is common: more matches than half of √(limit ×
-// objects), where the two plans' rows read, weighted by their cost per row
-// as measured, meet. It counts each one's matches up to that bound, in the
-// attribute index (all resources': an upper bound of the resource's), and
-// the objects as the statistics estimate them (all resources').
+// ConfigMaps, that took 1.9 s a page of 100 (BenchmarkFleet; 0.2–0.4 s
+// for the same shape over synthetic rows); excluding a value, it read the
+// whole attribute table (0.2–0.3 s). Probing rows in the order of the
+// index instead reads about limit × objects / matches rows: 5–10 ms and
+// 2 ms there, but a whole resource for a rare label (0.9 s for one in a
+// thousand, 6–20 ms as a semi-join). So the page always probes the
+// attributes it excludes, and probes those it requires when each is
+// common: more matches than half of √(limit × objects), where the two
+// plans' rows read, weighted by their cost per row as measured, meet. It
+// counts each one's matches up to that bound, in the attribute index (all
+// resources': an upper bound of the resource's), and the objects as the
+// statistics estimate them (all resources').
 func (s *Store) pagePlan(tx *gorm.DB, q *storage.ListQuery, conds []attrCond) (attrPlan, error) {
 	if s.dialect.probeEstimate == "" || q.Limit <= 0 || !indexedOrder(q.Order()) {
 		return semiJoin, nil
