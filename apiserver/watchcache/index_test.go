@@ -194,3 +194,54 @@ func TestIndexSelectsAndCountsAsReading(t *testing.T) {
 			len(x.labels), len(x.fields), len(x.clusters), len(x.namespaces), len(x.names), x.live.GetCardinality())
 	}
 }
+
+// TestWalkSeeksOverOtherNamespaces: a walk of some namespaces, across all
+// clusters or some, returns the page a sort of the selection would, and
+// visits about the objects of its page and one more a range it seeks
+// over, not the other namespaces' objects between them.
+func TestWalkSeeksOverOtherNamespaces(t *testing.T) {
+	clusters := []string{"east", "north", "west"}
+	r := newResource(indexedPods, 16, nil)
+	var all []*storage.Object
+	for _, c := range clusters {
+		for ns := range 30 {
+			for i := range 20 {
+				o := &storage.Object{Key: storage.Key{Cluster: c, GVR: indexedPods, Namespace: fmt.Sprintf("ns-%02d", ns), Name: fmt.Sprintf("pod-%02d", i)}}
+				r.objects.put(o)
+				all = append(all, o)
+			}
+		}
+	}
+	slices.SortFunc(all, func(a, b *storage.Object) int { return storage.CompareKeys(a.Key, b.Key) })
+	const want = 25
+	for _, q := range []storage.ListQuery{
+		{Namespaces: []string{"ns-17"}},
+		{Namespaces: []string{"ns-29", "ns-03", "ns-17"}},
+		{Clusters: []string{"west", "east"}, Namespaces: []string{"ns-17", "ns-00"}},
+		{Clusters: []string{"north"}},
+		{Clusters: []string{"north", "south"}, Namespaces: []string{"ns-05"}},
+	} {
+		selected := slices.DeleteFunc(slices.Clone(all), func(o *storage.Object) bool {
+			return len(q.Clusters) > 0 && !slices.Contains(q.Clusters, o.Cluster) || len(q.Namespaces) > 0 && !slices.Contains(q.Namespaces, o.Namespace)
+		})
+		sel, residual := r.objects.selection(&q)
+		// Pages from the start and from within the selection.
+		for _, from := range []int{-1, 10, len(selected) - want/2} {
+			var after *storage.Key
+			if from >= 0 {
+				after = &selected[from].Key
+			}
+			current := func(o *storage.Object) bool { return after == nil || storage.CompareKeys(o.Key, *after) > 0 }
+			wantPage := selected[from+1 : min(from+1+want, len(selected))]
+			// Each range is sought once and its end visited once more.
+			budget := uint64(want + 2*len(clusters)*(len(q.Namespaces)+1) + 2)
+			got := r.walk(&q, after, sel, residual, current, want, budget)
+			if got == nil {
+				t.Fatalf("clusters %v namespaces %v after %v: the walk visited more than %d objects", q.Clusters, q.Namespaces, after, budget)
+			}
+			if !slices.Equal(got, wantPage) {
+				t.Errorf("clusters %v namespaces %v after %v: the walk found %d objects, want %d", q.Clusters, q.Namespaces, after, len(got), len(wantPage))
+			}
+		}
+	}
+}

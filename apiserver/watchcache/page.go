@@ -171,47 +171,100 @@ func (r *resource) readPage(q *storage.ListQuery, at int64, after *storage.Key) 
 
 // walk returns up to want current objects q selects (in sel, current and,
 // when residual, matching q) in key order from after, within the clusters
-// and namespaces q is limited to; nil when it would visit more than
-// budget objects, where sorting the selection is cheaper.
+// and namespaces q is limited to, over whose gaps it seeks; nil when it
+// would visit more than budget objects, where sorting the selection is
+// cheaper.
 func (r *resource) walk(q *storage.ListQuery, after *storage.Key, sel *roaring.Bitmap, residual bool, current func(*storage.Object) bool, want int, budget uint64) []*storage.Object {
-	from, beyond := keyRange(q)
+	ranges := keyRangesOf(q)
+	from := ranges.first()
 	if after != nil && storage.CompareKeys(*after, from) > 0 {
 		from = *after
 	}
 	out := []*storage.Object{}
 	visits := uint64(0)
-	r.objects.order.AscendGreaterOrEqual(keyed{obj: &storage.Object{Key: from}}, func(k keyed) bool {
-		if visits++; visits > budget {
-			out = nil
-			return false
-		}
-		if beyond(k.obj.Key) {
-			return false
-		}
-		if sel.Contains(k.slot) && current(k.obj) && (!residual || q.Matches(k.obj, nil)) {
-			out = append(out, k.obj)
-		}
-		return len(out) < want
-	})
+	for seeking := true; seeking; {
+		seeking = false
+		r.objects.order.AscendGreaterOrEqual(keyed{obj: &storage.Object{Key: from}}, func(k keyed) bool {
+			if visits++; visits > budget {
+				out = nil
+				return false
+			}
+			next, ok := ranges.seek(k.obj.Key)
+			if !ok {
+				return false
+			}
+			if next != k.obj.Key {
+				from, seeking = next, true
+				return false
+			}
+			if sel.Contains(k.slot) && current(k.obj) && (!residual || q.Matches(k.obj, nil)) {
+				out = append(out, k.obj)
+			}
+			return len(out) < want
+		})
+	}
 	return out
 }
 
-// keyRange returns the first key q can select and a test of whether a
-// key is past the last: a query of some clusters (a cluster's path, a
-// user allowed some) is a range of the key order, and one of a single
-// cluster and some namespaces a narrower one.
-func keyRange(q *storage.ListQuery) (from storage.Key, beyond func(storage.Key) bool) {
-	if len(q.Clusters) == 0 {
-		return storage.Key{}, func(storage.Key) bool { return false }
+// keyRanges are the parts of the key order a query can select: its
+// clusters, and in each its namespaces, sorted; nil for any. A walk seeks
+// from one to the next rather than visiting the keys between: a page of
+// one namespace of 50 across all clusters visited the namespaces before
+// it in every cluster (at a million pods, until it gave up for a sort of
+// the namespace's 20,000: 17–28 ms).
+type keyRanges struct{ clusters, namespaces []string }
+
+func keyRangesOf(q *storage.ListQuery) keyRanges {
+	sorted := func(vs []string) []string {
+		if len(vs) == 0 {
+			return nil
+		}
+		out := slices.Clone(vs)
+		slices.Sort(out)
+		return slices.Compact(out)
 	}
-	from.Cluster = slices.Min(q.Clusters)
-	last := slices.Max(q.Clusters)
-	if len(q.Clusters) == 1 && len(q.Namespaces) > 0 {
-		from.Namespace = slices.Min(q.Namespaces)
-		lastNamespace := slices.Max(q.Namespaces)
-		return from, func(k storage.Key) bool { return k.Cluster > last || k.Cluster == last && k.Namespace > lastNamespace }
+	return keyRanges{clusters: sorted(q.Clusters), namespaces: sorted(q.Namespaces)}
+}
+
+// first is the first key of the ranges, or before it.
+func (kr keyRanges) first() storage.Key {
+	var k storage.Key
+	if kr.clusters != nil {
+		k.Cluster = kr.clusters[0]
 	}
-	return from, func(k storage.Key) bool { return k.Cluster > last }
+	if kr.namespaces != nil {
+		k.Namespace = kr.namespaces[0]
+	}
+	return k
+}
+
+// seek returns k when the ranges hold it, else the first key of the
+// ranges after it (or before that key, with no name); false when no range
+// follows k.
+func (kr keyRanges) seek(k storage.Key) (storage.Key, bool) {
+	if kr.clusters != nil {
+		i, found := slices.BinarySearch(kr.clusters, k.Cluster)
+		if !found {
+			if i == len(kr.clusters) {
+				return storage.Key{}, false
+			}
+			return storage.Key{Cluster: kr.clusters[i], Namespace: kr.first().Namespace}, true
+		}
+	}
+	if kr.namespaces == nil {
+		return k, true
+	}
+	i, found := slices.BinarySearch(kr.namespaces, k.Namespace)
+	switch {
+	case found:
+		return k, true
+	case i < len(kr.namespaces):
+		return storage.Key{Cluster: k.Cluster, Namespace: kr.namespaces[i]}, true
+	default:
+		// Past the cluster's last namespace: the next cluster's first,
+		// "\x00" making the least cluster name after this one.
+		return kr.seek(storage.Key{Cluster: k.Cluster + "\x00"})
+	}
 }
 
 // finish makes the page of what readPage read: the past and current
