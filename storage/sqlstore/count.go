@@ -126,7 +126,7 @@ func (s *Store) rowGrouping(tx *gorm.DB, q *storage.CountQuery, owners storage.O
 		}
 	}
 	return grouping{cols: cols, count: "COUNT(*)", grouped: func() *gorm.DB {
-		db := s.filter(tx.Table(resourcesTable), &q.Query, owners, nil, semiJoin) // images tested row by row
+		db := s.filter(tx.Table(resourcesTable), &q.Query, owners, s.attrConds(&q.Query, nil), semiJoin) // images tested row by row
 		for i, g := range q.GroupBy {
 			if kind, ok := attrKind(g); ok {
 				db = db.Joins(fmt.Sprintf("LEFT JOIN %s a%d ON a%d.resource_revision = %s.revision AND a%d.kind = ? AND a%d.attr_key = ?",

@@ -99,10 +99,11 @@ func (s *Store) List(ctx context.Context, q *storage.ListQuery) (*storage.ListRe
 				return err
 			}
 		}
+		conds := s.attrConds(q, images)
 		atRevision := func(q *storage.ListQuery, plan attrPlan) *gorm.DB {
-			return s.filter(tx.Model(&resourceRow{}), q, owners, images, plan).Where("revision <= ?", rev)
+			return s.filter(tx.Model(&resourceRow{}), q, owners, conds, plan).Where("revision <= ?", rev)
 		}
-		plan, err := s.pagePlan(tx, q, s.attrConds(q, images))
+		plan, err := s.pagePlan(tx, q, order, conds)
 		if err != nil {
 			return err
 		}
@@ -171,9 +172,9 @@ func (s *Store) List(ctx context.Context, q *storage.ListQuery) (*storage.ListRe
 }
 
 // filter adds q's filters as bound parameters; column and table names come
-// only from constants. images are q.Images resolved by imageValues; plan is
-// how the attribute conditions are tested (probe.go).
-func (s *Store) filter(db *gorm.DB, q *storage.ListQuery, owners storage.OwnerSet, images []string, plan attrPlan) *gorm.DB {
+// only from constants. conds are q's conditions on attributes (attrConds),
+// plan how they are tested (probe.go).
+func (s *Store) filter(db *gorm.DB, q *storage.ListQuery, owners storage.OwnerSet, conds []attrCond, plan attrPlan) *gorm.DB {
 	db = keyFilter(db, q)
 	if q.FuzzyName != "" {
 		db = db.Where(s.dialect.contains("name"), q.FuzzyName)
@@ -188,18 +189,28 @@ func (s *Store) filter(db *gorm.DB, q *storage.ListQuery, owners storage.OwnerSe
 		db = db.Where("owner_uid IN ?", setKeys(owners))
 	}
 	for _, r := range q.Fields {
-		if r.Field == "metadata.name" || r.Field == "metadata.namespace" {
+		if column, ok := keyColumn(r.Field); ok {
 			op := " = ?"
 			if r.Operator == selection.NotEquals {
 				op = " <> ?"
 			}
-			db = db.Where(strings.TrimPrefix(r.Field, "metadata.")+op, r.Value)
+			db = db.Where(column+op, r.Value)
 		}
 	}
-	for _, c := range s.attrConds(q, images) {
+	for _, c := range conds {
 		db = db.Where(plan.sql(c), c.args()...)
 	}
 	return db
+}
+
+// keyColumn is the key column a field selector of field selects by, if it
+// is one: the others select by attribute rows.
+func keyColumn(field string) (string, bool) {
+	switch field {
+	case "metadata.name", "metadata.namespace":
+		return strings.TrimPrefix(field, "metadata."), true
+	}
+	return "", false
 }
 
 // attrCond selects the rows that have, or with lacks those that lack, an
@@ -241,8 +252,8 @@ func (s *Store) attrConds(q *storage.ListQuery, images []string) []attrCond {
 		out = append(out, c)
 	}
 	for _, r := range q.Fields {
-		if r.Field == "metadata.name" || r.Field == "metadata.namespace" {
-			continue // key columns: see filter
+		if _, ok := keyColumn(r.Field); ok {
+			continue // see filter
 		}
 		c := attrCond{kind: attrKindField, key: r.Field, lacks: r.Operator == selection.NotEquals}
 		if r.Value == "" {

@@ -41,8 +41,9 @@ func (p attrPlan) sql(c attrCond) string {
 	}
 }
 
-// pagePlan chooses how a page of q tests its rows' attributes, where the
-// database's own choice ignores the page's LIMIT (dialect.probeEstimate).
+// pagePlan chooses how a page of q, in order, tests its rows' attributes,
+// where the database's own choice ignores the page's LIMIT
+// (dialect.probeEstimate).
 //
 // MariaDB plans every attribute subquery as a semi-join, EXISTS and NOT
 // EXISTS too: it reads all the matches, then sorts them or tests the
@@ -59,8 +60,8 @@ func (p attrPlan) sql(c attrCond) string {
 // counts each one's matches up to that bound, in the attribute index (all
 // resources': an upper bound of the resource's), and the objects as the
 // statistics estimate them (all resources').
-func (s *Store) pagePlan(tx *gorm.DB, q *storage.ListQuery, conds []attrCond) (attrPlan, error) {
-	if s.dialect.probeEstimate == "" || q.Limit <= 0 || !indexedOrder(q.Order()) {
+func (s *Store) pagePlan(tx *gorm.DB, q *storage.ListQuery, order []storage.OrderBy, conds []attrCond) (attrPlan, error) {
+	if s.dialect.probeEstimate == "" || q.Limit <= 0 || !indexedOrder(order) {
 		return semiJoin, nil
 	}
 	plan := attrPlan{probeRequired: true, probeExcluded: true}
