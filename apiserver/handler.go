@@ -345,10 +345,14 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, res storage.Resou
 // either, their continue tokens being the same. The cache answers as
 // kube-apiserver 1.37 answers consistent lists from its own: it waits
 // until it has applied the store's latest revision, read with one
-// primary-key read, and answers at its revision then. Lists as of a past
-// time (asOf) are the store's.
+// primary-key read, and answers at its revision then. A page that
+// continues a list at a revision the cache has applied needs no such read
+// (Cache.PageApplied). Lists as of a past time (asOf) are the store's.
 func (h *Handler) listPage(ctx context.Context, q *storage.ListQuery, asOf bool) (*storage.ListResult, error) {
 	if !asOf && watchcache.Pageable(q) {
+		if page, ok, err := h.cache.PageApplied(ctx, q); ok || err != nil {
+			return page, err
+		}
 		cur, compacted, err := latestRevision(ctx, h.store)
 		if err != nil {
 			return nil, err

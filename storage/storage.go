@@ -114,8 +114,9 @@ type Interface interface {
 	// resource of one cluster: what a synchronizer needs to resume or diff.
 	MemberVersions(ctx context.Context, cluster string, gvr schema.GroupVersionResource) (map[NamespacedName]string, error)
 	// Events returns up to limit log entries after revision since, oldest
-	// first; a TooOldError when since is below the compacted revision.
-	Events(ctx context.Context, since int64, limit int) ([]Event, error)
+	// first, and the compacted revision it read with them; a TooOldError
+	// when since is below it. A tail learns of compactions from it.
+	Events(ctx context.Context, since int64, limit int) (events []Event, compacted int64, err error)
 	// History returns the last (at most limit) log entries of one resource
 	// up to and including revision upTo, oldest first, with Prev filled, and
 	// the compacted revision: a watch cache starting at upTo remembers them.

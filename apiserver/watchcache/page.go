@@ -30,14 +30,9 @@ func (c *Cache) Page(ctx context.Context, q *storage.ListQuery, current, compact
 	if !Pageable(q) {
 		return nil, false, nil
 	}
-	at := q.Revision
-	var after *storage.Key
-	if q.Continue != "" {
-		rev, last, err := storage.DecodeContinue(q.Continue, q.Order())
-		if err != nil {
-			return nil, false, err
-		}
-		at, after = rev, &last.Key
+	at, after, err := pageStart(q)
+	if err != nil {
+		return nil, false, err
 	}
 	switch {
 	case at != 0 && at < compacted:
@@ -45,14 +40,64 @@ func (c *Cache) Page(ctx context.Context, q *storage.ListQuery, current, compact
 	case at > current:
 		return nil, false, nil
 	}
-	r := c.loaded(q.GVR, true)
-	if r == nil || q.ValidateFields(r.fields) != nil {
-		return nil, false, nil
-	}
 	// A page at a token's revision waits for that revision only.
 	need := current
 	if at != 0 {
 		need = at
+	}
+	return c.page(ctx, q, at, after, need)
+}
+
+// PageApplied returns the page q continues, as Page does, without the
+// store's revisions, when the cache has applied the revision of q's
+// continue token. Such a page needs no consistent read, and its revision
+// is checked against the compaction the tail last read rather than the
+// store's (a tail reads it at least every poll): that saves the store a
+// read for every page of a list but its first. ok is false for a first
+// page, an Exact list's included, and for a page at a revision the cache
+// has yet to apply: Page answers those, with the store's revisions.
+func (c *Cache) PageApplied(ctx context.Context, q *storage.ListQuery) (page *storage.ListResult, ok bool, err error) {
+	if q.Continue == "" || !Pageable(q) {
+		return nil, false, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, false, err // as a read of the store would end
+	}
+	at, after, err := pageStart(q)
+	if err != nil {
+		return nil, false, err
+	}
+	c.mu.Lock()
+	applied, compacted := c.revision, c.compacted
+	c.mu.Unlock()
+	switch {
+	case at > applied:
+		return nil, false, nil
+	case at < compacted:
+		return nil, false, &storage.TooOldError{Requested: at, Compacted: compacted}
+	}
+	return c.page(ctx, q, at, after, at)
+}
+
+// pageStart is the revision of q's page, 0 for the latest, and the key
+// it starts after, if any.
+func pageStart(q *storage.ListQuery) (at int64, after *storage.Key, err error) {
+	if q.Continue == "" {
+		return q.Revision, nil, nil
+	}
+	rev, last, err := storage.DecodeContinue(q.Continue, q.Order())
+	if err != nil {
+		return 0, nil, err
+	}
+	return rev, &last.Key, nil
+}
+
+// page reads the page of q at revision at (0: the latest) after key
+// after, once the cache has applied revision need.
+func (c *Cache) page(ctx context.Context, q *storage.ListQuery, at int64, after *storage.Key, need int64) (page *storage.ListResult, ok bool, err error) {
+	r := c.loaded(q.GVR, true)
+	if r == nil || q.ValidateFields(r.fields) != nil {
+		return nil, false, nil
 	}
 	if err := c.waitFresh(ctx, need); err != nil {
 		return nil, false, ctx.Err() // nil when it timed out: the store answers

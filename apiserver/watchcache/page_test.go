@@ -118,8 +118,16 @@ func TestPageAsStore(t *testing.T) {
 					writeCounted(t, s, rng, round, keys[:25], keys[25:35]...)
 				}
 				q.Continue = page.Continue
-				cur, compacted := revisions()
-				if page, ok, err = c.Page(ctx, &q, cur, compacted); err != nil || !ok {
+				// A later page is at a revision the cache has applied: it
+				// needs none of the store's (the API server's way), and is
+				// the same page with them.
+				if n%2 == 0 {
+					page, ok, err = c.PageApplied(ctx, &q)
+				} else {
+					cur, compacted := revisions()
+					page, ok, err = c.Page(ctx, &q, cur, compacted)
+				}
+				if err != nil || !ok {
 					t.Fatalf("%+v: page %d: ok %v, %v", q, n+1, ok, err)
 				}
 			}
@@ -189,6 +197,89 @@ func TestPageBeyondTheRing(t *testing.T) {
 	if page, ok, err := c.Page(ctx, &q, cur, compacted); ok || err != nil {
 		t.Fatalf("a page behind the ring: %v, ok %v, %v; want the store to serve it", page, ok, err)
 	}
+	if page, ok, err := c.PageApplied(ctx, &q); ok || err != nil {
+		t.Fatalf("a page behind the ring, without the store's revisions: %v, ok %v, %v; want the store to serve it", page, ok, err)
+	}
+}
+
+// TestPageApplied: without the store's revisions, the cache serves only
+// the pages that continue a list at a revision it has applied, and knows
+// them compacted once its tail has read the compaction, as the store
+// answers them then.
+func TestPageApplied(t *testing.T) {
+	s := storagetest.Backends()[0].Open(t)
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(9, 9))
+	all := firstPods(40)
+	writeCounted(t, s, rng, 1, all)
+	c := run(t, s, watchcache.Options{PollInterval: 20 * time.Millisecond})
+	if _, _, err := c.List(ctx, &storage.ListQuery{GVR: pods}); err != nil {
+		t.Fatal(err)
+	}
+	cur, compacted, err := s.Revision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := storage.ListQuery{GVR: pods, Limit: 5}
+	if page, ok, err := c.PageApplied(ctx, &q); ok || err != nil {
+		t.Fatalf("a first page without the store's revision: %v, ok %v, %v; want Page to answer it", page, ok, err)
+	}
+	first, ok, err := c.Page(ctx, &q, cur, compacted)
+	if err != nil || !ok {
+		t.Fatalf("first page: ok %v, %v", ok, err)
+	}
+	exact := storage.ListQuery{GVR: pods, Limit: 5, Revision: first.Revision}
+	if page, ok, err := c.PageApplied(ctx, &exact); ok || err != nil {
+		t.Fatalf("an Exact list's first page: %v, ok %v, %v; want Page to answer it", page, ok, err)
+	}
+	ahead := storage.ListQuery{GVR: pods, Limit: 5, Continue: storage.EncodeContinue(first.Revision+1000, q.Order(), &first.Objects[0])}
+	if page, ok, err := c.PageApplied(ctx, &ahead); ok || err != nil {
+		t.Fatalf("a page at a revision not applied: %v, ok %v, %v; want Page to answer it", page, ok, err)
+	}
+
+	q.Continue = first.Continue
+	writeCounted(t, s, rng, 2, all[:10]) // changes after the first page
+	second, ok, err := c.PageApplied(ctx, &q)
+	if err != nil || !ok {
+		t.Fatalf("second page: ok %v, %v", ok, err)
+	}
+	want, err := s.List(ctx, &q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, w := pageKeys(second), pageKeys(want); g != w || second.Revision != first.Revision {
+		t.Fatalf("second page at %d:\ncache\n%s\nstore at %d\n%s", second.Revision, g, want.Revision, w)
+	}
+
+	// Compacted past the list's revision, its next page is gone, for the
+	// store at once and for the cache once its tail has read the mark.
+	cur, _, err = s.Revision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitForRevision(ctx, cur); err != nil { // else the tail finds itself overtaken, and resets
+		t.Fatal(err)
+	}
+	if err := s.Compact(ctx, cur, false); err != nil {
+		t.Fatal(err)
+	}
+	q.Continue = second.Continue
+	if _, err := s.List(ctx, &q); !storage.IsTooOld(err) {
+		t.Fatalf("the store's page below the compacted revision: %v, want too old", err)
+	}
+	within(t, "the tail reading the compaction", func() bool {
+		for {
+			_, _, err := c.PageApplied(ctx, &q)
+			if storage.IsTooOld(err) {
+				return true
+			}
+			if err != nil {
+				t.Error(err)
+				return false
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
 }
 
 // TestPageBeforeTheLoad: pages at revisions before the cache loaded the

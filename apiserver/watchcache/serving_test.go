@@ -412,9 +412,9 @@ type compactingStore struct {
 	overtaken atomic.Bool
 }
 
-func (s *compactingStore) Events(ctx context.Context, since int64, limit int) ([]storage.Event, error) {
+func (s *compactingStore) Events(ctx context.Context, since int64, limit int) ([]storage.Event, int64, error) {
 	if s.overtaken.CompareAndSwap(true, false) {
-		return nil, &storage.TooOldError{Requested: since, Compacted: since + 1}
+		return nil, 0, &storage.TooOldError{Requested: since, Compacted: since + 1}
 	}
 	return s.Interface.Events(ctx, since, limit)
 }

@@ -99,9 +99,13 @@ type Cache struct {
 
 	// mu guards what follows; it is held only briefly, never during I/O.
 	// revision and started change under both tail and mu.
-	mu        sync.Mutex
-	cond      *sync.Cond // broadcast when revision moves
-	revision  int64      // the last revision applied
+	mu       sync.Mutex
+	cond     *sync.Cond // broadcast when revision moves
+	revision int64      // the last revision applied
+	// compacted is the store's compacted revision as the tail last read
+	// it: the pages at a revision the cache has applied check their
+	// revision against it rather than read the store's (PageApplied).
+	compacted int64
 	started   bool
 	ctx       context.Context // Run's, for loads shared by several requests
 	resources map[schema.GroupVersionResource]*resource
@@ -139,7 +143,7 @@ func New(store storage.Interface, opts Options) *Cache {
 // Run tails the log until ctx ends.
 func (c *Cache) Run(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithName("watchcache")
-	cur, _, err := c.store.Revision(ctx)
+	cur, compacted, err := c.store.Revision(ctx)
 	if err != nil {
 		return err
 	}
@@ -149,7 +153,7 @@ func (c *Cache) Run(ctx context.Context) error {
 	}
 	c.tail.Lock()
 	c.mu.Lock()
-	c.revision, c.started, c.ctx, c.fields = cur, true, ctx, fields
+	c.revision, c.compacted, c.started, c.ctx, c.fields = cur, compacted, true, ctx, fields
 	c.cond.Broadcast()
 	c.mu.Unlock()
 	c.tail.Unlock()
@@ -201,9 +205,13 @@ func (c *Cache) Run(ctx context.Context) error {
 func (c *Cache) step(ctx context.Context) (int, error) {
 	c.tail.Lock()
 	defer c.tail.Unlock()
-	events, err := c.store.Events(ctx, c.revision, tailBatch)
-	if err != nil || len(events) == 0 {
+	events, compacted, err := c.store.Events(ctx, c.revision, tailBatch)
+	if err != nil {
 		return 0, err
+	}
+	c.sawCompacted(compacted)
+	if len(events) == 0 {
+		return 0, nil
 	}
 	for i := range events {
 		e := &events[i]
@@ -229,11 +237,19 @@ func (c *Cache) step(ctx context.Context) (int, error) {
 // reset drops every resource, whose watches end (their clients resume or
 // relist); the next request of each loads it again at revision cur.
 func (c *Cache) reset(ctx context.Context) {
-	cur, _, err := c.store.Revision(ctx)
+	cur, compacted, err := c.store.Revision(ctx)
 	if err != nil {
 		return
 	}
+	c.sawCompacted(compacted)
 	c.drop(cur)
+}
+
+// sawCompacted notes the store's compacted revision, read by the tail.
+func (c *Cache) sawCompacted(rev int64) {
+	c.mu.Lock()
+	c.compacted = max(c.compacted, rev)
+	c.mu.Unlock()
 }
 
 // closeAll ends every watch as the cache stops.
@@ -407,7 +423,7 @@ func (c *Cache) fill(ctx context.Context, r *resource, at int64) error {
 func (c *Cache) catchUp(ctx context.Context, r *resource, from, to int64) (int64, error) {
 read:
 	for from < to {
-		events, err := c.store.Events(ctx, from, tailBatch)
+		events, _, err := c.store.Events(ctx, from, tailBatch)
 		if err != nil {
 			return from, err
 		}

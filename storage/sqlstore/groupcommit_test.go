@@ -44,7 +44,7 @@ type sentBatch struct {
 // Apply returned.
 func checkLog(t *testing.T, s storage.Interface, batches []*sentBatch) {
 	t.Helper()
-	events, err := s.Events(context.Background(), 0, 1_000_000)
+	events, _, err := s.Events(context.Background(), 0, 1_000_000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestConcurrentWritersGetOwnCommitOrderedRevisions(t *testing.T) {
 					finished = true
 				default:
 				}
-				events, err := s.Events(ctx, last, 1000)
+				events, _, err := s.Events(ctx, last, 1000)
 				if err != nil {
 					tailDone <- err
 					return

@@ -75,7 +75,7 @@ func TestLogStoresEachVersionOnce(t *testing.T) {
 
 		check := func(since int64) {
 			t.Helper()
-			events, err := s.Events(ctx, since, 100)
+			events, _, err := s.Events(ctx, since, 100)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -88,7 +88,7 @@ func TestLogStoresEachVersionOnce(t *testing.T) {
 			// One entry at a time: the entry replacing each is not among
 			// those read.
 			for rev := since; rev < cur; rev++ {
-				one, err := s.Events(ctx, rev, 1)
+				one, _, err := s.Events(ctx, rev, 1)
 				if err != nil || len(one) != 1 {
 					t.Fatalf("the event after %d: %v, %v", rev, one, err)
 				}

@@ -67,11 +67,12 @@ func revisions(db *gorm.DB) (current, compacted int64, err error) {
 }
 
 // Events implements storage.Interface.
-func (s *Store) Events(ctx context.Context, since int64, limit int) ([]storage.Event, error) {
+func (s *Store) Events(ctx context.Context, since int64, limit int) ([]storage.Event, int64, error) {
 	var out []storage.Event
+	var compacted int64
 	err := s.read(ctx, func(tx *gorm.DB) error {
-		_, compacted, err := revisions(tx)
-		if err != nil {
+		var err error
+		if _, compacted, err = revisions(tx); err != nil {
 			return err
 		}
 		if since < compacted {
@@ -90,7 +91,7 @@ func (s *Store) Events(ctx context.Context, since int64, limit int) ([]storage.E
 		}
 		return nil
 	})
-	return out, err
+	return out, compacted, err
 }
 
 // History implements storage.Interface.

@@ -304,7 +304,7 @@ func (r *Replicated) MemberVersions(ctx context.Context, cluster string, gvr sch
 }
 
 // Events implements storage.Interface from the standby's log.
-func (r *Replicated) Events(ctx context.Context, since int64, limit int) ([]storage.Event, error) {
+func (r *Replicated) Events(ctx context.Context, since int64, limit int) ([]storage.Event, int64, error) {
 	return r.standby.Events(ctx, since, limit)
 }
 

@@ -295,7 +295,7 @@ func podRevisions(s storage.Interface) ([]int64, error) {
 	var out []int64
 	var since int64
 	for {
-		events, err := s.Events(context.Background(), since, 10_000)
+		events, _, err := s.Events(context.Background(), since, 10_000)
 		if err != nil {
 			return nil, err
 		}
