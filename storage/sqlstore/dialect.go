@@ -73,6 +73,8 @@ type dialect struct {
 	// statistics, for a page to choose how it tests attributes (pagePlan):
 	// MariaDB plans their subqueries without regard to the page's LIMIT.
 	probeEstimate string
+	// forceWalk names the index a page that seeks is to walk (walkIndex).
+	forceWalk bool
 	// clusterRanges names the clusters of a page that selects namespaces
 	// only, for the planner to read one range of each (see clusterRanges).
 	clusterRanges bool
@@ -157,6 +159,7 @@ func mysqlDialect(collation string) *dialect {
 		contains:      func(c string) string { return "LOCATE(?, " + c + ") > 0" },
 		analyze:       "ANALYZE TABLE resources, attributes, events, " + summaryTable,
 		clusterRanges: true,
+		forceWalk:     true,
 		probeEstimate: "SELECT COALESCE(MAX(table_rows), 0) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = '" + resourcesTable + "'",
 		lockSchema:    "SELECT GET_LOCK('panorama_schema', 300)",
 		unlockSchema:  "SELECT RELEASE_LOCK('panorama_schema')",

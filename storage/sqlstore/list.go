@@ -114,6 +114,9 @@ func (s *Store) List(ctx context.Context, q *storage.ListQuery) (*storage.ListRe
 		page := atRevision(ranged, plan)
 		if after != nil {
 			page = s.dialect.seek(page, order, after, true)
+			if index := s.walkIndex(ranged, order, plan); index != "" {
+				page = page.Table(resourcesTable + " FORCE INDEX (" + index + ")")
+			}
 		}
 		page = page.Order(orderSQL(order))
 		if q.Limit > 0 {
