@@ -190,15 +190,16 @@ func (r *resource) readPage(q *storage.ListQuery, at int64, after *storage.Key) 
 	slices.SortFunc(p.past, func(a, b change) int { return storage.CompareKeys(a.obj.Key, b.obj.Key) })
 
 	sel, residual := r.objects.selection(q)
-	current := func(o *storage.Object) bool {
+	// An object is current at `at` unless it changed since.
+	unchanged := func(o *storage.Object) bool {
 		_, changed := then[o.Key]
-		return !changed && follows(o.Key)
+		return !changed
 	}
 	card := sel.GetCardinality()
 	if p.want >= 0 && walkCosts(p.want, card, uint64(r.objects.len())) {
 		// The walk matches what it takes against q: finish has nothing left
 		// to match.
-		if p.walked = r.walk(q, after, sel, residual, current, p.want, walkBudget(card)); p.walked != nil {
+		if p.walked = r.walk(q, after, sel, residual, unchanged, p.want, walkBudget(card)); p.walked != nil {
 			return p
 		}
 	}
@@ -207,22 +208,26 @@ func (r *resource) readPage(q *storage.ListQuery, at int64, after *storage.Key) 
 	p.residual = residual
 	p.selected = make([]*storage.Object, 0, card)
 	for it := sel.Iterator(); it.HasNext(); {
-		if o := r.objects.slots[it.Next()]; current(o) {
+		if o := r.objects.slots[it.Next()]; unchanged(o) && follows(o.Key) {
 			p.selected = append(p.selected, o)
 		}
 	}
 	return p
 }
 
-// walk returns up to want current objects q selects (in sel, current and,
-// when residual, matching q) in key order from after, within the clusters
-// and namespaces q is limited to, over whose gaps it seeks; nil when it
-// would visit more than budget objects, where sorting the selection is
-// cheaper.
-func (r *resource) walk(q *storage.ListQuery, after *storage.Key, sel *roaring.Bitmap, residual bool, current func(*storage.Object) bool, want int, budget uint64) []*storage.Object {
+// walk returns up to want current objects q selects (in sel, unchanged
+// and, when residual, matching q) in key order after after, within the
+// clusters and namespaces q is limited to, over whose gaps it seeks; nil
+// when it would visit more than budget objects, where sorting the
+// selection is cheaper.
+func (r *resource) walk(q *storage.ListQuery, after *storage.Key, sel *roaring.Bitmap, residual bool, unchanged func(*storage.Object) bool, want int, budget uint64) []*storage.Object {
 	ranges := keyRangesOf(q)
 	from := ranges.first()
-	if after != nil && storage.CompareKeys(*after, from) > 0 {
+	// The walk starts at after, or at a range beyond it: only its first
+	// key may be after itself, which it skips, so the keys it visits are
+	// not compared with after each (a quarter of a paged list's time).
+	skip := after != nil && storage.CompareKeys(*after, from) >= 0
+	if skip {
 		from = *after
 	}
 	out := []*storage.Object{}
@@ -234,6 +239,12 @@ func (r *resource) walk(q *storage.ListQuery, after *storage.Key, sel *roaring.B
 				out = nil
 				return false
 			}
+			if skip {
+				skip = false
+				if storage.CompareKeys(k.obj.Key, *after) == 0 {
+					return true
+				}
+			}
 			next, ok := ranges.seek(k.obj.Key)
 			if !ok {
 				return false
@@ -242,7 +253,7 @@ func (r *resource) walk(q *storage.ListQuery, after *storage.Key, sel *roaring.B
 				from, seeking = next, true
 				return false
 			}
-			if sel.Contains(k.slot) && current(k.obj) && (!residual || q.Matches(k.obj, nil)) {
+			if sel.Contains(k.slot) && unchanged(k.obj) && (!residual || q.Matches(k.obj, nil)) {
 				out = append(out, k.obj)
 			}
 			return len(out) < want
