@@ -347,20 +347,17 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, res storage.Resou
 // until it has applied the store's latest revision, read with one
 // primary-key read, and answers at its revision then. A page that
 // continues a list at a revision the cache has applied needs no such read
-// (Cache.PageApplied). Lists as of a past time (asOf) are the store's.
+// (Cache.ReadPage). Lists as of a past time (asOf) are the store's.
 func (h *Handler) listPage(ctx context.Context, q *storage.ListQuery, asOf bool) (*storage.ListResult, error) {
 	if !asOf && watchcache.Pageable(q) {
-		if page, ok, err := h.cache.PageApplied(ctx, q); ok || err != nil {
-			return page, err
-		}
-		cur, compacted, err := latestRevision(ctx, h.store)
-		if err != nil {
-			return nil, err
-		}
-		if !cacheMayServe(ctx, h.store, h.cache, cur) {
-			return h.store.List(ctx, q)
-		}
-		if page, ok, err := h.cache.Page(ctx, q, cur, compacted); ok || err != nil {
+		page, ok, err := h.cache.ReadPage(ctx, q, func(ctx context.Context) (int64, int64, bool, error) {
+			cur, compacted, err := latestRevision(ctx, h.store)
+			if err != nil {
+				return 0, 0, false, err
+			}
+			return cur, compacted, cacheMayServe(ctx, h.store, h.cache, cur), nil
+		})
+		if ok || err != nil {
 			return page, err
 		}
 	}

@@ -392,16 +392,10 @@ func pagePaths(b *testing.B, served storage.Interface, cache *watchcache.Cache) 
 			return page
 		}},
 		{"watch cache path", "cache-", func(ctx context.Context, q *storage.ListQuery) *storage.ListResult {
-			// As the API server reads: a later page needs none of the
-			// store's revisions, a first page its latest.
-			page, ok, err := cache.PageApplied(ctx, q)
-			if !ok && err == nil {
-				var cur, compacted int64
-				if cur, compacted, err = served.Revision(ctx); err != nil {
-					b.Fatal(err)
-				}
-				page, ok, err = cache.Page(ctx, q, cur, compacted)
-			}
+			page, ok, err := cache.ReadPage(ctx, q, func(ctx context.Context) (int64, int64, bool, error) {
+				cur, compacted, err := served.Revision(ctx)
+				return cur, compacted, true, err
+			})
 			if err != nil || !ok {
 				b.Fatalf("a page from the watch cache: ok %v, %v", ok, err)
 			}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/panorama-io/panorama/apiserver/watchcache"
 	"github.com/panorama-io/panorama/storage"
+	"github.com/panorama-io/panorama/storage/sqlstore"
 	"github.com/panorama-io/panorama/storage/storagetest"
 )
 
@@ -158,19 +159,27 @@ func TestPageAsStore(t *testing.T) {
 	})
 }
 
+// fortyLoaded writes 40 pods, drawn from seed, and runs a cache with opts
+// that has loaded them. It returns the generator for their next rounds.
+func fortyLoaded(t *testing.T, seed uint64, opts watchcache.Options) (*sqlstore.Store, *watchcache.Cache, *rand.Rand, []int) {
+	t.Helper()
+	s := storagetest.Backends()[0].Open(t)
+	rng := rand.New(rand.NewPCG(seed, seed))
+	all := firstPods(40)
+	writeCounted(t, s, rng, 1, all)
+	c := run(t, s, opts)
+	if _, _, err := c.List(context.Background(), &storage.ListQuery{GVR: pods}); err != nil {
+		t.Fatal(err)
+	}
+	return s, c, rng, all
+}
+
 // TestPageBeyondTheRing: a page at a revision older than the cache's ring
 // reaches is the store's to serve, and one below the store's compacted
 // revision is gone, as the store answers it.
 func TestPageBeyondTheRing(t *testing.T) {
-	s := storagetest.Backends()[0].Open(t)
+	s, c, rng, all := fortyLoaded(t, 6, watchcache.Options{RingSize: 8})
 	ctx := context.Background()
-	rng := rand.New(rand.NewPCG(6, 6))
-	all := firstPods(40)
-	writeCounted(t, s, rng, 1, all)
-	c := run(t, s, watchcache.Options{RingSize: 8})
-	if _, _, err := c.List(ctx, &storage.ListQuery{GVR: pods}); err != nil {
-		t.Fatal(err)
-	}
 	cur, compacted, err := s.Revision(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -207,15 +216,8 @@ func TestPageBeyondTheRing(t *testing.T) {
 // them compacted once its tail has read the compaction, as the store
 // answers them then.
 func TestPageApplied(t *testing.T) {
-	s := storagetest.Backends()[0].Open(t)
+	s, c, rng, all := fortyLoaded(t, 9, watchcache.Options{PollInterval: 20 * time.Millisecond})
 	ctx := context.Background()
-	rng := rand.New(rand.NewPCG(9, 9))
-	all := firstPods(40)
-	writeCounted(t, s, rng, 1, all)
-	c := run(t, s, watchcache.Options{PollInterval: 20 * time.Millisecond})
-	if _, _, err := c.List(ctx, &storage.ListQuery{GVR: pods}); err != nil {
-		t.Fatal(err)
-	}
 	cur, compacted, err := s.Revision(ctx)
 	if err != nil {
 		t.Fatal(err)
