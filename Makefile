@@ -74,7 +74,7 @@ bench: ## Benchmarks, each printed as ratios to a baseline measured in the same 
 	go test -v -run '^$$' -bench . -benchtime 1x -timeout 60m ./storage/... ./controllers/ ./apiserver/ ./apiserver/watchcache/
 
 .PHONY: bench-count-1m
-bench-count-1m: ## The count and search benchmarks, of the store and of the watch cache, over 1,000,000 pods on MariaDB and PostgreSQL (ingesting them takes a while).
+bench-count-1m: ## The count, search and paged-list benchmarks, of the store and of the watch cache, over 1,000,000 pods on MariaDB and PostgreSQL (ingesting them takes a while).
 	PANORAMA_BENCH_COUNT_OBJECTS=1000000 go test -v -run '^$$' -bench 'Benchmark(Count|CachedCount|CachedSearch)/(mysql|postgres)' -benchtime 1x -timeout 240m ./storage/sqlstore/ ./apiserver/watchcache/
 
 .PHONY: bench-1m
