@@ -38,3 +38,7 @@ func PageBy(way int) (restore func()) {
 	}
 	return func() { sortCost, maxVisits = cost, visits }
 }
+
+// StaleCompaction is how many poll intervals a page trusts the tail's
+// compaction mark.
+const StaleCompaction = staleCompaction

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/bits"
 	"slices"
+	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
 
@@ -48,14 +49,20 @@ func (c *Cache) Page(ctx context.Context, q *storage.ListQuery, current, compact
 	return c.page(ctx, q, at, after, need)
 }
 
+// staleCompaction is how many poll intervals PageApplied trusts the
+// compacted revision the tail last read; beyond that, Page reads it.
+const staleCompaction = 10
+
 // PageApplied returns the page q continues, as Page does, without the
 // store's revisions, when the cache has applied the revision of q's
 // continue token. Such a page needs no consistent read, and its revision
 // is checked against the compaction the tail last read rather than the
-// store's (a tail reads it at least every poll): that saves the store a
-// read for every page of a list but its first. ok is false for a first
-// page, an Exact list's included, and for a page at a revision the cache
-// has yet to apply: Page answers those, with the store's revisions.
+// store's (a tail reads it at least every poll, from the replica the
+// cache tails where there is one): that saves the store a read for every
+// page of a list but its first. ok is false for a first page, an Exact
+// list's included, for a page at a revision the cache has yet to apply,
+// and while the tail has not read the log for staleCompaction polls: Page
+// answers those, with the store's revisions.
 func (c *Cache) PageApplied(ctx context.Context, q *storage.ListQuery) (page *storage.ListResult, ok bool, err error) {
 	if q.Continue == "" || !Pageable(q) {
 		return nil, false, nil
@@ -68,10 +75,12 @@ func (c *Cache) PageApplied(ctx context.Context, q *storage.ListQuery) (page *st
 		return nil, false, err
 	}
 	c.mu.Lock()
-	applied, compacted := c.revision, c.compacted
+	applied, compacted, read := c.revision, c.compacted, c.readCompacted
 	c.mu.Unlock()
 	switch {
-	case at > applied:
+	case at > applied, time.Since(read) > staleCompaction*c.opts.PollInterval:
+		// A tail that has not read the log for that long (the store or its
+		// replica failing) may have missed a compaction.
 		return nil, false, nil
 	case at < compacted:
 		return nil, false, &storage.TooOldError{Requested: at, Compacted: compacted}

@@ -2,8 +2,10 @@ package watchcache_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -382,4 +384,59 @@ func TestPageLimitIsCapped(t *testing.T) {
 			t.Fatalf("limit %d: %d objects, continue %q; the store's %d, %q", limit, len(got.Objects), got.Continue, len(want.Objects), want.Continue)
 		}
 	}
+}
+
+// failingLog fails every read of the log while failing is set, as a
+// store or replica that is down does.
+type failingLog struct {
+	storage.Interface
+	failing atomic.Bool
+}
+
+func (s *failingLog) Events(ctx context.Context, since int64, limit int) ([]storage.Event, int64, error) {
+	if s.failing.Load() {
+		return nil, 0, errors.New("the log is unreachable")
+	}
+	return s.Interface.Events(ctx, since, limit)
+}
+
+// TestPageAppliedDistrustsAStalledTail: once the tail has not read the
+// log for a while, it may have missed a compaction, and a page that
+// continues a list reads the store's revisions (Page) again.
+func TestPageAppliedDistrustsAStalledTail(t *testing.T) {
+	s := &failingLog{Interface: storagetest.Backends()[0].Open(t)}
+	ctx := context.Background()
+	writeCounted(t, s, rand.New(rand.NewPCG(10, 10)), 1, firstPods(20))
+	const poll = 20 * time.Millisecond
+	c := run(t, s, watchcache.Options{PollInterval: poll})
+	if _, _, err := c.List(ctx, &storage.ListQuery{GVR: pods}); err != nil {
+		t.Fatal(err)
+	}
+	cur, compacted, err := s.Revision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := storage.ListQuery{GVR: pods, Limit: 5}
+	first, ok, err := c.Page(ctx, &q, cur, compacted)
+	if err != nil || !ok {
+		t.Fatalf("first page: ok %v, %v", ok, err)
+	}
+	q.Continue = first.Continue
+	if _, ok, err := c.PageApplied(ctx, &q); !ok || err != nil {
+		t.Fatalf("a page of a tailing cache: ok %v, %v", ok, err)
+	}
+	s.failing.Store(true)
+	time.Sleep(watchcache.StaleCompaction*poll + 5*poll)
+	if _, ok, err := c.PageApplied(ctx, &q); ok || err != nil {
+		t.Fatalf("a page of a stalled tail: ok %v, %v; want Page to answer it", ok, err)
+	}
+	s.failing.Store(false)
+	within(t, "the tail reading the log again", func() bool {
+		for {
+			if _, ok, _ := c.PageApplied(ctx, &q); ok {
+				return true
+			}
+			time.Sleep(poll)
+		}
+	})
 }

@@ -103,12 +103,14 @@ type Cache struct {
 	cond     *sync.Cond // broadcast when revision moves
 	revision int64      // the last revision applied
 	// compacted is the store's compacted revision as the tail last read
-	// it: the pages at a revision the cache has applied check their
-	// revision against it rather than read the store's (PageApplied).
-	compacted int64
-	started   bool
-	ctx       context.Context // Run's, for loads shared by several requests
-	resources map[schema.GroupVersionResource]*resource
+	// it, at readCompacted: the pages at a revision the cache has applied
+	// check their revision against it rather than read the store's
+	// (PageApplied).
+	compacted     int64
+	readCompacted time.Time
+	started       bool
+	ctx           context.Context // Run's, for loads shared by several requests
+	resources     map[schema.GroupVersionResource]*resource
 	// fields are the indexed fields objects are described with.
 	fields  *storage.FieldSet
 	watches int
@@ -151,9 +153,10 @@ func (c *Cache) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	c.sawCompacted(compacted)
 	c.tail.Lock()
 	c.mu.Lock()
-	c.revision, c.compacted, c.started, c.ctx, c.fields = cur, compacted, true, ctx, fields
+	c.revision, c.started, c.ctx, c.fields = cur, true, ctx, fields
 	c.cond.Broadcast()
 	c.mu.Unlock()
 	c.tail.Unlock()
@@ -248,7 +251,7 @@ func (c *Cache) reset(ctx context.Context) {
 // sawCompacted notes the store's compacted revision, read by the tail.
 func (c *Cache) sawCompacted(rev int64) {
 	c.mu.Lock()
-	c.compacted = max(c.compacted, rev)
+	c.compacted, c.readCompacted = max(c.compacted, rev), time.Now()
 	c.mu.Unlock()
 }
 

@@ -98,7 +98,10 @@ func (s *Store) pagePlan(tx *gorm.DB, q *storage.ListQuery, order []storage.Orde
 // the index of its order, when the page reads in that order whatever it
 // selects by, its attributes all probed and no names, owners, namespaces
 // of unnamed clusters or, in key order, creation times, which other
-// indexes find first. "" leaves the plan to the database.
+// indexes find first; in creation order, no clusters or namespaces
+// either, which resources_created holds after the time (a cluster's page
+// would test every other cluster's rows in turn). "" leaves the plan to
+// the database.
 //
 // Left to itself, MariaDB planned such a page as a ref of the index's
 // prefix (the resource) with the seek as an index condition, which reads
@@ -119,9 +122,9 @@ func (s *Store) walkIndex(q *storage.ListQuery, order []storage.OrderBy, plan at
 		}
 	}
 	switch {
-	case order[0].Field == storage.OrderCreated:
+	case order[0].Field == storage.OrderCreated && len(q.Clusters) == 0 && len(q.Namespaces) == 0:
 		return "resources_created"
-	case q.CreatedSince != nil || q.CreatedBefore != nil:
+	case order[0].Field == storage.OrderCreated, q.CreatedSince != nil || q.CreatedBefore != nil:
 		return ""
 	}
 	return "resources_key"
