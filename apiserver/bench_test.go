@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/panorama-io/panorama/storage"
+	"github.com/panorama-io/panorama/storage/storagetest"
 	"github.com/panorama-io/panorama/test/testenv"
 )
 
@@ -80,13 +81,9 @@ func timeList(b *testing.B, cfg *rest.Config, gvr schema.GroupVersionResource, o
 		}
 		return testenv.CountAllUndecoded(b, cfg, gvr, opts)
 	}
-	best := time.Duration(1 << 62)
-	for range 3 {
-		start := time.Now()
+	return storagetest.BestOf3(storagetest.Timed(func() {
 		if got := count(); got != want {
 			b.Fatalf("listed %d of %d", got, want)
 		}
-		best = min(best, time.Since(start))
-	}
-	return best
+	}))[0]
 }

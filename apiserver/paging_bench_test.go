@@ -159,21 +159,18 @@ func storeCountAll(b *testing.B, s storage.Interface, limit int64, between func(
 // each count want objects, less the time a list says was not its own. The
 // lists take turns, so that a machine busier for a while slows them alike.
 func bestOfEach(b *testing.B, want int, lists []func() (n int, untimed time.Duration)) []time.Duration {
-	best := make([]time.Duration, len(lists))
-	for i := range best {
-		best[i] = 1 << 62
-	}
-	for range 3 {
-		for i, list := range lists {
+	runs := make([]func() time.Duration, len(lists))
+	for i, list := range lists {
+		runs[i] = func() time.Duration {
 			start := time.Now()
 			got, untimed := list()
 			if got != want {
 				b.Fatalf("listed %d of %d", got, want)
 			}
-			best[i] = min(best[i], time.Since(start)-untimed)
+			return time.Since(start) - untimed
 		}
 	}
-	return best
+	return storagetest.BestOf3(runs...)
 }
 
 func envCount(b *testing.B, key string, def int) int {

@@ -409,7 +409,9 @@ func pagePaths(b *testing.B, served storage.Interface, cache *watchcache.Cache) 
 // best of three.
 func lists(b *testing.B, ctx context.Context, paths []pagePath, member dynamic.Interface, n int) {
 	var memberCount int
-	kubePaged := bestOf3(func() { memberCount = testenv.CountAll(b, member, configMapsGVR, metav1.ListOptions{Limit: listPage}) })[0]
+	kubePaged := storagetest.BestOf3(storagetest.Timed(func() {
+		memberCount = testenv.CountAll(b, member, configMapsGVR, metav1.ListOptions{Limit: listPage})
+	}))[0]
 	kubeSame := kubePaged * time.Duration(n)
 	for _, path := range paths {
 		listAll := func(limit int64, count *int) func() {
@@ -426,7 +428,10 @@ func lists(b *testing.B, ctx context.Context, paths []pagePath, member dynamic.I
 			}
 		}
 		var pagedCount, count int
-		best := bestOf3(listAll(listPage, &pagedCount), listAll(0, &count))
+		// In turn: on MariaDB, a paged list timed three times before the
+		// unpaged one, right after the churn, came out at 1.1-3.2 x it
+		// from run to run.
+		best := storagetest.BestOf3(storagetest.Timed(listAll(listPage, &pagedCount)), storagetest.Timed(listAll(0, &count)))
 		paged, unpaged := best[0], best[1]
 		if pagedCount != count || count != n*memberCount {
 			b.Fatalf("%s: listed %d paged and %d unpaged, want %d × %d", path.name, pagedCount, count, n, memberCount)
@@ -476,24 +481,6 @@ func search(b *testing.B, ctx context.Context, paths []pagePath, member dynamic.
 			searchPage, path.name, p50.Round(10*time.Microsecond), float64(p50)/float64(searchTarget), float64(p50)/float64(storagetest.Quantile(kube, 0.5)), storagetest.Quantile(kube, 0.5).Round(10*time.Microsecond),
 			p99.Round(10*time.Microsecond), float64(p99)/float64(storagetest.Quantile(kube, 0.99)), storagetest.Quantile(kube, 0.99).Round(10*time.Microsecond))
 	}
-}
-
-// bestOf3 runs each of fs three times and returns the shortest time of
-// each. They run in turn, so that all see the same load: on MariaDB, a
-// paged list timed three times before the unpaged one, right after the
-// churn, came out at 1.1-3.2 x it from run to run.
-func bestOf3(fs ...func()) []time.Duration {
-	best := make([]time.Duration, len(fs))
-	for range 3 {
-		for i, f := range fs {
-			t0 := time.Now()
-			f()
-			if d := time.Since(t0); best[i] == 0 || d < best[i] {
-				best[i] = d
-			}
-		}
-	}
-	return best
 }
 
 func mib(bytes uint64) float64 { return float64(bytes) / (1 << 20) }

@@ -119,15 +119,8 @@ func pagedList(b *testing.B, s storage.Interface, c *watchcache.Cache, n int) {
 		}
 		return time.Since(start)
 	}
-	var paged, unpaged time.Duration
-	for range 3 {
-		if d := list(500); paged == 0 || d < paged {
-			paged = d
-		}
-		if d := list(0); unpaged == 0 || d < unpaged {
-			unpaged = d
-		}
-	}
+	best := storagetest.BestOf3(func() time.Duration { return list(500) }, func() time.Duration { return list(0) })
+	paged, unpaged := best[0], best[1]
 	b.ReportMetric(float64(paged)/float64(unpaged), "cache-paged/unpaged")
 	b.Logf("%d pods from the cache: paged (500) %v, %.2fx the unpaged list (%v)", n, paged.Round(time.Millisecond), float64(paged)/float64(unpaged), unpaged.Round(time.Millisecond))
 }

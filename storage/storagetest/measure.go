@@ -18,6 +18,30 @@ func Quantile(sorted []time.Duration, q float64) time.Duration {
 	return sorted[min(len(sorted)-1, int(q*float64(len(sorted))))]
 }
 
+// BestOf3 runs each of runs three times and returns the shortest
+// duration each returned. They take turns, so that a machine busier for a
+// while slows them alike.
+func BestOf3(runs ...func() time.Duration) []time.Duration {
+	best := make([]time.Duration, len(runs))
+	for range 3 {
+		for i, run := range runs {
+			if d := run(); best[i] == 0 || d < best[i] {
+				best[i] = d
+			}
+		}
+	}
+	return best
+}
+
+// Timed is a run for BestOf3 that takes as long as f.
+func Timed(f func()) func() time.Duration {
+	return func() time.Duration {
+		start := time.Now()
+		f()
+		return time.Since(start)
+	}
+}
+
 // Millis is d in milliseconds, as benchmarks report metrics.
 func Millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
