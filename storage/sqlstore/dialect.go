@@ -35,6 +35,8 @@ type dialect struct {
 	writeTx *sql.TxOptions
 	// insertRows bounds the rows of one multi-row INSERT.
 	insertRows int
+	// insertArrays inserts rows as arrays, one a column (arrays.go).
+	insertArrays bool
 	// lookupKeys bounds the whole keys one statement looks up, lookupLists
 	// the lists of names of one cluster's namespace they are given as
 	// (lookup.go). PostgreSQL plans each list as an index scan of its own,
@@ -101,6 +103,7 @@ var dialects = map[string]*dialect{
 		},
 		forUpdate:    " FOR UPDATE",
 		insertRows:   500,
+		insertArrays: true,
 		lookupKeys:   keyChunk,
 		lookupLists:  10,
 		addExcluded:  summaryTable + ".n + excluded.n",

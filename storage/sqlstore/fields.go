@@ -253,7 +253,7 @@ func (s *Store) reindex(ctx context.Context, version int64) error {
 			if err := tx.Where("resource_revision IN ? AND kind = ?", revs, attrKindField).Delete(&attributeRow{}).Error; err != nil {
 				return 0, err
 			}
-			if err := insertChunked(tx, s.dialect.insertRows, attrs, func(*attributeRow) int { return 64 }); err != nil {
+			if err := insertChunked(tx, s.dialect, attrs, func(*attributeRow) int { return 64 }); err != nil {
 				return 0, err
 			}
 			var t tally

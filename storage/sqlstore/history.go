@@ -212,7 +212,7 @@ func (s *Store) keep(tx *gorm.DB, lo, hi int64) error {
 		h.MemberResourceVersion = memberResourceVersion(state)
 		rows[i] = h
 	}
-	if err := insertChunked(tx, s.dialect.insertRows, rows, func(h *historyRow) int { return len(h.Patch) + 256 }); err != nil {
+	if err := insertChunked(tx, s.dialect, rows, func(h *historyRow) int { return len(h.Patch) + 256 }); err != nil {
 		return err
 	}
 	return tx.Where("revision > ? AND revision <= ?", lo, hi).Delete(&eventRow{}).Error

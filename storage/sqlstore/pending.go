@@ -117,10 +117,10 @@ func (p *pending) flush(tx *gorm.DB, d *dialect) error {
 			return err
 		}
 	}
-	if err := insertChunked(tx, d.insertRows, rows, func(r *resourceRow) int { return len(r.Object) }); err != nil {
+	if err := insertChunked(tx, d, rows, func(r *resourceRow) int { return len(r.Object) }); err != nil {
 		return err
 	}
-	if err := insertChunked(tx, d.insertRows, fresh.rows(), func(*attributeRow) int { return 64 }); err != nil {
+	if err := insertChunked(tx, d, fresh.rows(), func(*attributeRow) int { return 64 }); err != nil {
 		return err
 	}
 	keys := make(map[int64]*KeyColumns, len(rows))
@@ -132,7 +132,7 @@ func (p *pending) flush(tx *gorm.DB, d *dialect) error {
 	if err := t.apply(tx, d); err != nil {
 		return err
 	}
-	return insertChunked(tx, d.insertRows, events, func(e *eventRow) int { return len(e.Object) + len(e.PrevObject) })
+	return insertChunked(tx, d, events, func(e *eventRow) int { return len(e.Object) + len(e.PrevObject) })
 }
 
 // attrID is an attribute row's primary key.

@@ -190,7 +190,9 @@ func (t *tally) apply(tx *gorm.DB, d *dialect) error {
 		Columns:   []clause.Column{{Name: "id"}},
 		DoUpdates: clause.Assignments(map[string]any{"n": gorm.Expr(d.addExcluded)}),
 	})
-	return insertChunked(upsert, d.insertRows, rows, func(*summaryRow) int { return 256 })
+	return inChunks(rows, d.insertRows, func(*summaryRow) int { return 256 }, func(chunk []summaryRow) error {
+		return upsert.Omit(clause.Associations).Create(chunk).Error
+	})
 }
 
 // sweepSummary deletes the cells that fell to 0, a range of ids per

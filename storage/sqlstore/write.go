@@ -303,15 +303,26 @@ func older(a, b string) bool {
 	return errA == nil && errB == nil && x < y
 }
 
-// insertChunked inserts rows in multi-row statements bounded by count and bytes.
-func insertChunked[T any](tx *gorm.DB, maxRows int, rows []T, size func(*T) int) error {
+// insertChunked inserts rows in statements bounded by d.insertRows rows and
+// insertBytes, as arrays where the dialect takes them.
+func insertChunked[T any](tx *gorm.DB, d *dialect, rows []T, size func(*T) int) error {
+	return inChunks(rows, d.insertRows, size, func(chunk []T) error {
+		if d.insertArrays {
+			return insertArrays(tx, chunk)
+		}
+		return tx.Omit(clause.Associations).Create(chunk).Error
+	})
+}
+
+// inChunks calls write with runs of rows bounded by count and bytes.
+func inChunks[T any](rows []T, maxRows int, size func(*T) int, write func([]T) error) error {
 	for start := 0; start < len(rows); {
 		end, bytes := start, 0
 		for end < len(rows) && end-start < maxRows && (end == start || bytes+size(&rows[end]) <= insertBytes) {
 			bytes += size(&rows[end])
 			end++
 		}
-		if err := tx.Omit(clause.Associations).Create(rows[start:end]).Error; err != nil {
+		if err := write(rows[start:end]); err != nil {
 			return err
 		}
 		start = end
