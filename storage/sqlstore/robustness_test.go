@@ -318,3 +318,37 @@ func TestConcurrentMigrations(t *testing.T) {
 		}
 	})
 }
+
+// TestMigrationDropsUIDIndex: a store made before version 12 loses its
+// index of uids, and a new one never has it.
+func TestMigrationDropsUIDIndex(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
+		opts := b.Options(t)
+		s, err := sqlstore.Open(context.Background(), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db := sqlstore.GormDB(s)
+		if db.Migrator().HasIndex("resources", "resources_uid") {
+			t.Fatal("a new store has resources_uid")
+		}
+		apply(t, s, podsGVR, storage.Upsert(object("Pod", "default", "a", "1")))
+		// As version 11 left it.
+		for _, stmt := range []string{
+			"CREATE INDEX resources_uid ON resources (uid)",
+			"DELETE FROM panorama_schema_migrations WHERE version = 12",
+		} {
+			if err := db.Exec(stmt).Error; err != nil {
+				t.Fatalf("%s: %v", stmt, err)
+			}
+		}
+		_ = s.Close()
+		s = storagetest.OpenStore(t, opts)
+		if sqlstore.GormDB(s).Migrator().HasIndex("resources", "resources_uid") {
+			t.Error("resources_uid is still there after migrating")
+		}
+		if o, err := s.Get(context.Background(), storage.Key{Cluster: "east", GVR: podsGVR, Namespace: "default", Name: "a"}); err != nil || o.MemberResourceVersion != "1" {
+			t.Errorf("the pod after migrating: %+v, %v", o, err)
+		}
+	})
+}
