@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -317,7 +316,7 @@ func (r *ClusterReconciler) sync(ctx context.Context, c *clusterv1alpha1.Cluster
 	}
 	setCondition(status, clusterv1alpha1.ConditionReady, true, ReasonHealthy, "the member's API server is ready")
 
-	dyn, err := dynamic.NewForConfig(cfg)
+	dyn, err := synchronizer.NewClient(cfg)
 	if err != nil {
 		return requeue, err
 	}

@@ -202,7 +202,11 @@ func syncFleet(b *testing.B, ctx context.Context, store storage.Interface, opts 
 	for i := range clients {
 		cfg := rest.CopyConfig(member)
 		cfg.QPS, cfg.Burst = 100, 200 // memberQPS, memberBurst
-		clients[i] = dynamic.NewForConfigOrDie(cfg)
+		c, err := synchronizer.NewClient(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		clients[i] = c
 	}
 	f := fleetSync{before: memoryNow()}
 	stopLocks := storagetest.WatchLockWaits(b, opts)

@@ -159,9 +159,14 @@ type member struct {
 	kube kubernetes.Interface
 }
 
+// startMember starts a member, reached as the controller reaches one.
 func startMember(t *testing.T) *member {
 	env := testenv.Start(t, testenv.WithoutCRDs())
-	return &member{dyn: dynamic.NewForConfigOrDie(env.Config), kube: kubernetes.NewForConfigOrDie(env.Config)}
+	dyn, err := NewClient(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &member{dyn: dyn, kube: kubernetes.NewForConfigOrDie(env.Config)}
 }
 
 func (m *member) createConfigMap(t *testing.T, name string) {
