@@ -235,19 +235,33 @@ func (p pgPlan) rowsRead() int64 {
 // namespaces, each created a second after the one before.
 const costObjects, costLimit = 3000, 50
 
-func costFixture(t *testing.T, s *sqlstore.Store) {
+func costFixture(t *testing.T, s *sqlstore.Store) { costPods(t, s, nil) }
+
+// costPods writes costObjects pods, each made by costPod and then shape
+// (if any), in batches of 500 that go to the clusters in turn, has the
+// planner count them, and returns the store's revision.
+func costPods(t *testing.T, s *sqlstore.Store, shape func(i int, pod *unstructured.Unstructured)) int64 {
 	t.Helper()
 	const batch = 500
 	for i := 0; i < costObjects; i += batch {
 		changes := make([]storage.Change, 0, batch)
 		for j := i; j < i+batch; j++ {
-			changes = append(changes, storage.Upsert(costPod(j, "1")))
+			pod := costPod(j, "1")
+			if shape != nil {
+				shape(j, pod)
+			}
+			changes = append(changes, storage.Upsert(pod))
 		}
 		if _, err := s.Apply(context.Background(), clusters[(i/batch)%len(clusters)], podsGVR, changes); err != nil {
 			t.Fatal(err)
 		}
 	}
 	refreshStatistics(t, s)
+	rev, _, err := s.Revision(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rev
 }
 
 // refreshStatistics has the planner count the rows, as a Store does after
@@ -501,31 +515,17 @@ func TestSelectorPageReadsAboutWhatItShows(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
 		s := b.Open(t)
 		rec := newQueryRecorder(t, s)
-		ctx := context.Background()
 		// Every other pod is labelled half=yes, every 300th rare=yes.
-		for i := 0; i < costObjects; i += 500 {
-			changes := make([]storage.Change, 0, 500)
-			for j := i; j < i+500; j++ {
-				pod := costPod(j, "1")
-				l := map[string]string{"half": "no"}
-				if j%2 == 0 {
-					l["half"] = "yes"
-				}
-				if j%300 == 0 {
-					l["rare"] = "yes"
-				}
-				pod.SetLabels(l)
-				changes = append(changes, storage.Upsert(pod))
+		rev := costPods(t, s, func(j int, pod *unstructured.Unstructured) {
+			l := map[string]string{"half": "no"}
+			if j%2 == 0 {
+				l["half"] = "yes"
 			}
-			if _, err := s.Apply(ctx, clusters[(i/500)%len(clusters)], podsGVR, changes); err != nil {
-				t.Fatal(err)
+			if j%300 == 0 {
+				l["rare"] = "yes"
 			}
-		}
-		refreshStatistics(t, s)
-		rev, _, err := s.Revision(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+			pod.SetLabels(l)
+		})
 		for _, tc := range []struct {
 			selector string
 			matches  int
@@ -553,6 +553,55 @@ func TestSelectorPageReadsAboutWhatItShows(t *testing.T) {
 				}
 				if n := rowsExamined(t, b, s, stmts, true); n >= int64(max(tested, tc.matches)) {
 					t.Errorf("%s, orderby %v: a page of %d of %d matches read %d rows, to test %d", tc.selector, order, q.Limit, tc.matches, n, tested)
+				}
+			}
+		}
+	})
+}
+
+// TestImageValuesReadTheirCells: an images search resolves the part of an
+// image it is given to the images that contain it by reading about one
+// row per cluster and image, not the images of every row: MariaDB read the
+// index of images from its start to the matches, 3 s at a million pods.
+// The page then reads as a label's of those values does, and must return
+// what the whole list has there.
+func TestImageValuesReadTheirCells(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
+		s := b.Open(t)
+		rec := newQueryRecorder(t, s)
+		// 30 images, each on a 30th of the pods; every 300th pod has a
+		// rare one too.
+		const images = 30 + 1
+		rev := costPods(t, s, func(j int, pod *unstructured.Unstructured) {
+			containers := []any{map[string]any{"name": "app", "image": fmt.Sprintf("registry.example/team-%02d/app:1", j%30)}}
+			if j%300 == 0 {
+				containers = append(containers, map[string]any{"name": "x", "image": "registry.example/rare/x:1"})
+			}
+			_ = unstructured.SetNestedSlice(pod.Object, containers, "spec", "containers")
+		})
+		contains := regexp.MustCompile(`(LOCATE|STRPOS|INSTR)\(`)
+		for _, tc := range []struct {
+			images  []string
+			matches int
+			limit   int64
+		}{
+			{[]string{"/team-27/"}, costObjects / 30, costLimit},
+			{[]string{"/rare/"}, costObjects / 300, 2},
+			{[]string{"/team-1", "/rare/"}, costObjects/30*10 + costObjects/300, costLimit},
+		} {
+			for _, order := range indexedOrders[:3] {
+				q := storage.ListQuery{GVR: podsGVR, Limit: tc.limit, OrderBy: order, Images: tc.images}
+				var resolve []statement
+				for _, st := range latePage(t, s, rec, q, rev, tc.matches/4) {
+					if contains.MatchString(st.sql) {
+						resolve = append(resolve, st)
+					}
+				}
+				if len(resolve) != 1 {
+					t.Fatalf("images %v: %d statements test images for a part, want 1: %v", tc.images, len(resolve), resolve)
+				}
+				if n := rowsExamined(t, b, s, resolve, true); n > 2*images*int64(len(clusters)) {
+					t.Errorf("images %v, orderby %v: resolving them read %d rows, for %d images in %d clusters: %s", tc.images, order, n, images, len(clusters), resolve[0].sql)
 				}
 			}
 		}
