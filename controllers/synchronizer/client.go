@@ -70,11 +70,8 @@ func (d listDecoder) Decode(data []byte, defaults *schema.GroupVersionKind, into
 	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(data, &doc); err != nil {
 		return nil, nil, err
 	}
-	switch {
-	case doc.Kind == "":
+	if doc.Kind == "" { // client-go requires no apiVersion either
 		return nil, nil, runtime.NewMissingKindErr(string(data))
-	case doc.APIVersion == "":
-		return nil, nil, runtime.NewMissingVersionErr(string(data))
 	}
 	list.Object = map[string]any{"apiVersion": doc.APIVersion, "kind": doc.Kind}
 	if doc.Metadata != nil {

@@ -113,11 +113,11 @@ func TestClientListsAsClientGo(t *testing.T) {
 	})
 }
 
-// TestListDecoderNeedsKind: a list without kind or apiVersion is refused
-// as client-go refuses it; items without both get the list's.
+// TestListDecoderNeedsKind: a list without a kind is refused as client-go
+// refuses it; items without a kind and an apiVersion get the list's.
 func TestListDecoderNeedsKind(t *testing.T) {
 	d := newListsDecodedOnce(dynamic.ConfigFor(&rest.Config{}).NegotiatedSerializer).infos[0].Serializer
-	for _, doc := range []string{`{"apiVersion":"v1","items":[]}`, `{"kind":"PodList","items":[]}`, `[1]`} {
+	for _, doc := range []string{`{"apiVersion":"v1","items":[]}`, `{"items":[{"kind":"Pod"}]}`, `[1]`, `{"kind":"PodList","items":[1]}`} {
 		if _, _, err := d.Decode([]byte(doc), nil, &unstructured.UnstructuredList{}); err == nil {
 			t.Errorf("%s: decoded", doc)
 		}

@@ -325,9 +325,13 @@ func (s *Store) alter(db *gorm.DB, a alteration) error {
 	switch c := a.column; {
 	case a.drop:
 		made = func() bool { return !m.HasIndex(a.table, a.index.name) }
-		stmt = "DROP INDEX " + a.index.name
-		if s.dialect.name == "mysql" {
+		switch stmt = "DROP INDEX " + a.index.name; s.dialect.name {
+		case "mysql":
 			stmt += " ON " + a.table
+		case "postgres":
+			// Without waiting for the table's exclusive lock, behind which
+			// every read and write of replicas still serving would queue.
+			stmt = "DROP INDEX CONCURRENTLY IF EXISTS " + a.index.name
 		}
 	case c != nil:
 		made = func() bool { return m.HasColumn(a.table, c.name) }
