@@ -277,14 +277,10 @@ func TestStoredDeclarationRefused(t *testing.T) {
 		s := b.Open(t)
 		ctx := context.Background()
 		db := sqlstore.GormDB(s)
-		for _, stmt := range []string{
+		execAll(t, db,
 			`INSERT INTO panorama_fields (version, declarations) VALUES (7, '{"builtin":0,"declared":[{"name":"images","paths":["spec.x"]},{"name":"team","paths":["metadata.annotations.team"]}]}')`,
 			"UPDATE panorama_meta SET value = 7 WHERE name IN ('fields_declared', 'fields_indexed')",
-		} {
-			if err := db.Exec(stmt).Error; err != nil {
-				t.Fatalf("%s: %v", stmt, err)
-			}
-		}
+		)
 		w := &world{objects: map[storage.Key]*storage.Object{}}
 		pod := object("Pod", "web", "p", "1", func(u *unstructured.Unstructured) {
 			u.SetAnnotations(map[string]string{"team": "a"})

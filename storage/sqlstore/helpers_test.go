@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"gorm.io/gorm"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -23,6 +24,17 @@ var (
 	replicaSetsGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "replicasets"}
 	baseTime       = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 )
+
+// execAll runs stmts on db in order: a test's setup of a database as an
+// older version left it.
+func execAll(t testing.TB, db *gorm.DB, stmts ...string) {
+	t.Helper()
+	for _, stmt := range stmts {
+		if err := db.Exec(stmt).Error; err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+}
 
 // object builds a member object the way a synchronizer hands it over.
 func object(kind, ns, name, memberRV string, mutate ...func(u *unstructured.Unstructured)) *unstructured.Unstructured {

@@ -346,18 +346,14 @@ func TestMigrationToHistory(t *testing.T) {
 		// As a store of schema version 4 compacted it: the log dropped,
 		// nothing kept.
 		db := sqlstore.GormDB(s)
-		for _, stmt := range []string{
+		execAll(t, db,
 			"DELETE FROM events WHERE revision <= 2",
 			"UPDATE panorama_meta SET value = 2 WHERE name = 'compacted'",
 			"DELETE FROM panorama_meta WHERE name = 'history_expired'",
 			"DELETE FROM panorama_schema_migrations WHERE version = 5",
 			"DROP TABLE history",
 			"DROP TABLE revision_times",
-		} {
-			if err := db.Exec(stmt).Error; err != nil {
-				t.Fatalf("%s: %v", stmt, err)
-			}
-		}
+		)
 		_ = s.Close()
 		s = storagetest.OpenStore(t, opts)
 		if _, err := s.List(ctx, &storage.ListQuery{GVR: podsGVR, Revision: 1, History: true}); !storage.IsTooOld(err) {

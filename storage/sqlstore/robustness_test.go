@@ -334,14 +334,10 @@ func TestMigrationDropsUIDIndex(t *testing.T) {
 		}
 		apply(t, s, podsGVR, storage.Upsert(object("Pod", "default", "a", "1")))
 		// As version 11 left it.
-		for _, stmt := range []string{
+		execAll(t, db,
 			"CREATE INDEX resources_uid ON resources (uid)",
 			"DELETE FROM panorama_schema_migrations WHERE version = 12",
-		} {
-			if err := db.Exec(stmt).Error; err != nil {
-				t.Fatalf("%s: %v", stmt, err)
-			}
-		}
+		)
 		_ = s.Close()
 		s = storagetest.OpenStore(t, opts)
 		if sqlstore.GormDB(s).Migrator().HasIndex("resources", "resources_uid") {
