@@ -268,7 +268,7 @@ var migrations = []struct {
 	// member's uids are random, so each write of a row touched a page of
 	// that index anywhere in it: 14 % of the time of inserting a row on
 	// PostgreSQL. Stores made since never had it.
-	version: 12,
+	version:     12,
 	alterations: []alteration{{table: resourcesTable, index: &index{name: "resources_uid"}, drop: true}},
 }}
 
