@@ -178,19 +178,8 @@ func summaryGrouping(tx *gorm.DB, q *storage.CountQuery) grouping {
 				}
 			}
 		}
-		var ranges []string
-		var args []any
-		for _, p := range prefixes {
-			from, to := prefixRange(p)
-			ranges = append(ranges, "(id >= ? AND id < ?)")
-			args = append(args, from, to)
-		}
-		db := tx.Table(summaryTable).Where("("+strings.Join(ranges, " OR ")+")", args...).
-			Where("api_group = ? AND version = ? AND resource = ?", gvr.Group, gvr.Version, gvr.Resource).
+		db := summaryCells(tx, gvr, prefixes, q.Query.Clusters).
 			Where("(kind = '' AND attr_key = '') OR (kind = ? AND attr_key = ?)", kind, key)
-		if len(q.Query.Clusters) > 0 {
-			db = db.Where("cluster IN ?", q.Query.Clusters)
-		}
 		if len(q.Query.Namespaces) > 0 {
 			db = db.Where("namespace IN ?", q.Query.Namespaces)
 		}

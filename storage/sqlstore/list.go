@@ -293,14 +293,10 @@ const maxImageValues = storage.MaxListValues
 // returns nil, and the page tests each row's images.
 func (s *Store) imageValues(tx *gorm.DB, q *storage.ListQuery) ([]string, error) {
 	gvr := q.GVR
-	from, to := prefixRange(summaryNamespace(summaryRollup(gvr.Group, gvr.Version, gvr.Resource, attrKindField, storage.ImagesField), ""))
-	db := tx.Table(summaryTable).
-		Where("id >= ? AND id < ? AND api_group = ? AND version = ? AND resource = ? AND kind = ? AND attr_key = ?",
-			from, to, gvr.Group, gvr.Version, gvr.Resource, attrKindField, storage.ImagesField).
-		Where("attr_value IS NOT NULL AND n > 0 AND "+s.containsAny(q.Images), anys(q.Images)...)
-	if len(q.Clusters) > 0 {
-		db = db.Where("cluster IN ?", q.Clusters)
-	}
+	rollup := summaryNamespace(summaryRollup(gvr.Group, gvr.Version, gvr.Resource, attrKindField, storage.ImagesField), "")
+	db := summaryCells(tx, gvr, []string{rollup}, q.Clusters).
+		Where("kind = ? AND attr_key = ? AND attr_value IS NOT NULL AND n > 0 AND "+s.containsAny(q.Images),
+			append([]any{attrKindField, storage.ImagesField}, anys(q.Images)...)...)
 	var values []string
 	if err := db.Distinct("attr_value").Limit(maxImageValues+1).Pluck("attr_value", &values).Error; err != nil || len(values) > maxImageValues {
 		return nil, err

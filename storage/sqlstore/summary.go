@@ -9,6 +9,7 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // The count summary: how many objects each resource has per cluster and
@@ -86,6 +87,24 @@ func hashHex(n int, parts ...string) string {
 // prefixRange is the range of ids that start with prefix: ids are hex
 // digits, which sort before "g".
 func prefixRange(prefix string) (from, to string) { return prefix, prefix + "g" }
+
+// summaryCells selects the cells of gvr whose ids begin with one of
+// prefixes, a range of the key each, of clusters if any are named.
+func summaryCells(tx *gorm.DB, gvr schema.GroupVersionResource, prefixes, clusters []string) *gorm.DB {
+	ranges := make([]string, len(prefixes))
+	args := make([]any, 0, 2*len(prefixes))
+	for i, p := range prefixes {
+		from, to := prefixRange(p)
+		ranges[i] = "(id >= ? AND id < ?)"
+		args = append(args, from, to)
+	}
+	db := tx.Table(summaryTable).Where("("+strings.Join(ranges, " OR ")+")", args...).
+		Where("api_group = ? AND version = ? AND resource = ?", gvr.Group, gvr.Version, gvr.Resource)
+	if len(clusters) > 0 {
+		db = db.Where("cluster IN ?", clusters)
+	}
+	return db
+}
 
 // tally adds up the changes to the summary that a transaction's writes
 // make, to apply them at its end in one statement per chunk of cells. It
