@@ -30,13 +30,13 @@ func insertArrays[T any](tx *gorm.DB, rows []T) error {
 			continue
 		}
 		var elem reflect.Type
-		switch f.FieldType.Kind() {
-		case reflect.Int, reflect.Int64:
+		switch t := f.FieldType; {
+		case t.Kind() == reflect.Int, t.Kind() == reflect.Int64:
 			elem, casts = reflect.TypeFor[int64](), append(casts, "bigint[]")
-		case reflect.String:
+		case t.Kind() == reflect.String:
 			elem, casts = reflect.TypeFor[string](), append(casts, "text[]")
-		case reflect.Slice: // []byte; nil is NULL
-			elem, casts = reflect.TypeFor[[]byte](), append(casts, "bytea[]")
+		case t == reflect.TypeFor[[]byte](): // nil is NULL
+			elem, casts = t, append(casts, "bytea[]")
 		default:
 			return fmt.Errorf("column %s.%s: no array type for %s", stmt.Table, f.DBName, f.FieldType)
 		}
