@@ -34,6 +34,58 @@ func TestNewTablesAnalyzedEarly(t *testing.T) {
 	})
 }
 
+// TestLargeTablesAnalyzedAsTheyGrowByHalf: a store on a database of many
+// objects refreshes PostgreSQL's statistics once half as many rows were
+// written as those objects, not every 20,000 rows (an initial sync of a
+// million objects ran fifty refreshes, each reading more than the last).
+func TestLargeTablesAnalyzedAsTheyGrowByHalf(t *testing.T) {
+	const objects = 44000 // a refresh is due 22,000 rows on
+	opts := postgres(t).Options(t)
+	first := storagetest.OpenStore(t, opts)
+	upsertPods(t, first, objects, "1")
+	db := sqlstore.GormDB(first)
+	// Counts the objects for the next store to read as it opens.
+	execAll(t, db, "VACUUM (ANALYZE) resources")
+	// settled waits until no store's maintenance runs, and for the
+	// statistics to show what ran.
+	settled := func() {
+		testenv.Eventually(t, time.Minute, func() error {
+			var running int
+			if err := db.Raw("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'VACUUM%' AND state = 'active'").
+				Scan(&running).Error; err != nil {
+				return err
+			}
+			if running > 0 {
+				return errors.New("a vacuum is running")
+			}
+			return nil
+		})
+		time.Sleep(2 * time.Second)
+	}
+	analyzes := func() (n int) {
+		if err := db.Raw("SELECT analyze_count FROM pg_stat_user_tables WHERE relname = 'resources'").Scan(&n).Error; err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	settled()
+	before := analyzes()
+
+	s := storagetest.OpenStore(t, opts)
+	upsertPods(t, s, 21000, "2") // replaced rows: vacuums only
+	settled()
+	if n := analyzes() - before; n != 0 {
+		t.Fatalf("21,000 rows written over %d objects: %d refreshes of the statistics, want none", objects, n)
+	}
+	upsertPods(t, s, 1500, "3")
+	testenv.Eventually(t, time.Minute, func() error {
+		if analyzes() == before {
+			return errors.New("resources not analyzed after 22,500 rows were written over 44,000 objects")
+		}
+		return nil
+	})
+}
+
 // upsertPods writes n pods of one cluster at memberRV, 500 a batch as a
 // synchronizer's pages come.
 func upsertPods(t *testing.T, s *sqlstore.Store, n int, memberRV string) {
