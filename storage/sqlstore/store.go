@@ -30,6 +30,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/libtnb/sqlite"
 	"github.com/spf13/pflag"
 	"gorm.io/driver/mysql"
@@ -194,7 +196,11 @@ func connect(ctx context.Context, o Options) (*Store, error) {
 		if o.DSN == "" {
 			return nil, errors.New("--storage-dsn is required for postgres")
 		}
-		dialector = postgres.Open(o.DSN)
+		cfg, err := pgx.ParseConfig(o.DSN)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: %w", err)
+		}
+		dialector = postgres.New(postgres.Config{DSN: o.DSN, Conn: stdlib.OpenDB(*cfg, stdlib.OptionAfterConnect(customPlans))})
 	case "sqlite":
 		file := o.DSN
 		if file == "" {
@@ -256,6 +262,19 @@ func mysqlNoPadDialect(ctx context.Context, db *gorm.DB) (*dialect, error) {
 		}
 	}
 	return nil, fmt.Errorf("mysql has none of the collations %v: MariaDB 10.2+ or MySQL 8 is required", mysqlCollations)
+}
+
+// customPlans has PostgreSQL plan each execution of a statement for its
+// parameters. pgx prepares every statement, and from the sixth execution
+// on PostgreSQL may keep a generic plan, made for any parameters: for a
+// page that requires a label on a quarter of a million pods, one estimated
+// 338 matches, read all 251,100 and sorted them (3.7 s), where the plan for
+// the label at hand walks the page's index and stops at its limit (0.17 s
+// from the OS cache). Planning a statement takes a fraction of a
+// millisecond.
+func customPlans(ctx context.Context, conn *pgx.Conn) error {
+	_, err := conn.Exec(ctx, "SET plan_cache_mode = force_custom_plan")
+	return err
 }
 
 // Changed implements storage.Interface.
