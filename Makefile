@@ -71,7 +71,7 @@ fuzz: ## Runs every fuzz target of apiserver and storage for FUZZTIME each (make
 .PHONY: bench
 bench: ## Benchmarks, each printed as ratios to a baseline measured in the same run.
 	export KUBEBUILDER_ASSETS="$$(hack/test-assets.sh)"; \
-	go test -v -run '^$$' -bench . -benchtime 1x -timeout 60m ./storage/... ./controllers/ ./apiserver/ ./apiserver/watchcache/
+	go test -v -run '^$$' -bench . -benchtime 1x -timeout 60m ./storage/... ./controllers/ ./controllers/synchronizer/ ./apiserver/ ./apiserver/watchcache/
 
 .PHONY: bench-count-1m
 bench-count-1m: ## The count, search and paged-list benchmarks, of the store and of the watch cache, over 1,000,000 pods on MariaDB and PostgreSQL (ingesting them takes a while).
