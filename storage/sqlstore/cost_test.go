@@ -690,3 +690,42 @@ func TestPostgresPlansEachExecution(t *testing.T) {
 		t.Errorf("10 executions of a prepared statement: %d generic plans, %d custom, want 0 and 10", plans.Generic, plans.Custom)
 	}
 }
+
+// TestPostgresEstimatesCommonLabels: PostgreSQL estimates how many
+// attribute rows a common label has from the kind, key and value together,
+// not from the three's shares multiplied (a tenth of the rows hold the key
+// and a tenth the value: a hundredth, where all of them are the label's).
+func TestPostgresEstimatesCommonLabels(t *testing.T) {
+	s := postgres(t).Open(t)
+	const pods = 2000
+	for i := 0; i < pods; i += 500 {
+		changes := make([]storage.Change, 0, 500)
+		for j := i; j < i+500; j++ {
+			changes = append(changes, storage.Upsert(object("Pod", "default", fmt.Sprintf("pod-%05d", j), "1", func(u *unstructured.Unstructured) {
+				labels := map[string]string{"k0": "web"}
+				for k := 1; k < 10; k++ {
+					labels[fmt.Sprintf("k%d", k)] = fmt.Sprintf("v%d-%d", k, j)
+				}
+				u.SetLabels(labels)
+			})))
+		}
+		apply(t, s, podsGVR, changes...)
+	}
+	db := sqlstore.GormDB(s)
+	execAll(t, db, "ANALYZE attributes")
+	var plan []struct {
+		Plan struct {
+			Rows float64 `json:"Plan Rows"`
+		}
+	}
+	var out string
+	if err := db.Raw("EXPLAIN (FORMAT JSON) SELECT resource_revision FROM attributes WHERE kind = 'l' AND attr_key = 'k0' AND attr_value = 'web'").Scan(&out).Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(out), &plan); err != nil || len(plan) != 1 {
+		t.Fatalf("%s: %v", out, err)
+	}
+	if rows := plan[0].Plan.Rows; rows < pods/2 || rows > 2*pods {
+		t.Errorf("a label of all %d pods estimated at %.0f attribute rows", pods, rows)
+	}
+}
