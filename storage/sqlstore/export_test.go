@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"gorm.io/gorm"
@@ -14,6 +15,12 @@ func GormDB(s *Store) *gorm.DB { return s.db }
 // RefreshStatistics refreshes the planner's statistics, as a Store does
 // after many writes, so that tests of plans need not write that much.
 func RefreshStatistics(s *Store) error { return s.refreshStatistics() }
+
+// AgeStatistics makes s's statistics, and its opening, d older.
+func AgeStatistics(s *Store, d time.Duration) {
+	s.analyzedAt.Add(-d.Nanoseconds())
+	s.opened.Add(-d.Nanoseconds())
+}
 
 // Queued counts the writes no group has taken yet, so that tests can line
 // writes up behind one that waits for the counter.

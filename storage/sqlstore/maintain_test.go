@@ -37,7 +37,8 @@ func TestNewTablesAnalyzedEarly(t *testing.T) {
 // TestLargeTablesAnalyzedAsTheyGrowByHalf: a store on a database of many
 // objects refreshes PostgreSQL's statistics once half as many rows were
 // written as those objects, not every 20,000 rows (an initial sync of a
-// million objects ran fifty refreshes, each reading more than the last).
+// million objects ran fifty refreshes, each reading more than the last),
+// or once 20,000 were and ten minutes passed (churn).
 func TestLargeTablesAnalyzedAsTheyGrowByHalf(t *testing.T) {
 	const objects = 44000 // a refresh is due 22,000 rows on
 	opts := postgres(t).Options(t)
@@ -77,13 +78,29 @@ func TestLargeTablesAnalyzedAsTheyGrowByHalf(t *testing.T) {
 	if n := analyzes() - before; n != 0 {
 		t.Fatalf("21,000 rows written over %d objects: %d refreshes of the statistics, want none", objects, n)
 	}
+	analyzed := func(why string) {
+		testenv.Eventually(t, time.Minute, func() error {
+			if analyzes() == before {
+				return errors.New("resources not analyzed after " + why)
+			}
+			return nil
+		})
+		settled()
+		before = analyzes()
+	}
 	upsertPods(t, s, 1500, "3")
-	testenv.Eventually(t, time.Minute, func() error {
-		if analyzes() == before {
-			return errors.New("resources not analyzed after 22,500 rows were written over 44,000 objects")
-		}
-		return nil
-	})
+	analyzed("22,500 rows were written over 44,000 objects")
+
+	// Churn: 20,000 rows refresh the statistics ten minutes after the
+	// last refresh, not sooner.
+	upsertPods(t, s, 20000, "4")
+	settled()
+	if n := analyzes() - before; n != 0 {
+		t.Fatalf("20,000 rows written within ten minutes of a refresh: %d refreshes of the statistics, want none", n)
+	}
+	sqlstore.AgeStatistics(s, 10*time.Minute)
+	upsertPods(t, s, 500, "5")
+	analyzed("20,500 rows were written, ten minutes after the last refresh")
 }
 
 // upsertPods writes n pods of one cluster at memberRV, 500 a batch as a

@@ -100,7 +100,7 @@ type Store struct {
 	// make each worth it (scheduleMaintenance).
 	dead, unanalyzed         atomic.Int64
 	analyzeNext, vacuumAfter atomic.Int64
-	analyzedAt               atomic.Int64 // Unix nanoseconds
+	analyzedAt, opened       atomic.Int64 // Unix nanoseconds
 	maintaining              atomic.Bool
 	// standby: the database is a hot standby, read only (replica.go).
 	standby bool
@@ -132,10 +132,18 @@ const analyzeAfter = 20000
 // sync into a new database spent half its time in such lookups
 // (autovacuum analyzes a table once a tenth of it changed, looks once a
 // minute, and may be off).
+//
+// Where the objects change more than they grow, half of them is many
+// writes: the statistics are refreshed too once analyzeAfter rows were
+// written and refreshEvery passed since the last refresh or since the
+// store opened (a controller manager that restarts counts anew), so that
+// what churn changes (a rollout's new label on a hundred thousand pods)
+// and what the inserts left unvacuumed are caught up with.
 const (
 	analyzeShare      = 2
 	analyzeAfterMin   = 1000
 	earlyAnalyzeEvery = 30 * time.Second
+	refreshEvery      = 10 * time.Minute
 )
 
 // PostgreSQL reuses the space of the rows that writes replace or delete
@@ -237,7 +245,9 @@ func connect(ctx context.Context, o Options) (*Store, error) {
 			return nil, err
 		}
 	}
-	return &Store{db: db, dialect: d, changed: make(chan struct{})}, nil
+	s := &Store{db: db, dialect: d, changed: make(chan struct{})}
+	s.opened.Store(time.Now().UnixNano())
+	return s, nil
 }
 
 // newLogger logs slow and failed statements without their parameters, which
@@ -292,27 +302,52 @@ func (s *Store) wrote(n, dead int64) {
 		return
 	}
 	s.unanalyzed.Add(n)
-	if (s.dead.Add(dead) < s.vacuumAfter.Load() && !s.analyzeDue()) || !s.maintaining.CompareAndSwap(false, true) {
+	s.dead.Add(dead)
+	if !s.maintenanceDue() || !s.maintaining.CompareAndSwap(false, true) {
 		return
 	}
-	s.dead.Store(0)
 	go func() {
-		defer s.maintaining.Store(false)
-		if err := s.maintain(); err != nil {
-			log.Printf("maintaining the tables: %v", err)
+		// Writes made while the tables were maintained may have made
+		// maintenance due again; on a store gone quiet, no later write
+		// would start it.
+		for {
+			err := s.maintain()
+			s.maintaining.Store(false)
+			if err != nil {
+				log.Printf("maintaining the tables: %v", err)
+				return // the next write tries again
+			}
+			if !s.maintenanceDue() || !s.maintaining.CompareAndSwap(false, true) {
+				return
+			}
 		}
 	}()
 }
 
+func (s *Store) maintenanceDue() bool {
+	return s.dead.Load() >= s.vacuumAfter.Load() || s.analyzeDue()
+}
+
 // maintain refreshes the statistics when enough rows were written since
 // they were (analyzeNext), else vacuums, which costs a fraction of that
-// (the statistics sample every table).
+// (the statistics sample every table). What it counted is counted again
+// if it fails.
 func (s *Store) maintain() error {
+	dead := s.dead.Swap(0)
 	if s.dialect.vacuum == "" || s.analyzeDue() {
-		s.unanalyzed.Store(0)
-		return s.refreshStatistics()
+		written := s.unanalyzed.Swap(0)
+		if err := s.refreshStatistics(); err != nil {
+			s.unanalyzed.Add(written)
+			s.dead.Add(dead)
+			return err
+		}
+		return nil
 	}
-	return s.db.Exec(s.dialect.vacuum).Error
+	if err := s.db.Exec(s.dialect.vacuum).Error; err != nil {
+		s.dead.Add(dead)
+		return err
+	}
+	return nil
 }
 
 // refreshStatistics has the planner count the tables again: how a page
@@ -331,8 +366,11 @@ func (s *Store) refreshStatistics() error {
 
 // analyzeDue reports whether the statistics are due for a refresh.
 func (s *Store) analyzeDue() bool {
-	n := s.unanalyzed.Load()
-	return n >= s.analyzeNext.Load() && (n >= analyzeAfter || time.Since(time.Unix(0, s.analyzedAt.Load())) >= earlyAnalyzeEvery)
+	n, last := s.unanalyzed.Load(), s.analyzedAt.Load()
+	if n < s.analyzeNext.Load() {
+		return n >= analyzeAfter && time.Since(time.Unix(0, max(last, s.opened.Load()))) >= refreshEvery
+	}
+	return n >= analyzeAfter || time.Since(time.Unix(0, last)) >= earlyAnalyzeEvery
 }
 
 // scheduleMaintenance sets how many replaced and written rows make a
