@@ -62,11 +62,7 @@ FUZZTIME ?= 30s
 
 .PHONY: fuzz
 fuzz: ## Runs every fuzz target of apiserver and storage for FUZZTIME each (make test runs their seeds).
-	for pkg in $$(go list ./apiserver/... ./storage/...); do \
-		for target in $$(go test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
-			go test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) $$pkg; \
-		done; \
-	done
+	FUZZTIME=$(FUZZTIME) hack/fuzz.sh ./apiserver/... ./storage/...
 
 .PHONY: bench
 bench: ## Benchmarks, each printed as ratios to a baseline measured in the same run.
