@@ -237,15 +237,10 @@ var migrations = []struct {
 	// namespace, it estimates a key of resources_namespace_name at a row
 	// per cluster.
 	version: 10,
-	statements: func(d *dialect) []string {
-		if d.name != "postgres" {
-			return nil
-		}
-		// Statistics are gathered by the next ANALYZE: now, so that a
-		// store already large plans by them from the start.
-		return []string{"CREATE STATISTICS IF NOT EXISTS resources_name_namespace (dependencies) ON namespace, name FROM " + resourcesTable,
-			"ANALYZE " + resourcesTable}
-	},
+	// Statistics are gathered by the next ANALYZE: now, so that a store
+	// already large plans by them from the start.
+	statements: onPostgres("CREATE STATISTICS IF NOT EXISTS resources_name_namespace (dependencies) ON namespace, name FROM "+resourcesTable,
+		"ANALYZE "+resourcesTable),
 }, {
 	// PostgreSQL moves a value out of its row (TOAST) once the row passes
 	// 2 KB, in chunks of up to 1,996 bytes, four a page: a compressed pod
@@ -255,13 +250,8 @@ var migrations = []struct {
 	// as well, with no chunk index: 0.04 × the pod's JSON less. The log's
 	// pre-images stay out of their rows, which the watch's tail reads
 	// without them.
-	version: 11,
-	statements: func(d *dialect) []string {
-		if d.name != "postgres" {
-			return nil
-		}
-		return []string{"ALTER TABLE " + resourcesTable + " SET (toast_tuple_target = 8160)"}
-	},
+	version:    11,
+	statements: onPostgres("ALTER TABLE " + resourcesTable + " SET (toast_tuple_target = 8160)"),
 }, {
 	// Version 1 indexed resources by uid, which no read looks up: the
 	// owner filter goes from names to uids and from owner_uid to rows. A
@@ -280,14 +270,19 @@ var migrations = []struct {
 	// common values of the three together, it walks the page's index and
 	// stops at its limit (3.7 ms, 58 ms from the OS cache).
 	version: 13,
-	statements: func(d *dialect) []string {
+	statements: onPostgres("CREATE STATISTICS IF NOT EXISTS attributes_values (mcv) ON kind, attr_key, attr_value FROM "+attributesTable,
+		"ANALYZE "+attributesTable),
+}}
+
+// onPostgres is the statements of a migration that only PostgreSQL runs.
+func onPostgres(stmts ...string) func(*dialect) []string {
+	return func(d *dialect) []string {
 		if d.name != "postgres" {
 			return nil
 		}
-		return []string{"CREATE STATISTICS IF NOT EXISTS attributes_values (mcv) ON kind, attr_key, attr_value FROM " + attributesTable,
-			"ANALYZE " + attributesTable}
-	},
-}}
+		return stmts
+	}
+}
 
 // rekeyAttributes adds seq to the attributes' primary key, unless that was
 // done: in one statement on MySQL and PostgreSQL, by copying the table in
