@@ -324,6 +324,8 @@ func (s *Store) wrote(n, dead int64) {
 	}()
 }
 
+// maintenanceDue reports whether enough rows were replaced for a vacuum,
+// or written for a refresh of the statistics.
 func (s *Store) maintenanceDue() bool {
 	return s.dead.Load() >= s.vacuumAfter.Load() || s.analyzeDue()
 }
@@ -332,22 +334,21 @@ func (s *Store) maintenanceDue() bool {
 // they were (analyzeNext), else vacuums, which costs a fraction of that
 // (the statistics sample every table). What it counted is counted again
 // if it fails.
-func (s *Store) maintain() error {
+func (s *Store) maintain() (err error) {
 	dead := s.dead.Swap(0)
+	defer func() {
+		if err != nil {
+			s.dead.Add(dead)
+		}
+	}()
 	if s.dialect.vacuum == "" || s.analyzeDue() {
 		written := s.unanalyzed.Swap(0)
-		if err := s.refreshStatistics(); err != nil {
+		if err = s.refreshStatistics(); err != nil {
 			s.unanalyzed.Add(written)
-			s.dead.Add(dead)
-			return err
 		}
-		return nil
-	}
-	if err := s.db.Exec(s.dialect.vacuum).Error; err != nil {
-		s.dead.Add(dead)
 		return err
 	}
-	return nil
+	return s.db.Exec(s.dialect.vacuum).Error
 }
 
 // refreshStatistics has the planner count the tables again: how a page
