@@ -210,5 +210,5 @@ func withRevision(data []byte, rev int64) ([]byte, error) {
 	}
 	u := unstructured.Unstructured{Object: obj}
 	u.SetResourceVersion(strconv.FormatInt(rev, 10))
-	return u.MarshalJSON()
+	return objectJSON(u.Object)
 }

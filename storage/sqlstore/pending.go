@@ -96,7 +96,7 @@ func newRows(fs *storage.FieldSet, cluster string, gvr schema.GroupVersionResour
 			if ops[i].typ == watch.Deleted {
 				continue
 			}
-			row, attrs, err := newRow(fs, cluster, gvr, base+int64(i)+1, ops[i].obj)
+			row, attrs, err := newRow(fs, cluster, gvr, base+int64(i)+1, ops[i].obj, ops[i].desc)
 			if err != nil {
 				return err
 			}

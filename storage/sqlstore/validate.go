@@ -34,15 +34,23 @@ func validateTarget(cluster string, gvr schema.GroupVersionResource) error {
 	return nil
 }
 
-// validateChange returns why storage cannot hold c, or nil.
-func validateChange(c storage.Change) *storage.InvalidError {
+// describeChange describes c's object with the built-in fields of its
+// resource (what newRow stores, unless fields are declared), and returns
+// why storage cannot hold it, if it cannot.
+func describeChange(gr schema.GroupResource, c storage.Change) (storage.Object, *storage.InvalidError) {
 	if c.Name == "" || len(c.Name) > maxNameLen || len(c.Namespace) > maxNamespaceLen || !storage.StorableText(c.Namespace+c.Name) {
-		return &storage.InvalidError{Field: "metadata.name", Reason: "not a storable name"}
+		return storage.Object{}, &storage.InvalidError{Field: "metadata.name", Reason: "not a storable name"}
 	}
 	if c.Object == nil {
-		return nil
+		return storage.Object{}, nil
 	}
-	d := storage.Describe(c.Object)
+	d := storage.BuiltinFields.Describe(gr, c.Object)
+	return d, validateDescription(c, &d)
+}
+
+// validateDescription returns why storage cannot hold the object of c
+// that d describes, or nil.
+func validateDescription(c storage.Change, d *storage.Object) *storage.InvalidError {
 	if d.Namespace != c.Namespace || d.Name != c.Name {
 		return &storage.InvalidError{Field: "metadata.name", Reason: "differs from the change's name"}
 	}
@@ -76,7 +84,7 @@ func validateChange(c storage.Change) *storage.InvalidError {
 
 // invalidText reports whether err is the database refusing a text value:
 // PostgreSQL's invalid byte sequence (22021) or unsupported Unicode escape
-// (22P05), MySQL's incorrect string value (1366). validateChange should
+// (22P05), MySQL's incorrect string value (1366). describeChange should
 // catch these first; this keeps a miss from failing a batch forever.
 func invalidText(err error) bool {
 	var pg *pgconn.PgError

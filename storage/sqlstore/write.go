@@ -28,11 +28,12 @@ const (
 
 // op is one change that survives the skip rules, in batch order.
 type op struct {
-	typ watch.EventType
-	obj *unstructured.Unstructured // ADDED, MODIFIED
-	old *resourceRow               // MODIFIED, DELETED
-	ns  string
-	nm  string
+	typ  watch.EventType
+	obj  *unstructured.Unstructured // ADDED, MODIFIED
+	desc *storage.Object            // obj's, with the built-in fields
+	old  *resourceRow               // MODIFIED, DELETED
+	ns   string
+	nm   string
 }
 
 // Apply implements storage.Interface.
@@ -40,17 +41,24 @@ func (s *Store) Apply(ctx context.Context, cluster string, gvr schema.GroupVersi
 	if err := validateTarget(cluster, gvr); err != nil {
 		return 0, err
 	}
+	// Objects are described here, before the write waits for the
+	// counter: descs[i] is valid[i]'s.
 	valid := changes
+	descs := make([]storage.Object, 0, len(changes))
 	var refused []storage.RefusedObject
 	for i, c := range changes {
-		if err := validateChange(c); err != nil {
+		d, err := describeChange(gvr.GroupResource(), c)
+		if err != nil {
 			if refused == nil {
 				valid = slices.Clone(changes[:i])
 			}
 			refused = append(refused, storage.RefusedObject{NamespacedName: storage.NamespacedName{Namespace: c.Namespace, Name: c.Name}, Err: err})
-		} else if refused != nil {
+			continue
+		}
+		if refused != nil {
 			valid = append(valid, c)
 		}
+		descs = append(descs, d)
 	}
 	// newRow sets an object's resourceVersion to its revision, and a group
 	// may run the batch again: each run starts from the member's.
@@ -66,7 +74,7 @@ func (s *Store) Apply(ctx context.Context, cluster string, gvr schema.GroupVersi
 				c.Object.SetResourceVersion(memberRVs[i])
 			}
 		}
-		ops := plan(valid, stored)
+		ops := plan(valid, descs, stored)
 		return int64(len(ops)), p.add(cluster, gvr, base, ops)
 	})
 	// A caller whose write failed gets its objects back as it sent them
@@ -266,7 +274,7 @@ func (s *Store) write(group []*batch) (ran int, blamed []*batch, err error) {
 // plan turns a batch into the writes it needs: the last change of a key wins,
 // unchanged upserts, deletes of absent objects and changes older than the
 // stored object drop out.
-func plan(changes []storage.Change, existing storedRows) []op {
+func plan(changes []storage.Change, descs []storage.Object, existing storedRows) []op {
 	last := make(map[storage.NamespacedName]int, len(changes))
 	for i, c := range changes {
 		last[storage.NamespacedName{Namespace: c.Namespace, Name: c.Name}] = i
@@ -285,10 +293,10 @@ func plan(changes []storage.Change, existing storedRows) []op {
 				ops = append(ops, op{typ: watch.Deleted, old: old, ns: c.Namespace, nm: c.Name})
 			}
 		case old == nil:
-			ops = append(ops, op{typ: watch.Added, obj: c.Object, ns: c.Namespace, nm: c.Name})
+			ops = append(ops, op{typ: watch.Added, obj: c.Object, desc: &descs[i], ns: c.Namespace, nm: c.Name})
 		case older(c.Object.GetResourceVersion(), old.MemberResourceVersion):
 		case old.MemberResourceVersion != c.Object.GetResourceVersion() || c.Object.GetResourceVersion() == "":
-			ops = append(ops, op{typ: watch.Modified, obj: c.Object, old: old, ns: c.Namespace, nm: c.Name})
+			ops = append(ops, op{typ: watch.Modified, obj: c.Object, desc: &descs[i], old: old, ns: c.Namespace, nm: c.Name})
 		}
 	}
 	return ops
@@ -333,8 +341,11 @@ func inChunks[T any](rows []T, maxRows int, size func(*T) int, write func([]T) e
 // newRow makes the stored form of u: metadata.resourceVersion becomes the
 // global revision, the member's one moves to an annotation, and the cluster
 // is named, so that the bytes can be served as they are.
-func newRow(fs *storage.FieldSet, cluster string, gvr schema.GroupVersionResource, rev int64, u *unstructured.Unstructured) (resourceRow, []attributeRow, error) {
-	d := fs.Describe(gvr.GroupResource(), u) // validateChange checked what it finds
+func newRow(fs *storage.FieldSet, cluster string, gvr schema.GroupVersionResource, rev int64, u *unstructured.Unstructured, d *storage.Object) (resourceRow, []attributeRow, error) {
+	fields := d.Fields
+	if fs != storage.BuiltinFields {
+		fields = fs.Extract(gvr.GroupResource(), u.Object) // the declared ones too
+	}
 	ann := u.GetAnnotations()
 	if ann == nil {
 		ann = map[string]string{}
@@ -343,22 +354,22 @@ func newRow(fs *storage.FieldSet, cluster string, gvr schema.GroupVersionResourc
 	ann[storage.MemberResourceVersionAnnotation] = d.MemberResourceVersion
 	u.SetAnnotations(ann)
 	u.SetResourceVersion(strconv.FormatInt(rev, 10))
-	data, err := u.MarshalJSON()
+	blob, err := storedObject(u.Object)
 	if err != nil {
 		return resourceRow{}, nil, fmt.Errorf("encoding %s/%s: %w", d.Namespace, d.Name, err)
 	}
 	row := resourceRow{
 		Revision: rev, KeyColumns: newKeyColumns(cluster, gvr, d.Namespace, d.Name), Kind: d.Kind, UID: d.UID, OwnerUID: d.OwnerUID,
-		Created: d.CreatedAt, MemberResourceVersion: d.MemberResourceVersion, Object: encodeBlob(data),
+		Created: d.CreatedAt, MemberResourceVersion: d.MemberResourceVersion, Object: blob,
 	}
-	attrs := make([]attributeRow, 0, len(d.Labels)+len(d.Fields))
+	attrs := make([]attributeRow, 0, len(d.Labels)+len(fields))
 	for k, v := range d.Labels {
 		attrs = append(attrs, attributeRow{Revision: rev, Kind: attrKindLabel, Key: k, Value: v})
 	}
-	return row, fieldRows(attrs, rev, d.Fields), nil
+	return row, fieldRows(attrs, rev, fields), nil
 }
 
-// fieldRows appends the attribute rows of a row's fields. validateChange
+// fieldRows appends the attribute rows of a row's fields. describeChange
 // refuses objects whose built-in fields no database stores; a declared
 // field's such values are left out, since a row stored before the
 // declaration cannot be refused any more.

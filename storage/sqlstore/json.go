@@ -1,0 +1,42 @@
+package sqlstore
+
+import (
+	"sync"
+
+	"github.com/segmentio/encoding/json"
+)
+
+// appendObjectJSON appends the JSON of an object as stored: the bytes
+// Unstructured.MarshalJSON writes (encoding/json's: keys sorted, <, > and
+// & escaped, invalid UTF-8 replaced, and a newline), written by
+// segmentio's encoder, which makes the same bytes in a quarter of the
+// time. encoding/json was 17 % of the CPU of a sync's writes (pprof of
+// 100,000 ConfigMaps into PostgreSQL), spent while the write holds the
+// revision counter.
+func appendObjectJSON(b []byte, obj map[string]any) ([]byte, error) {
+	b, err := json.Append(b, obj, json.EscapeHTML|json.SortMapKeys)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// objectJSON is the JSON of an object as stored.
+func objectJSON(obj map[string]any) ([]byte, error) { return appendObjectJSON(nil, obj) }
+
+// jsonBuffers hold the JSON of objects on their way to being compressed.
+var jsonBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// storedObject is the stored form of an object: its JSON, compressed. The
+// JSON is written to a buffer used again: a new one for each was a tenth
+// of what a sync's writes allocate.
+func storedObject(obj map[string]any) ([]byte, error) {
+	buf := jsonBuffers.Get().(*[]byte)
+	defer jsonBuffers.Put(buf)
+	data, err := appendObjectJSON((*buf)[:0], obj)
+	if err != nil {
+		return nil, err
+	}
+	*buf = data
+	return encodeBlob(data), nil
+}
