@@ -38,3 +38,6 @@ func MeasureLag(ctx context.Context, r *Replicated) error { return r.measure(ctx
 
 // LookupLists is how many lists of names one key lookup statement takes.
 func LookupLists(s *Store) int { return s.dialect.lookupLists }
+
+// AppendObjectJSON is appendObjectJSON, for BenchmarkObjectJSON.
+var AppendObjectJSON = appendObjectJSON
