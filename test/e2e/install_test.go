@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/pem"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -130,6 +131,7 @@ func TestInstall(t *testing.T) {
 			t.Fatalf("own Secret without a CA: %v\n%s", err, out)
 		}
 		checkReadReplicaValues(t, host, chart)
+		checkExtraEnvValues(t, host, chart)
 	})
 	t.Run("helm, cert-manager", func(t *testing.T) {
 		host := testenv.Start(t, testenv.WithoutCRDs())
@@ -316,6 +318,45 @@ func checkReadReplicaValues(t *testing.T, host *testenv.Env, chart string) {
 	}
 	if out, err := helm(host.Kubeconfig, "template", "p", chart, "--set", "storage.readDsn=host=replica"); err == nil || !strings.Contains(out, "for storage.driver postgres") {
 		t.Errorf("a read replica of SQLite: %v\n%s", err, out)
+	}
+}
+
+// checkExtraEnvValues: each component gets its own extraEnv; the one pod
+// of SQLite the API server's, as its resources.
+func checkExtraEnvValues(t *testing.T, host *testenv.Env, chart string) {
+	t.Helper()
+	extra := []string{"--set-json", `controllerManager.extraEnv=[{"name":"GOGC","value":"200"}]`,
+		"--set-json", `apiserver.extraEnv=[{"name":"GOMEMLIMIT","value":"900MiB"}]`}
+	for _, c := range []struct {
+		values []string
+		want   map[string]string
+	}{
+		{[]string{"--set", "storage.driver=postgres", "--set", "storage.dsnSecret.name=db"},
+			map[string]string{"p-controller-manager": "GOGC=200", "p-apiserver": "GOMEMLIMIT=900MiB"}},
+		{nil, map[string]string{"p-panorama": "GOMEMLIMIT=900MiB"}},
+	} {
+		out, err := helm(host.Kubeconfig, append(append([]string{"template", "p", chart}, c.values...), extra...)...)
+		if err != nil {
+			t.Fatalf("helm template with extraEnv: %v\n%s", err, out)
+		}
+		got := map[string]string{}
+		for _, o := range testenv.Objects(t, out) {
+			if o.GetKind() != "Deployment" {
+				continue
+			}
+			containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+			env, _, _ := unstructured.NestedSlice(containers[0].(map[string]any), "env")
+			for _, e := range env {
+				name, _, _ := unstructured.NestedString(e.(map[string]any), "name")
+				value, _, _ := unstructured.NestedString(e.(map[string]any), "value")
+				if strings.HasPrefix(name, "GO") {
+					got[o.GetName()] = name + "=" + value
+				}
+			}
+		}
+		if !maps.Equal(got, c.want) {
+			t.Errorf("helm template %v: Go's environment by Deployment %v, want %v", c.values, got, c.want)
+		}
 	}
 }
 

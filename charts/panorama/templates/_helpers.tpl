@@ -51,6 +51,9 @@ Secrets, and the controller manager's replica name (--replica-identity). */}}
 {{- end }}
 {{- if eq $part "controller-manager" }}
 {{- $env = append $env (dict "name" "POD_NAME" "valueFrom" (dict "fieldRef" (dict "fieldPath" "metadata.name"))) }}
+{{- $env = concat $env $.Values.controllerManager.extraEnv }}
+{{- else }}
+{{- $env = concat $env $.Values.apiserver.extraEnv }}
 {{- end }}
 {{- with $env }}
 env: {{- toYaml . | nindent 0 }}
