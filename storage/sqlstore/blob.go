@@ -31,7 +31,7 @@ var (
 	// encoder serves the writer's encodeWorkers. The fastest level: the
 	// default one compresses a pod 3 % smaller for twice the time, and
 	// spends 25–50 µs setting up for an object of a few hundred bytes,
-	// which is 2–4 times encoding its JSON.
+	// several times encoding its JSON.
 	encoder = must(zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(encodeWorkers),
 		zstd.WithEncoderCRC(false), zstd.WithZeroFrames(true)))
 	// decoder serves concurrent reads, each with a decoder of the pool.

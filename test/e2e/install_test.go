@@ -322,7 +322,7 @@ func checkReadReplicaValues(t *testing.T, host *testenv.Env, chart string) {
 }
 
 // checkExtraEnvValues: each component gets its own extraEnv; the one pod
-// of SQLite the API server's, as its resources.
+// of SQLite the API server's, as its resources; none set is none.
 func checkExtraEnvValues(t *testing.T, host *testenv.Env, chart string) {
 	t.Helper()
 	extra := []string{"--set-json", `controllerManager.extraEnv=[{"name":"GOGC","value":"200"}]`,
@@ -334,8 +334,11 @@ func checkExtraEnvValues(t *testing.T, host *testenv.Env, chart string) {
 		{[]string{"--set", "storage.driver=postgres", "--set", "storage.dsnSecret.name=db"},
 			map[string]string{"p-controller-manager": "GOGC=200", "p-apiserver": "GOMEMLIMIT=900MiB"}},
 		{nil, map[string]string{"p-panorama": "GOMEMLIMIT=900MiB"}},
+		// As a --reuse-values upgrade from a chart without them has it.
+		{[]string{"--set", "storage.driver=postgres", "--set", "storage.dsnSecret.name=db", "--set", "controllerManager.extraEnv=null", "--set", "apiserver.extraEnv=null"},
+			map[string]string{}},
 	} {
-		out, err := helm(host.Kubeconfig, append(append([]string{"template", "p", chart}, c.values...), extra...)...)
+		out, err := helm(host.Kubeconfig, append(append([]string{"template", "p", chart}, extra...), c.values...)...)
 		if err != nil {
 			t.Fatalf("helm template with extraEnv: %v\n%s", err, out)
 		}

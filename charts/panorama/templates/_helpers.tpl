@@ -51,9 +51,9 @@ Secrets, and the controller manager's replica name (--replica-identity). */}}
 {{- end }}
 {{- if eq $part "controller-manager" }}
 {{- $env = append $env (dict "name" "POD_NAME" "valueFrom" (dict "fieldRef" (dict "fieldPath" "metadata.name"))) }}
-{{- $env = concat $env $.Values.controllerManager.extraEnv }}
+{{- $env = concat $env ($.Values.controllerManager.extraEnv | default list) }}
 {{- else }}
-{{- $env = concat $env $.Values.apiserver.extraEnv }}
+{{- $env = concat $env ($.Values.apiserver.extraEnv | default list) }}
 {{- end }}
 {{- with $env }}
 env: {{- toYaml . | nindent 0 }}
