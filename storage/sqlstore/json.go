@@ -24,15 +24,23 @@ func appendObjectJSON(b []byte, obj map[string]any) ([]byte, error) {
 // objectJSON is the JSON of an object as stored.
 func objectJSON(obj map[string]any) ([]byte, error) { return appendObjectJSON(nil, obj) }
 
-// jsonBuffers hold the JSON of objects on their way to being compressed.
+// jsonBuffers hold the JSON of objects on their way to being compressed;
+// a buffer that grew past maxPooledJSON (an object of megabytes) is left
+// to the collector rather than kept.
 var jsonBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxPooledJSON = 1 << 20
 
 // storedObject is the stored form of an object: its JSON, compressed. The
 // JSON is written to a buffer used again: a new one for each was a tenth
 // of what a sync's writes allocate.
 func storedObject(obj map[string]any) ([]byte, error) {
 	buf := jsonBuffers.Get().(*[]byte)
-	defer jsonBuffers.Put(buf)
+	defer func() {
+		if cap(*buf) <= maxPooledJSON {
+			jsonBuffers.Put(buf)
+		}
+	}()
 	data, err := appendObjectJSON((*buf)[:0], obj)
 	if err != nil {
 		return nil, err
