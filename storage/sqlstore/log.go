@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -10,6 +9,7 @@ import (
 
 	"gorm.io/gorm"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/panorama-io/panorama/storage"
@@ -202,10 +202,12 @@ func (s *Store) nextEntries(tx *gorm.DB, entries []*eventRow, preImageOf map[int
 }
 
 // withRevision returns data with metadata.resourceVersion set to rev: a
-// DELETED event carries the last state at the deletion's revision.
+// DELETED event carries the last state at the deletion's revision. It is
+// decoded as a member's objects are, integers as int64: as float64, one
+// beyond 2^53 came back changed.
 func withRevision(data []byte, rev int64) ([]byte, error) {
 	var obj map[string]any
-	if err := json.Unmarshal(data, &obj); err != nil {
+	if err := utiljson.Unmarshal(data, &obj); err != nil {
 		return nil, err
 	}
 	u := unstructured.Unstructured{Object: obj}

@@ -168,3 +168,31 @@ func checkEventObject(t *testing.T, e storage.Event, served map[int64][]byte) {
 		t.Fatalf("DELETED %d carries %+v (%v)", e.Revision, o, err)
 	}
 }
+
+// TestDeletedEventKeepsLargeIntegers: a DELETED event carries the last
+// state at the deletion's revision, rewritten from the stored JSON; an
+// integer beyond float64's precision must come back as it was stored.
+func TestDeletedEventKeepsLargeIntegers(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
+		s := b.Open(t)
+		ctx := context.Background()
+		const large = int64(1<<53 + 1)
+		pod := object("Pod", "default", "a", "1", func(u *unstructured.Unstructured) {
+			u.Object["spec"] = map[string]any{"priority": large}
+		})
+		created, err := s.Apply(ctx, "east", podsGVR, []storage.Change{storage.Upsert(pod)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Apply(ctx, "east", podsGVR, []storage.Change{storage.Delete("default", "a")}); err != nil {
+			t.Fatal(err)
+		}
+		events, _, err := s.Events(ctx, created, 10)
+		if err != nil || len(events) != 1 || events[0].Type != watch.Deleted {
+			t.Fatalf("events after %d: %+v, %v", created, events, err)
+		}
+		if want := []byte(`"priority":9007199254740993`); !bytes.Contains(events[0].Object, want) {
+			t.Fatalf("DELETED event's object %s, want it to hold %s", events[0].Object, want)
+		}
+	})
+}
