@@ -302,8 +302,7 @@ func checkReadReplicaValues(t *testing.T, host *testenv.Env, chart string) {
 		if o.GetKind() != "Deployment" {
 			continue
 		}
-		containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
-		c, _ := containers[0].(map[string]any)
+		c := firstContainer(o)
 		args, _, _ := unstructured.NestedStringSlice(c, "args")
 		env, _, _ := unstructured.NestedSlice(c, "env")
 		reads := slices.Contains(args, "--storage-read-dsn=$(PANORAMA_STORAGE_READ_DSN)")
@@ -319,6 +318,13 @@ func checkReadReplicaValues(t *testing.T, host *testenv.Env, chart string) {
 	if out, err := helm(host.Kubeconfig, "template", "p", chart, "--set", "storage.readDsn=host=replica"); err == nil || !strings.Contains(out, "for storage.driver postgres") {
 		t.Errorf("a read replica of SQLite: %v\n%s", err, out)
 	}
+}
+
+// firstContainer is the first container of Deployment o's pods.
+func firstContainer(o *unstructured.Unstructured) map[string]any {
+	containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+	c, _ := containers[0].(map[string]any)
+	return c
 }
 
 // checkExtraEnvValues: each component gets its own extraEnv; the one pod
@@ -347,8 +353,7 @@ func checkExtraEnvValues(t *testing.T, host *testenv.Env, chart string) {
 			if o.GetKind() != "Deployment" {
 				continue
 			}
-			containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
-			env, _, _ := unstructured.NestedSlice(containers[0].(map[string]any), "env")
+			env, _, _ := unstructured.NestedSlice(firstContainer(o), "env")
 			for _, e := range env {
 				name, _, _ := unstructured.NestedString(e.(map[string]any), "name")
 				value, _, _ := unstructured.NestedString(e.(map[string]any), "value")
