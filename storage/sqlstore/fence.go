@@ -12,9 +12,11 @@ import (
 
 // ownersTable holds, per cluster, the epoch of its current owner
 // (storage.Owner). Both taking ownership and checking it run in a group's
-// transaction, holding the revision counter: every write transaction of
-// every process serializes there, so a write sees the epoch of the last
-// Own committed before it, and none commits after an Own it missed.
+// transaction, holding the revision counter, and Own writes the counter's
+// row (barrier): every write transaction of every process serializes
+// there, so a write sees the epoch of the last Own committed before it,
+// and none commits after an Own it missed, on another node of a
+// multi-primary cluster either.
 const ownersTable = "panorama_owners"
 
 type ownerRow struct {
@@ -34,6 +36,9 @@ func (s *Store) Own(ctx context.Context, cluster string) (int64, error) {
 	var epoch int64
 	// Unfenced itself, whatever ctx carries: taking over is what fences.
 	_, err := s.submit(storage.WithEpoch(ctx, 0), cluster, 0, nil, func(tx *gorm.DB, _ *pending, _ int64, _ storedRows) (int64, error) {
+		if err := barrier(tx); err != nil {
+			return 0, err
+		}
 		current, err := ownerEpoch(tx, cluster)
 		if err != nil {
 			return 0, err

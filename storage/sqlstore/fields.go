@@ -20,9 +20,9 @@ import (
 // row of panorama_fields, and panorama_meta holds two versions:
 //
 //   - fields_declared is what writes index new rows with. It changes only
-//     in a write transaction, holding the revision counter, and every
-//     write reads it there: a row is indexed with the declarations that
-//     were current at its revision.
+//     in a write transaction, holding the revision counter and writing
+//     its row (barrier), and every write reads it there: a row is indexed
+//     with the declarations that were current at its revision.
 //   - fields_indexed is what every row is indexed with, so what reads may
 //     select on. It moves to fields_declared once reindexing has rewritten
 //     the field rows of every row written before the declarations changed.
@@ -163,6 +163,9 @@ func (s *Store) DeclareFields(ctx context.Context, decls []storage.FieldDeclarat
 			return 0, nil
 		}
 		version++
+		if err := barrier(tx); err != nil {
+			return 0, err
+		}
 		if err := tx.Create(&fieldsRow{Version: version, Declarations: spec}).Error; err != nil {
 			return 0, err
 		}
@@ -215,6 +218,9 @@ func (s *Store) reindex(ctx context.Context, version int64) error {
 		_, err := s.submit(ctx, "", reindexBatch, nil, func(tx *gorm.DB, _ *pending, _ int64, _ storedRows) (int64, error) {
 			next, stop = after, true
 			if declared, err := metaValue(tx, metaFieldsDeclared); err != nil || declared != version {
+				return 0, err
+			}
+			if err := barrier(tx); err != nil {
 				return 0, err
 			}
 			fs, err := s.fieldSet(tx, version)

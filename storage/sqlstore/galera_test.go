@@ -297,15 +297,10 @@ func TestGaleraWritersOnEveryNode(t *testing.T) {
 // rev; the limit only keeps a broken cluster from hanging the test.
 func waitRevision(t *testing.T, s storage.Interface, rev int64) {
 	t.Helper()
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+	waitFor(t, fmt.Sprintf("the node to reach revision %d", rev), func() (bool, error) {
 		got, _, err := s.Revision(context.Background())
-		if err == nil && got >= rev {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the node is at revision %d (%v), want %d", got, err, rev)
-		}
-	}
+		return err == nil && got >= rev, fmt.Errorf("at revision %d (%v)", got, err)
+	})
 }
 
 // TestGaleraNodeKilledMidChurn writes through all three nodes and kills one
@@ -378,4 +373,79 @@ func TestGaleraNodeKilledMidChurn(t *testing.T) {
 	checkChurn(t, stores[killed], churners)
 	t.Logf("killed node %d after %d of %d batches; %d writes failed and were sent again; %d revisions",
 		killed+1, killedAt, len(churners)*rounds, failures.Load(), rev)
+}
+
+// A write through one node that read the cluster's owner epoch before an
+// Own through another node committed is fenced, not committed after the
+// Own. The counter's lock is each node's own, so only certification,
+// which compares the rows transactions write, orders the two: Own writes
+// the counter's row, as every write does (barrier). The stale write is
+// held after its read of the epoch, at its first insert, by a row of the
+// same revision that the test inserts uncommitted on the write's node,
+// until the Own has reached that node.
+func TestGaleraStaleOwnerFenced(t *testing.T) {
+	stores := openGalera(t)
+	ctx := context.Background()
+	old, err := stores[0].Own(ctx, "east")
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldCtx := storage.WithEpoch(ctx, old)
+	rev, err := stores[0].Apply(oldCtx, "east", podsGVR, []storage.Change{storage.Upsert(object("Pod", "default", "a", "1"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hold := sqlstore.GormDB(stores[0]).Begin()
+	defer hold.Rollback()
+	if err := hold.Exec("INSERT INTO resources (revision, cluster, api_group, version, resource, namespace, name, kind, uid, owner_uid, created_at, member_resource_version, object)"+
+		" VALUES (?, 'hold', '', 'v1', 'pods', 'default', 'hold', 'Pod', '', '', 0, '1', ?)", rev+1, []byte("{}")).Error; err != nil {
+		t.Fatal(err)
+	}
+	stale := make(chan error, 1)
+	go func() {
+		_, err := stores[0].Apply(oldCtx, "east", podsGVR, []storage.Change{storage.Upsert(object("Pod", "default", "b", "2"))})
+		stale <- err
+	}()
+	waitFor(t, "the stale write to wait for the held row", func() (bool, error) {
+		var waiting int64
+		err := sqlstore.GormDB(stores[0]).Raw("SELECT COUNT(*) FROM information_schema.processlist WHERE info LIKE 'INSERT INTO `resources`%'").Scan(&waiting).Error
+		return waiting > 0, err
+	})
+
+	epoch, err := stores[1].Own(ctx, "east")
+	if err != nil || epoch != old+1 {
+		t.Fatalf("Own through node 2: %d, %v; want epoch %d", epoch, err, old+1)
+	}
+	waitFor(t, "node 1 to apply the Own", func() (bool, error) {
+		epochs, err := stores[0].Epochs(ctx)
+		return epochs["east"] == epoch, err
+	})
+	if err := hold.Rollback().Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-stale; !isFenced(err, old, epoch) {
+		t.Fatalf("the stale write: %v, want fenced at epoch %d", err, epoch)
+	}
+	waitRevision(t, stores[1], rev)
+	for i, s := range stores {
+		got, err := s.MemberVersions(ctx, "east", podsGVR)
+		if err != nil || len(got) != 1 || got[storage.NamespacedName{Namespace: "default", Name: "a"}] != "1" {
+			t.Errorf("node %d stores %v, %v; want only a, as the first owner wrote it", i+1, got, err)
+		}
+	}
+}
+
+// waitFor polls cond until it holds; the limit only keeps a broken cluster
+// from hanging the test, whose last error it reports.
+func waitFor(t *testing.T, what string, cond func() (bool, error)) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		ok, err := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %s: %v", what, err)
+		}
+	}
 }

@@ -271,6 +271,20 @@ func (s *Store) write(group []*batch) (ran int, blamed []*batch, err error) {
 	return ran, nil, nil
 }
 
+// barrier has tx write the revision counter's row although it takes no
+// revision: tx changes what writes read while holding the counter (an
+// owner epoch, the field declarations, the rows' field index). On one
+// primary the counter's lock orders tx with every write. On a
+// multi-primary cluster (Galera) that lock is only the node's own, and
+// certification compares the rows transactions write, not those they
+// read or lock: a write on another node that had read the epoch before an
+// Own committed after it, unfenced. Writing the row every write writes,
+// tx conflicts with any write not yet ordered after it, which is aborted
+// (1213) and run again, reading what tx wrote.
+func barrier(tx *gorm.DB) error {
+	return tx.Exec("UPDATE "+metaTable+" SET barriers = COALESCE(barriers, 0) + 1 WHERE name = ?", metaRevision).Error
+}
+
 // plan turns a batch into the writes it needs: the last change of a key wins,
 // unchanged upserts, deletes of absent objects and changes older than the
 // stored object drop out.
