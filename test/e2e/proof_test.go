@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -174,6 +175,19 @@ func TestScaleOut(t *testing.T) {
 	}
 	rss := &peakRSS{}
 	go rss.sample(ctx, procs)
+	// A run that does not converge says where each copy of the pods stands:
+	// a change missing from one API server's cache only, or from the
+	// database (on every node, or on one), or never sent by a controller.
+	stores := []storage.Interface{log}
+	for _, db := range dbs[1:] {
+		stores = append(stores, storagetest.OpenStore(t, db))
+	}
+	var want map[string]string
+	t.Cleanup(func() {
+		if t.Failed() && want != nil {
+			t.Logf("where the copies stand:\n%s", divergence(want, clients, stores, views))
+		}
+	})
 
 	churnCtx, stopChurn := context.WithCancel(ctx)
 	defer stopChurn()
@@ -218,7 +232,7 @@ func TestScaleOut(t *testing.T) {
 	churned := time.Since(churnStart)
 
 	stopped := time.Now()
-	want := expect()
+	want = expect()
 	testenv.Eventually(t, scaleMaxConverge, func() error { return converged(want, views) })
 	convergence := time.Since(stopped)
 
@@ -293,22 +307,98 @@ func shardHolders(kube kubernetes.Interface) (map[int]string, error) {
 // podRevisions lists the revisions of every pod change in the log, in order.
 func podRevisions(s storage.Interface) ([]int64, error) {
 	var out []int64
+	err := eachPodChange(s, func(e *storage.Event) { out = append(out, e.Revision) })
+	return out, err
+}
+
+// eachPodChange calls fn with every pod change in the log, in order.
+func eachPodChange(s storage.Interface, fn func(*storage.Event)) error {
 	var since int64
 	for {
 		events, _, err := s.Events(context.Background(), since, 10_000)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if len(events) == 0 {
-			return out, nil
+			return nil
 		}
-		for _, e := range events {
-			if e.Key.GVR == podsGVR {
-				out = append(out, e.Revision)
+		for i := range events {
+			if events[i].Key.GVR == podsGVR {
+				fn(&events[i])
 			}
-			since = e.Revision
+			since = events[i].Revision
 		}
 	}
+}
+
+// divergence describes, for a run that did not converge, how each copy of
+// the pods differs from want: every view of every API server, the store
+// as each Galera node has it, each watcher's state; then the log's
+// changes of every pod that differs anywhere.
+func divergence(want map[string]string, clients []map[string]dynamic.Interface, stores []storage.Interface, views []*orderedView) string {
+	var b strings.Builder
+	differing := map[string]bool{}
+	compare := func(who string, got, want map[string]string, err error) {
+		if err == nil {
+			for _, k := range viewDiff(got, want) {
+				differing[k] = true
+			}
+			if err = sameView(who, got, want); err == nil {
+				err = fmt.Errorf("%s equals the members", who)
+			}
+		}
+		fmt.Fprintln(&b, err)
+	}
+	for i, views := range clients {
+		for name, c := range views {
+			got, err := listAll(c, 0)
+			w := want
+			if name != "" {
+				w = filterCluster(want, name)
+			}
+			compare(fmt.Sprintf("API server %d's view %q", i, name), got, w, err)
+		}
+	}
+	for i, s := range stores {
+		got, err := storedPods(s)
+		compare(fmt.Sprintf("the store read through Galera node %d", i+1), got, want, err)
+	}
+	for _, v := range views {
+		v.mu.Lock()
+		compare(v.name, v.state, want, nil)
+		v.mu.Unlock()
+	}
+	changes := map[string][]string{}
+	err := eachPodChange(stores[0], func(e *storage.Event) {
+		k := soakKey(e.Key.Cluster, e.Key.Namespace, e.Key.Name)
+		if differing[k] {
+			var u unstructured.Unstructured
+			_ = u.UnmarshalJSON(e.Object)
+			changes[k] = append(changes[k], fmt.Sprintf("%s at %d (member %s)", e.Type, e.Revision,
+				u.GetAnnotations()[storage.MemberResourceVersionAnnotation]))
+		}
+	})
+	if err != nil {
+		fmt.Fprintf(&b, "reading the log: %v\n", err)
+	}
+	for _, k := range slices.Sorted(maps.Keys(differing)) {
+		fmt.Fprintf(&b, "the log's changes of %s (member %q): %v\n", k, want[k], changes[k])
+	}
+	return b.String()
+}
+
+// storedPods reads every stored pod straight from the store, as key →
+// member resourceVersion.
+func storedPods(s storage.Interface) (map[string]string, error) {
+	page, err := s.List(context.Background(), &storage.ListQuery{GVR: podsGVR})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, o := range page.Objects {
+		out[soakKey(o.Cluster, o.Namespace, o.Name)] = o.MemberResourceVersion
+	}
+	return out, nil
 }
 
 // orderedView is a watcher that lists once, then watches from the list's

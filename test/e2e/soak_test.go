@@ -284,22 +284,37 @@ func sameList(who string, c dynamic.Interface, limit int64, want map[string]stri
 
 // sameView says how got differs from want (nil when equal).
 func sameView(who string, got, want map[string]string) error {
-	var diff []string
+	keys := viewDiff(got, want)
+	if len(keys) == 0 {
+		return nil
+	}
+	diff := make([]string, 0, 3)
+	for _, k := range keys[:min(3, len(keys))] {
+		if v, ok := want[k]; ok {
+			diff = append(diff, fmt.Sprintf("%s: %q, member %q", k, got[k], v))
+		} else {
+			diff = append(diff, k+": not in the member")
+		}
+	}
+	return fmt.Errorf("%s differs from the members in %d objects, e.g. %v", who, len(keys), diff)
+}
+
+// viewDiff lists, sorted, the keys whose member resourceVersion got and
+// want disagree on, those that only one of them has included.
+func viewDiff(got, want map[string]string) []string {
+	var keys []string
 	for k, v := range want {
 		if got[k] != v {
-			diff = append(diff, fmt.Sprintf("%s: %q, member %q", k, got[k], v))
+			keys = append(keys, k)
 		}
 	}
 	for k := range got {
 		if _, ok := want[k]; !ok {
-			diff = append(diff, k+": not in the member")
+			keys = append(keys, k)
 		}
 	}
-	if len(diff) == 0 {
-		return nil
-	}
-	slices.Sort(diff)
-	return fmt.Errorf("%s differs from the members in %d objects, e.g. %v", who, len(diff), diff[:min(3, len(diff))])
+	slices.Sort(keys)
+	return keys
 }
 
 // churnPods creates, relabels and deletes pods in namespace soak of one
