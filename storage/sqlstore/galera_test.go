@@ -377,12 +377,17 @@ func TestGaleraNodeKilledMidChurn(t *testing.T) {
 
 // A write through one node that read the cluster's owner epoch before an
 // Own through another node committed is fenced, not committed after the
-// Own. The counter's lock is each node's own, so only certification,
-// which compares the rows transactions write, orders the two: Own writes
+// Own. The counter's lock is each node's own, and Galera orders
+// transactions by the rows they write, not by those they read: Own writes
 // the counter's row, as every write does (barrier). The stale write is
 // held after its read of the epoch, at its first insert, by a row of the
 // same revision that the test inserts uncommitted on the write's node,
-// until the Own has reached that node.
+// until the Own has been applied there: applying it needs the counter's
+// row, which the held write has locked, so Galera aborts the write, which
+// runs again and reads the new epoch. (An Own certified and not yet
+// applied there would fail the write's certification instead.) Without
+// the barrier, the Own is applied beside the held write, which then
+// commits.
 func TestGaleraStaleOwnerFenced(t *testing.T) {
 	stores := openGalera(t)
 	ctx := context.Background()
@@ -408,8 +413,8 @@ func TestGaleraStaleOwnerFenced(t *testing.T) {
 	}()
 	waitFor(t, "the stale write to wait for the held row", func() (bool, error) {
 		var waiting int64
-		err := sqlstore.GormDB(stores[0]).Raw("SELECT COUNT(*) FROM information_schema.processlist WHERE info LIKE 'INSERT INTO `resources`%'").Scan(&waiting).Error
-		return waiting > 0, err
+		err := sqlstore.GormDB(stores[0]).Raw("SELECT COUNT(*) FROM information_schema.processlist WHERE db = DATABASE() AND info LIKE 'INSERT INTO `resources`%'").Scan(&waiting).Error
+		return waiting > 0, fmt.Errorf("%d inserts waiting (%v)", waiting, err)
 	})
 
 	epoch, err := stores[1].Own(ctx, "east")
@@ -426,8 +431,8 @@ func TestGaleraStaleOwnerFenced(t *testing.T) {
 	if err := <-stale; !isFenced(err, old, epoch) {
 		t.Fatalf("the stale write: %v, want fenced at epoch %d", err, epoch)
 	}
-	waitRevision(t, stores[1], rev)
 	for i, s := range stores {
+		waitRevision(t, s, rev)
 		got, err := s.MemberVersions(ctx, "east", podsGVR)
 		if err != nil || len(got) != 1 || got[storage.NamespacedName{Namespace: "default", Name: "a"}] != "1" {
 			t.Errorf("node %d stores %v, %v; want only a, as the first owner wrote it", i+1, got, err)

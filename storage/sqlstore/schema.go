@@ -272,12 +272,6 @@ var migrations = []struct {
 	version: 13,
 	statements: onPostgres("CREATE STATISTICS IF NOT EXISTS attributes_values (mcv) ON kind, attr_key, attr_value FROM "+attributesTable,
 		"ANALYZE "+attributesTable),
-}, {
-	// What a transaction that takes no revision writes to the counter's
-	// row, so that multi-primary certification orders it with the writes
-	// (barrier in write.go).
-	version:     14,
-	alterations: []alteration{{table: metaTable, column: &column{name: "barriers", typ: "bigint", nullable: true}}},
 }}
 
 // onPostgres is the statements of a migration that only PostgreSQL runs.

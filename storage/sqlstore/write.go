@@ -281,8 +281,18 @@ func (s *Store) write(group []*batch) (ran int, blamed []*batch, err error) {
 // Own committed after it, unfenced. Writing the row every write writes,
 // tx conflicts with any write not yet ordered after it, which is aborted
 // (1213) and run again, reading what tx wrote.
+//
+// The two updates cancel out, and must be two: MySQL neither logs nor
+// certifies an UPDATE that leaves its row as it was, so one that sets the
+// value to itself writes nothing, while each of these changes the row.
+// Until tx commits, no other transaction sees the value in between.
 func barrier(tx *gorm.DB) error {
-	return tx.Exec("UPDATE "+metaTable+" SET barriers = COALESCE(barriers, 0) + 1 WHERE name = ?", metaRevision).Error
+	for _, step := range []string{" + 1", " - 1"} {
+		if err := tx.Exec("UPDATE "+metaTable+" SET value = value"+step+" WHERE name = ?", metaRevision).Error; err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // plan turns a batch into the writes it needs: the last change of a key wins,
