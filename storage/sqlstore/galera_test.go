@@ -16,6 +16,7 @@ import (
 	"github.com/panorama-io/panorama/storage"
 	"github.com/panorama-io/panorama/storage/sqlstore"
 	"github.com/panorama-io/panorama/storage/storagetest"
+	"github.com/panorama-io/panorama/test/testenv"
 )
 
 // The Galera tests run against the 3-node cluster of hack/galera.sh: one
@@ -297,9 +298,11 @@ func TestGaleraWritersOnEveryNode(t *testing.T) {
 // rev; the limit only keeps a broken cluster from hanging the test.
 func waitRevision(t *testing.T, s storage.Interface, rev int64) {
 	t.Helper()
-	waitFor(t, fmt.Sprintf("the node to reach revision %d", rev), func() (bool, error) {
-		got, _, err := s.Revision(context.Background())
-		return err == nil && got >= rev, fmt.Errorf("at revision %d (%v)", got, err)
+	testenv.Eventually(t, time.Minute, func() error {
+		if got, _, err := s.Revision(context.Background()); err != nil || got < rev {
+			return fmt.Errorf("the node is at revision %d (%v), want %d", got, err, rev)
+		}
+		return nil
 	})
 }
 
@@ -411,19 +414,24 @@ func TestGaleraStaleOwnerFenced(t *testing.T) {
 		_, err := stores[0].Apply(oldCtx, "east", podsGVR, []storage.Change{storage.Upsert(object("Pod", "default", "b", "2"))})
 		stale <- err
 	}()
-	waitFor(t, "the stale write to wait for the held row", func() (bool, error) {
+	testenv.Eventually(t, time.Minute, func() error {
 		var waiting int64
 		err := sqlstore.GormDB(stores[0]).Raw("SELECT COUNT(*) FROM information_schema.processlist WHERE db = DATABASE() AND info LIKE 'INSERT INTO `resources`%'").Scan(&waiting).Error
-		return waiting > 0, fmt.Errorf("%d inserts waiting (%v)", waiting, err)
+		if err != nil || waiting == 0 {
+			return fmt.Errorf("the stale write does not wait for the held row: %d inserts waiting (%v)", waiting, err)
+		}
+		return nil
 	})
 
 	epoch, err := stores[1].Own(ctx, "east")
 	if err != nil || epoch != old+1 {
 		t.Fatalf("Own through node 2: %d, %v; want epoch %d", epoch, err, old+1)
 	}
-	waitFor(t, "node 1 to apply the Own", func() (bool, error) {
-		epochs, err := stores[0].Epochs(ctx)
-		return epochs["east"] == epoch, err
+	testenv.Eventually(t, time.Minute, func() error {
+		if epochs, err := stores[0].Epochs(ctx); err != nil || epochs["east"] != epoch {
+			return fmt.Errorf("node 1 has epochs %v (%v), not yet the Own's %d", epochs, err, epoch)
+		}
+		return nil
 	})
 	if err := hold.Rollback().Error; err != nil {
 		t.Fatal(err)
@@ -436,21 +444,6 @@ func TestGaleraStaleOwnerFenced(t *testing.T) {
 		got, err := s.MemberVersions(ctx, "east", podsGVR)
 		if err != nil || len(got) != 1 || got[storage.NamespacedName{Namespace: "default", Name: "a"}] != "1" {
 			t.Errorf("node %d stores %v, %v; want only a, as the first owner wrote it", i+1, got, err)
-		}
-	}
-}
-
-// waitFor polls cond until it holds; the limit only keeps a broken cluster
-// from hanging the test, whose last error it reports.
-func waitFor(t *testing.T, what string, cond func() (bool, error)) {
-	t.Helper()
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
-		ok, err := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s: %v", what, err)
 		}
 	}
 }
