@@ -142,11 +142,7 @@ func TestScaleOut(t *testing.T) {
 	converged := func(want map[string]string, views []*orderedView) error {
 		for i := range ports {
 			for name, c := range clients[i] {
-				w := want
-				if name != "" {
-					w = filterCluster(want, name)
-				}
-				if err := sameList(fmt.Sprintf("API server %d's view %q", i, name), c, 0, w); err != nil {
+				if err := sameList(fmt.Sprintf("API server %d's view %q", i, name), c, 0, filterCluster(want, name)); err != nil {
 					return err
 				}
 			}
@@ -352,11 +348,7 @@ func divergence(want map[string]string, clients []map[string]dynamic.Interface, 
 	for i, views := range clients {
 		for name, c := range views {
 			got, err := listAll(c, 0)
-			w := want
-			if name != "" {
-				w = filterCluster(want, name)
-			}
-			compare(fmt.Sprintf("API server %d's view %q", i, name), got, w, err)
+			compare(fmt.Sprintf("API server %d's view %q", i, name), got, filterCluster(want, name), err)
 		}
 	}
 	for i, s := range stores {

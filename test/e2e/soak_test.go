@@ -244,7 +244,12 @@ func memberPods(t *testing.T, kubes map[string]kubernetes.Interface) map[string]
 	return out
 }
 
+// filterCluster keeps the keys of cluster; "", the view of all clusters,
+// keeps them all.
 func filterCluster(m map[string]string, cluster string) map[string]string {
+	if cluster == "" {
+		return m
+	}
 	out := map[string]string{}
 	for k, v := range m {
 		if strings.HasPrefix(k, cluster+"/") {
@@ -440,9 +445,7 @@ func (v *soakView) received() {
 
 // check compares the view with the members' pods (of its cluster).
 func (v *soakView) check(want map[string]string) error {
-	if v.cluster != "" {
-		want = filterCluster(want, v.cluster)
-	}
+	want = filterCluster(want, v.cluster)
 	got := map[string]string{}
 	for _, obj := range v.store.List() {
 		u := obj.(*unstructured.Unstructured)
