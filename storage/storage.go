@@ -137,6 +137,22 @@ type Interface interface {
 	// RevisionAt returns the last revision committed at or before t; a
 	// TooOldError when the history does not reach back to t.
 	RevisionAt(ctx context.Context, t time.Time) (int64, error)
+	// DropSecretData removes the contents of the cluster's core/v1
+	// Secrets (StripSecretData) from every state stored of them: a current
+	// object that holds some is written again without, as a change that
+	// watches see, and the log's and the history's states are rewritten
+	// in place. It goes over what was written since its last call for
+	// the cluster, so that calling it again costs little and finishes
+	// what a call that failed left. Fenced as writes are (WithEpoch).
+	DropSecretData(ctx context.Context, cluster string) error
+	// ForgetCluster drops the history of the cluster's objects up to now,
+	// which ObjectHistory and lists with History then never read, and the
+	// Secret contents of its log: what is left of a deleted Cluster, once
+	// DeleteResource removed its objects, so that one created again under
+	// its name has none of it. The log's entries stay until compacted, for
+	// watches to see the deletions, and compaction keeps none of them as
+	// history. Fenced as writes are (WithEpoch).
+	ForgetCluster(ctx context.Context, cluster string) error
 	// Fields returns the fields every stored object is indexed with: what
 	// field selectors may use.
 	Fields(ctx context.Context) (*FieldSet, error)

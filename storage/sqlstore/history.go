@@ -178,10 +178,18 @@ func deleteBelow(db *gorm.DB, model any, revision int64) error {
 	return nil
 }
 
-// keep turns the log entries in (lo, hi] into history rows.
+// keep turns the log entries in (lo, hi] into history rows, but those of
+// the clusters forgotten up to them (forget.go).
 func (s *Store) keep(tx *gorm.DB, lo, hi int64) error {
+	if err := lockCompaction(tx); err != nil {
+		return err
+	}
+	forgotten, err := forgottenMarks(tx, lo)
+	if err != nil {
+		return err
+	}
 	var events []eventRow
-	err := tx.Where("revision > ? AND revision <= ?", lo, hi).
+	err = tx.Where("revision > ? AND revision <= ?", lo, hi).
 		Not("api_group = ? AND version = ? AND resource = ?", storage.OpenAPIResource.Group, storage.OpenAPIResource.Version, storage.OpenAPIResource.Resource).
 		Order("revision").Find(&events).Error
 	if err != nil || len(events) == 0 {
@@ -196,9 +204,12 @@ func (s *Store) keep(tx *gorm.DB, lo, hi int64) error {
 	if err != nil {
 		return err
 	}
-	rows := make([]historyRow, len(events))
+	rows := make([]historyRow, 0, len(events))
 	for i := range events {
 		e := &events[i]
+		if e.Revision <= forgotten[e.Cluster] {
+			continue
+		}
 		h := historyRow{
 			Revision: e.Revision, Type: e.Type, KeyColumns: e.KeyColumns, Created: e.Created, Committed: times.at(e.Revision),
 		}
@@ -210,7 +221,7 @@ func (s *Store) keep(tx *gorm.DB, lo, hi int64) error {
 			h.Patch = append(slices.Clip(keptAgainstNext), delta.Encode(e.PrevObject, e.Object)...)
 		}
 		h.MemberResourceVersion = memberResourceVersion(state)
-		rows[i] = h
+		rows = append(rows, h)
 	}
 	if err := insertChunked(tx, s.dialect, rows, func(h *historyRow) int { return len(h.Patch) + 256 }); err != nil {
 		return err
@@ -339,9 +350,15 @@ func (s *Store) ObjectHistory(ctx context.Context, key storage.Key, limit int) (
 		if err != nil {
 			return err
 		}
+		// A cluster of the key's name deleted before has left nothing
+		// of its own here.
+		forgotten, err := clusterMark(tx, key.Cluster, markForgotten)
+		if err != nil {
+			return err
+		}
 		ofKey := func(model any) *gorm.DB {
 			return whereResource(tx.Model(model), key.GVR).
-				Where("cluster = ? AND namespace = ? AND name = ? AND revision > ?", key.Cluster, key.Namespace, key.Name, expired)
+				Where("cluster = ? AND namespace = ? AND name = ? AND revision > ?", key.Cluster, key.Namespace, key.Name, max(expired, forgotten))
 		}
 		// The log holds a few compaction intervals: read whole. History
 		// rows are rebuilt from the newest back, so the last are enough.

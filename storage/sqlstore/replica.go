@@ -269,6 +269,16 @@ func (r *Replicated) RevisionAt(ctx context.Context, t time.Time) (int64, error)
 	return r.reader(ctx, 0).RevisionAt(ctx, t)
 }
 
+// DropSecretData implements storage.Interface on the primary.
+func (r *Replicated) DropSecretData(ctx context.Context, cluster string) error {
+	return r.primary.DropSecretData(ctx, cluster)
+}
+
+// ForgetCluster implements storage.Interface on the primary.
+func (r *Replicated) ForgetCluster(ctx context.Context, cluster string) error {
+	return r.primary.ForgetCluster(ctx, cluster)
+}
+
 // DeclareFields implements storage.Interface on the primary.
 func (r *Replicated) DeclareFields(ctx context.Context, decls []storage.FieldDeclaration) error {
 	return r.primary.DeclareFields(ctx, decls)

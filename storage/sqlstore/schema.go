@@ -272,6 +272,19 @@ var migrations = []struct {
 	version: 13,
 	statements: onPostgres("CREATE STATISTICS IF NOT EXISTS attributes_values (mcv) ON kind, attr_key, attr_value FROM "+attributesTable,
 		"ANALYZE "+attributesTable),
+}, {
+	// Per cluster, how far its history is forgotten and its Secrets'
+	// states are rid of their contents (forget.go).
+	version: 14,
+	tables: []table{{
+		name: clusterHistoryTable,
+		columns: []column{
+			{name: "cluster", typ: "s128"},
+			{name: markForgotten, typ: "bigint"},
+			{name: markSecretDataDropped, typ: "bigint"},
+		},
+		primaryKey: []string{"cluster"},
+	}},
 }}
 
 // onPostgres is the statements of a migration that only PostgreSQL runs.

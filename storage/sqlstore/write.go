@@ -95,11 +95,17 @@ func (s *Store) Apply(ctx context.Context, cluster string, gvr schema.GroupVersi
 	return rev, err
 }
 
-// DeleteOrphans implements storage.Interface.
+// DeleteOrphans implements storage.Interface. What it removes leaves
+// nothing behind that its Cluster would not store: the Secrets it removes
+// lose their contents in the log and history too, and a cluster that keep
+// does not name at all, whose Cluster is gone, its history
+// (ForgetCluster).
 func (s *Store) DeleteOrphans(ctx context.Context, keep []storage.ClusterResource, epochs map[string]int64) (int64, error) {
 	kept := make(map[storage.ClusterResource]bool, len(keep))
+	named := map[string]bool{}
 	for _, k := range keep {
 		kept[k] = true
+		named[k.Cluster] = true
 	}
 	var stored []resourceRow
 	if err := s.db.WithContext(ctx).Model(&resourceRow{}).Distinct("cluster", "api_group", "version", "resource").Find(&stored).Error; err != nil {
@@ -107,16 +113,20 @@ func (s *Store) DeleteOrphans(ctx context.Context, keep []storage.ClusterResourc
 	}
 	rev, _, err := s.Revision(ctx)
 	fenced := map[string]bool{}
+	var removed []storage.ClusterResource
+	fence := func(cluster string) context.Context {
+		epoch, ok := epochs[cluster]
+		if !ok {
+			epoch = storage.NeverOwned
+		}
+		return storage.WithEpoch(ctx, epoch)
+	}
 	for _, r := range stored {
 		cr := storage.ClusterResource{Cluster: r.Cluster, GVR: r.gvr()}
 		if err != nil || kept[cr] || kept[storage.ClusterResource{Cluster: cr.Cluster}] || fenced[cr.Cluster] {
 			continue
 		}
-		epoch, ok := epochs[cr.Cluster]
-		if !ok {
-			epoch = storage.NeverOwned
-		}
-		deleted, derr := s.DeleteResource(storage.WithEpoch(ctx, epoch), cr.Cluster, cr.GVR)
+		deleted, derr := s.DeleteResource(fence(cr.Cluster), cr.Cluster, cr.GVR)
 		switch {
 		case storage.IsFenced(derr):
 			fenced[cr.Cluster] = true // taken over since keep was made: not orphaned
@@ -124,6 +134,23 @@ func (s *Store) DeleteOrphans(ctx context.Context, keep []storage.ClusterResourc
 			err = derr
 		default:
 			rev = deleted
+			removed = append(removed, cr)
+		}
+	}
+	forgotten := map[string]bool{}
+	for _, cr := range removed {
+		var ferr error
+		switch {
+		case err != nil || fenced[cr.Cluster] || forgotten[cr.Cluster]:
+			continue
+		case !named[cr.Cluster]:
+			forgotten[cr.Cluster] = true
+			ferr = s.ForgetCluster(fence(cr.Cluster), cr.Cluster)
+		case cr.GVR == storage.SecretsResource:
+			ferr = s.DropSecretData(fence(cr.Cluster), cr.Cluster)
+		}
+		if ferr != nil && !storage.IsFenced(ferr) {
+			err = ferr
 		}
 	}
 	return rev, err
