@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -56,6 +58,10 @@ const (
 	// ReasonSecretNamespaceForbidden: a secret reference outside the
 	// controller's secret namespace.
 	ReasonSecretNamespaceForbidden = "SecretNamespaceForbidden"
+	// ReasonSecretNotBound: a credential Secret that does not bind the
+	// Cluster (its annotations name neither the Cluster nor, for a token,
+	// its server) or whose CA the Cluster would skip.
+	ReasonSecretNotBound = "SecretNotBound"
 	// ReasonKubeconfigRefused: a kubeconfig that would run a program or read
 	// a file of the controller.
 	ReasonKubeconfigRefused = "KubeconfigRefused"
@@ -302,17 +308,13 @@ func (r *ClusterReconciler) sync(ctx context.Context, c *clusterv1alpha1.Cluster
 	}
 	// An unhealthy member keeps its synchronizers: they retry with backoff and
 	// resume from where they were.
-	if body, err := dc.RESTClient().Get().AbsPath("/readyz").DoRaw(ctx); err != nil {
-		msg := err.Error()
-		if len(body) > 0 {
-			msg = strings.TrimSpace(string(body))
-		}
-		setCondition(status, clusterv1alpha1.ConditionReady, false, ReasonUnhealthy, "readyz: "+msg)
+	if _, err := dc.RESTClient().Get().AbsPath("/readyz").DoRaw(ctx); err != nil {
+		setCondition(status, clusterv1alpha1.ConditionReady, false, ReasonUnhealthy, "readyz: "+memberErrorText(err))
 		r.fillSyncStatus(c.Name, status)
 		return requeue, nil
 	}
 	if v, err := dc.ServerVersion(); err == nil {
-		status.Version = v.GitVersion
+		status.Version = statusText(v.GitVersion)
 	}
 	setCondition(status, clusterv1alpha1.ConditionReady, true, ReasonHealthy, "the member's API server is ready")
 
@@ -342,7 +344,7 @@ func (r *ClusterReconciler) sync(ctx context.Context, c *clusterv1alpha1.Cluster
 		}
 		crds, err := customResourceSelections(ctx, md)
 		if err != nil {
-			problems = append(problems, "listing CRDs: "+err.Error())
+			problems = append(problems, "listing CRDs: "+memberErrorText(err))
 			partial = true
 		}
 		// The CRDs themselves too: the API server takes their printer columns
@@ -352,7 +354,7 @@ func (r *ClusterReconciler) sync(ctx context.Context, c *clusterv1alpha1.Cluster
 	}
 	member, err := discover(dc)
 	if err != nil {
-		setCondition(status, clusterv1alpha1.ConditionSynced, false, ReasonDiscoveryFailed, err.Error())
+		setCondition(status, clusterv1alpha1.ConditionSynced, false, ReasonDiscoveryFailed, memberErrorText(err))
 		r.fillSyncStatus(c.Name, status)
 		return requeue, nil
 	}
@@ -360,7 +362,7 @@ func (r *ClusterReconciler) sync(ctx context.Context, c *clusterv1alpha1.Cluster
 	if !c.Spec.SyncAllCustomResources { // crds.go; with it, the CRDs are selected above
 		extra, err := crdSelection(ctx, cfg, resources)
 		if err != nil {
-			problems = append(problems, "listing CRDs: "+err.Error())
+			problems = append(problems, "listing CRDs: "+memberErrorText(err))
 			partial = true
 		}
 		resources = member.resolve(append(selections, extra...))
@@ -419,8 +421,8 @@ func (r *ClusterReconciler) fillSyncStatus(cluster string, status *clusterv1alph
 	for res, s := range statuses {
 		rs := clusterv1alpha1.ResourceSyncStatus{
 			Group: res.GVR.Group, Version: res.GVR.Version, Resource: res.GVR.Resource, Kind: res.Kind,
-			Namespaced: res.Namespaced, State: s.State, Count: s.Count, LastError: s.LastError,
-			RefusedCount: s.Refused, LastRefused: s.LastRefused,
+			Namespaced: res.Namespaced, State: s.State, Count: s.Count, LastError: statusText(s.LastError),
+			RefusedCount: s.Refused, LastRefused: statusText(s.LastRefused),
 		}
 		if !s.LastSyncTime.IsZero() {
 			t := metav1.NewTime(s.LastSyncTime.Truncate(time.Second))
@@ -440,5 +442,40 @@ func setCondition(status *clusterv1alpha1.ClusterStatus, typ string, ok bool, re
 	if ok {
 		s = metav1.ConditionTrue
 	}
-	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: typ, Status: s, Reason: reason, Message: message, ObservedGeneration: 0})
+	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: typ, Status: s, Reason: reason, Message: statusText(message), ObservedGeneration: 0})
+}
+
+// maxStatusText bounds each text of a Cluster's status that a member's
+// answers or the controller's errors about it make (condition messages,
+// lastError, lastRefused, version): a member may answer anything, and the
+// host refuses a whole status with a condition message over 32 KiB.
+const maxStatusText = 1024
+
+// truncatedMark ends a text cut to maxStatusText.
+const truncatedMark = " …"
+
+// statusText is s cut to at most maxStatusText bytes, on a UTF-8
+// boundary.
+func statusText(s string) string {
+	if len(s) <= maxStatusText {
+		return s
+	}
+	cut := maxStatusText - len(truncatedMark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + truncatedMark
+}
+
+// memberErrorText describes an error of a request to a member. Of an
+// answer that is not a success it keeps the status code only, never the
+// body, which is whoever spec.apiServer points at to write: the Cluster's
+// author would otherwise read what any URL the controller reaches answers.
+func memberErrorText(err error) string {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		code := int(status.Status().Code)
+		return strings.TrimSpace(fmt.Sprintf("the member answered %d %s", code, http.StatusText(code)))
+	}
+	return statusText(err.Error())
 }

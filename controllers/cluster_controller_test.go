@@ -170,12 +170,14 @@ func TestClusterSync(t *testing.T) {
 	// token, and its resources from a shared ClusterSyncResources.
 	mustCreate(t, hc, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "panorama-system"}})
 	mustCreate(t, hc, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "panorama-system", Name: "east"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "panorama-system", Name: "east", Annotations: map[string]string{clusterv1alpha1.AnnotationCredentialClusters: "east"}},
 		Data:       map[string][]byte{"kubeconfig": kubeconfigVia(t, east)},
 	})
 	mustCreate(t, hc, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "panorama-system", Name: "west-token"},
-		Data:       map[string][]byte{"token": []byte(serviceAccountToken(t, west))},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "panorama-system", Name: "west-token", Annotations: map[string]string{
+			clusterv1alpha1.AnnotationCredentialClusters: "west", clusterv1alpha1.AnnotationCredentialServer: "https://" + west.proxy.Addr,
+		}},
+		Data: map[string][]byte{"token": []byte(serviceAccountToken(t, west))},
 	})
 	mustCreate(t, hc, &clusterv1alpha1.ClusterSyncResources{
 		ObjectMeta: metav1.ObjectMeta{Name: "common"},

@@ -34,7 +34,7 @@ func TestCRDsOfSelectedCustomResources(t *testing.T) {
 	startManager(t, host, store)
 	for name, m := range map[string]*member{"east": east, "west": west} {
 		mustCreate(t, hc, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: controllerNamespace, Name: name},
+			ObjectMeta: metav1.ObjectMeta{Namespace: controllerNamespace, Name: name, Annotations: map[string]string{clusterv1alpha1.AnnotationCredentialClusters: name}},
 			Data:       map[string][]byte{"kubeconfig": kubeconfigVia(t, m)},
 		})
 	}

@@ -209,25 +209,38 @@ func TestClusterImport(t *testing.T) {
 		profile := createSource(t, hc, clusterProfileGVK, "fleet", "west", nil)
 		setAccessProvider(t, hc, profile, "https://"+m.proxy.Addr, m.env.Config.CAData)
 		// The token Secret is named after the Cluster, and imported only
-		// once bound to the profile.
+		// once bound to it and to the profile's server.
 		token := &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: controllerNamespace, Name: "fleet-west"},
 			Data:       map[string][]byte{"token": []byte(serviceAccountToken(t, m))},
 		}
 		mustCreate(t, hc, token)
-		waitPolicy(t, hc, "profiles", func(p *clusterv1alpha1.ClusterImportPolicy) error {
-			if len(p.Status.Conflicts) != 1 || !strings.Contains(p.Status.Conflicts[0].Message, "is not annotated "+clusterv1alpha1.AnnotationClusterProfile+": fleet/west") {
-				return fmt.Errorf("status %+v", p.Status)
+		conflict := func(message string) func(*clusterv1alpha1.ClusterImportPolicy) error {
+			return func(p *clusterv1alpha1.ClusterImportPolicy) error {
+				if len(p.Status.Conflicts) != 1 || !strings.Contains(p.Status.Conflicts[0].Message, message) {
+					return fmt.Errorf("status %+v, want a conflict %q", p.Status, message)
+				}
+				return nil
 			}
-			return nil
-		})
+		}
+		bind := func(server string) {
+			t.Helper()
+			if err := hc.Get(ctx, client.ObjectKeyFromObject(token), token); err != nil {
+				t.Fatal(err)
+			}
+			metav1.SetMetaDataAnnotation(&token.ObjectMeta, clusterv1alpha1.AnnotationCredentialClusters, "fleet-west")
+			metav1.SetMetaDataAnnotation(&token.ObjectMeta, clusterv1alpha1.AnnotationCredentialServer, server)
+			if err := hc.Update(ctx, token); err != nil {
+				t.Fatal(err)
+			}
+		}
+		waitPolicy(t, hc, "profiles", conflict("its annotation "+clusterv1alpha1.AnnotationCredentialClusters+" must name fleet-west"))
+		bind("https://elsewhere.example")
+		waitPolicy(t, hc, "profiles", conflict("holds no token for https://"+m.proxy.Addr))
 		if err := hc.Get(ctx, client.ObjectKey{Name: "fleet-west"}, &clusterv1alpha1.Cluster{}); !apierrors.IsNotFound(err) {
 			t.Fatalf("a profile was imported with a Secret not bound to it: %v", err)
 		}
-		metav1.SetMetaDataAnnotation(&token.ObjectMeta, clusterv1alpha1.AnnotationClusterProfile, "fleet/west")
-		if err := hc.Update(ctx, token); err != nil {
-			t.Fatal(err)
-		}
+		bind("https://" + m.proxy.Addr)
 		c := waitCluster(t, hc, "fleet-west", func(c *clusterv1alpha1.Cluster) error {
 			if !meta.IsStatusConditionTrue(c.Status.Conditions, clusterv1alpha1.ConditionSynced) {
 				return fmt.Errorf("not synced: %+v", c.Status.Conditions)
@@ -246,8 +259,14 @@ func TestClusterImport(t *testing.T) {
 			return nil
 		})
 
-		// The profile's endpoint moves: the Cluster follows.
+		// The profile's endpoint moves: the Cluster stays until the Secret
+		// holds a token for the new one, then follows.
 		setAccessProvider(t, hc, getSource(t, hc, clusterProfileGVK, "fleet", "west"), m.env.Config.Host, m.env.Config.CAData)
+		waitPolicy(t, hc, "profiles", conflict("holds no token for "+m.env.Config.Host))
+		if err := hc.Get(ctx, client.ObjectKey{Name: "fleet-west"}, c); err != nil || c.Spec.APIServer != "https://"+m.proxy.Addr {
+			t.Fatalf("the Cluster followed its profile to a server its Secret does not name: %q (%v)", c.Spec.APIServer, err)
+		}
+		bind(m.env.Config.Host)
 		waitCluster(t, hc, "fleet-west", func(c *clusterv1alpha1.Cluster) error {
 			if c.Spec.APIServer != m.env.Config.Host {
 				return fmt.Errorf("apiServer %q, want %q", c.Spec.APIServer, m.env.Config.Host)

@@ -42,13 +42,14 @@ const (
 
 // SecretAccess says which Secrets of the host may hold member credentials.
 type SecretAccess struct {
-	// Namespace is the controller's own: any of its Secrets, tokens or
-	// kubeconfigs.
+	// Namespace is the controller's own: a Secret there is the credential
+	// of the Clusters it names itself (clusterv1alpha1.CredentialBindsCluster)
+	// and, holding a token, only for the server it names.
 	Namespace string
 	// ClusterAPINamespaces hold Cluster API kubeconfig Secrets (and only
-	// those may be named there, as a kubeconfig): the server is then the
-	// one Cluster API wrote into the Secret with the credentials, so no
-	// Cluster can send them elsewhere.
+	// those may be named there, as a kubeconfig), usable by any Cluster:
+	// the server is the one Cluster API wrote into the Secret with the
+	// credentials, so no Cluster can send them elsewhere.
 	ClusterAPINamespaces []string
 }
 
@@ -80,31 +81,40 @@ func memberConfig(ctx context.Context, reader client.Reader, access SecretAccess
 		}
 	}
 	var cfg *rest.Config
+	// pinnedBy names the Secret whose CA the member's certificate must
+	// chain to, when the credentials bring one.
+	var pinnedBy string
 	if ref := c.Spec.KubeconfigSecretRef; ref != nil {
-		data, err := secretValue(ctx, reader, ref, "kubeconfig", ref.Namespace != access.Namespace)
+		s, data, err := access.credential(ctx, reader, c, ref, true)
 		if err != nil {
 			return nil, "", err
 		}
 		if cfg, err = kubeconfigRESTConfig(data); err != nil {
 			return nil, "", fmt.Errorf("kubeconfig in secret %s/%s: %w", ref.Namespace, ref.Name, err)
 		}
-	} else {
-		cfg = &rest.Config{
-			Host: c.Spec.APIServer,
-			TLSClientConfig: rest.TLSClientConfig{
-				CAData:   c.Spec.CAData,
-				Insecure: c.Spec.InsecureSkipTLSVerify,
-			},
+		if len(cfg.CAData) > 0 {
+			pinnedBy = s.Namespace + "/" + s.Name
 		}
+	} else {
+		cfg = &rest.Config{Host: c.Spec.APIServer, TLSClientConfig: rest.TLSClientConfig{CAData: c.Spec.CAData}}
 		if ref := c.Spec.TokenSecretRef; ref != nil {
-			token, err := secretValue(ctx, reader, ref, "token", false)
+			s, token, err := access.credential(ctx, reader, c, ref, false)
 			if err != nil {
 				return nil, "", err
 			}
 			cfg.BearerToken = string(token)
+			if ca := s.Data[clusterv1alpha1.CredentialCAKey]; len(ca) > 0 {
+				cfg.CAData, pinnedBy = ca, s.Namespace+"/"+s.Name
+			}
 		}
 	}
-	// Only the Cluster may turn verification off, not a kubeconfig in it.
+	// Only the Cluster may turn verification off, not a kubeconfig in it,
+	// and not when the credentials pin the CA: whoever may edit the Cluster
+	// could otherwise have them sent to whoever answers for the server.
+	if c.Spec.InsecureSkipTLSVerify && pinnedBy != "" {
+		return nil, "", &refusedError{ReasonSecretNotBound, fmt.Sprintf(
+			"secret %s pins the member's CA: spec.insecureSkipTLSVerify may not turn its verification off", pinnedBy)}
+	}
 	cfg.Insecure = c.Spec.InsecureSkipTLSVerify
 	if cfg.Insecure {
 		cfg.CAData, cfg.CAFile = nil, ""
@@ -124,26 +134,60 @@ func memberConfig(ctx context.Context, reader client.Reader, access SecretAccess
 	return cfg, hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// secretValue reads one key of a Secret; clusterAPI requires the Secret to
-// be Cluster API's kubeconfig of the cluster it is named after.
-func secretValue(ctx context.Context, reader client.Reader, ref *clusterv1alpha1.SecretKeyRef, defaultKey string, clusterAPI bool) ([]byte, error) {
+// credential reads the Secret ref names and returns it with the value of
+// its key, if cluster c may use it as its kubeconfig (or else its token).
+// Nothing of a Secret is parsed, nor sent anywhere, before that is known:
+// the namespace holds Secrets that are no member's credentials (the
+// controller's database DSN, its serving certificate, Helm's releases).
+func (a SecretAccess) credential(ctx context.Context, reader client.Reader, c *clusterv1alpha1.Cluster, ref *clusterv1alpha1.SecretKeyRef, kubeconfig bool) (*corev1.Secret, []byte, error) {
 	var s corev1.Secret
 	if err := reader.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, &s); err != nil {
-		return nil, fmt.Errorf("secret %s/%s: %w", ref.Namespace, ref.Name, err)
+		return nil, nil, fmt.Errorf("secret %s/%s: %w", ref.Namespace, ref.Name, err)
 	}
-	if clusterAPI && (s.Type != clusterAPISecretType || s.Labels[clusterAPIClusterName]+"-kubeconfig" != s.Name) {
-		return nil, &refusedError{ReasonSecretNamespaceForbidden, fmt.Sprintf(
-			"secret %s/%s is not a Cluster API kubeconfig (type %s, label %s naming the cluster)", ref.Namespace, ref.Name, clusterAPISecretType, clusterAPIClusterName)}
+	if err := a.mayUse(&s, ref, c, kubeconfig); err != nil {
+		return nil, nil, err
 	}
 	key := ref.Key
 	if key == "" {
-		key = defaultKey
+		key = "token"
+		if kubeconfig {
+			key = "kubeconfig"
+		}
 	}
 	v, ok := s.Data[key]
 	if !ok || len(v) == 0 {
-		return nil, fmt.Errorf("secret %s/%s has no key %q", ref.Namespace, ref.Name, key)
+		return nil, nil, fmt.Errorf("secret %s/%s has no key %q", ref.Namespace, ref.Name, key)
 	}
-	return v, nil
+	return &s, v, nil
+}
+
+// mayUse refuses Secret s to Cluster c unless s binds c. A Cluster API
+// kubeconfig, wherever it is, is only ever the kubeconfig of the cluster it
+// is named after; in a namespace the admin granted it needs no binding,
+// since Cluster API wrote its server with its credentials. Any other
+// Secret must be in the controller's namespace and name c in its
+// annotations, and a token its server.
+func (a SecretAccess) mayUse(s *corev1.Secret, ref *clusterv1alpha1.SecretKeyRef, c *clusterv1alpha1.Cluster, kubeconfig bool) error {
+	what := s.Namespace + "/" + s.Name
+	clusterAPI := s.Type == clusterAPISecretType
+	switch {
+	case clusterAPI && slices.Contains(a.ClusterAPINamespaces, s.Namespace):
+	case s.Namespace != a.Namespace:
+		return &refusedError{ReasonSecretNamespaceForbidden, fmt.Sprintf(
+			"secret %s is not a Cluster API kubeconfig (type %s, label %s naming the cluster)", what, clusterAPISecretType, clusterAPIClusterName)}
+	case !clusterv1alpha1.CredentialBindsCluster(s.Annotations, c.Name):
+		return &refusedError{ReasonSecretNotBound, fmt.Sprintf(
+			"secret %s is not bound to this Cluster: its annotation %s must name %q", what, clusterv1alpha1.AnnotationCredentialClusters, c.Name)}
+	}
+	if clusterAPI && (!kubeconfig || ref.Key != clusterAPIKubeconfig || s.Labels[clusterAPIClusterName]+"-kubeconfig" != s.Name) {
+		return &refusedError{ReasonSecretNamespaceForbidden, fmt.Sprintf(
+			"secret %s is a Cluster API Secret: it may be named only as a kubeconfig, key %q, named after the cluster its label %s names", what, clusterAPIKubeconfig, clusterAPIClusterName)}
+	}
+	if !kubeconfig && !clusterv1alpha1.CredentialBindsServer(s.Annotations, c.Spec.APIServer) {
+		return &refusedError{ReasonSecretNotBound, fmt.Sprintf(
+			"secret %s holds no token for %q: its annotation %s must name that server", what, c.Spec.APIServer, clusterv1alpha1.AnnotationCredentialServer)}
+	}
+	return nil
 }
 
 // kubeconfigRESTConfig is the config of a kubeconfig's current context,

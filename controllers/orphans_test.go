@@ -49,7 +49,7 @@ func TestOrphansSweptAtStart(t *testing.T) {
 
 	mustCreate(t, hc, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: controllerNamespace}})
 	mustCreate(t, hc, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: controllerNamespace, Name: "east"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: controllerNamespace, Name: "east", Annotations: map[string]string{clusterv1alpha1.AnnotationCredentialClusters: "east"}},
 		Data:       map[string][]byte{"kubeconfig": kubeconfigVia(t, east)},
 	})
 	pods := []clusterv1alpha1.GroupResources{{Group: "", Resources: []string{"pods"}}}

@@ -77,13 +77,14 @@ func customResourceSelections(ctx context.Context, md metadata.Interface) ([]clu
 // resolve turns selections into concrete resources: "*" groups and
 // resources expand to what the member serves but core Secrets, which must be
 // named, missing or "*" versions to the group's preferred version. Selections
-// of what the member does not serve select nothing.
+// of what the member does not serve, or of Panorama's own groups, select
+// nothing.
 func (m *memberResources) resolve(selections []clusterv1alpha1.GroupResources) []synchronizer.Resource {
 	seen := map[schema.GroupVersionResource]bool{}
 	var out []synchronizer.Resource
 	for _, sel := range selections {
 		for group := range m.versions {
-			if sel.Group != wildcard && sel.Group != group {
+			if (sel.Group != wildcard && sel.Group != group) || reservedGroup(group) {
 				continue
 			}
 			var versions []string
@@ -113,3 +114,11 @@ func (m *memberResources) resolve(selections []clusterv1alpha1.GroupResources) [
 }
 
 func isSecrets(group, resource string) bool { return group == "" && resource == "secrets" }
+
+// reservedGroup: panorama.io and its subgroups are Panorama's own. Storage
+// keeps what it holds of a cluster beside the member's resources
+// (openapi.panorama.io, storage.OpenAPIResource), so a member serving such
+// a group could overwrite it, or be read as it.
+func reservedGroup(group string) bool {
+	return group == "panorama.io" || strings.HasSuffix(group, ".panorama.io")
+}

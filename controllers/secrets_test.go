@@ -39,7 +39,7 @@ func TestSecretSync(t *testing.T) {
 	}
 	mustCreate(t, hc, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: controllerNamespace}})
 	mustCreate(t, hc, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: controllerNamespace, Name: "member"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: controllerNamespace, Name: "member", Annotations: map[string]string{clusterv1alpha1.AnnotationCredentialClusters: "wildcard,named,keep"}},
 		Data:       map[string][]byte{"kubeconfig": kubeconfigVia(t, m)},
 	})
 	for name, spec := range map[string]clusterv1alpha1.ClusterSpec{

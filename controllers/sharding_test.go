@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -68,7 +69,7 @@ func TestShardedSync(t *testing.T) {
 	}
 	mustCreate(t, hc, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: controllerNamespace}})
 	mustCreate(t, hc, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: controllerNamespace, Name: "member"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: controllerNamespace, Name: "member", Annotations: map[string]string{clusterv1alpha1.AnnotationCredentialClusters: strings.Join(names, ",")}},
 		Data:       map[string][]byte{"kubeconfig": kubeconfigVia(t, m)},
 	})
 	for _, name := range names {

@@ -80,7 +80,7 @@ func startDemo(ctx context.Context) (*demo, error) {
 		fmt.Fprintf(&manifest, `---
 apiVersion: v1
 kind: Secret
-metadata: {name: %s, namespace: panorama-system}
+metadata: {name: %[1]s, namespace: panorama-system, annotations: {cluster.panorama.io/clusters: %[1]s}}
 stringData:
   kubeconfig: |
 %s

@@ -94,7 +94,7 @@ func (r *Reconciler) clusterSpec(ctx context.Context, p *clusterv1alpha1.Cluster
 		if err != nil {
 			return spec, err
 		}
-		if err := r.credentialBound(ctx, src, name); err != nil {
+		if err := r.credentialBound(ctx, name, server); err != nil {
 			return spec, err
 		}
 		spec.APIServer, spec.CAData = server, ca
@@ -137,20 +137,27 @@ func accessProvider(profile *unstructured.Unstructured, provider string) (string
 }
 
 // credentialBound checks that the Secret named name in the controller's
-// namespace is bound to this profile: the server comes from the profile,
-// so a token must only ever go to the profile it was given for, not to a
-// profile of another namespace that maps to the same Cluster name.
-func (r *Reconciler) credentialBound(ctx context.Context, profile *unstructured.Unstructured, name string) error {
+// namespace holds a token for the imported Cluster at the profile's
+// server, bound as every token Secret (clusterv1alpha1.CredentialBindsCluster,
+// CredentialBindsServer): whoever writes a profile's status chooses the
+// server, and a profile of another namespace may map to the same Cluster
+// name, so the Secret's writer, not the profile, says where its token goes.
+// The cluster controller checks the same before using it: here it keeps a
+// profile the Secret does not bind from being imported, or its Cluster from
+// following it to another server, with the policy saying why.
+func (r *Reconciler) credentialBound(ctx context.Context, name, server string) error {
 	var s corev1.Secret
 	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: r.SecretNamespace, Name: name}, &s)
-	want := profile.GetNamespace() + "/" + profile.GetName()
 	switch {
 	case apierrors.IsNotFound(err):
-		return notImported("no Secret %s/%s holds its token (annotated %s: %s)", r.SecretNamespace, name, clusterv1alpha1.AnnotationClusterProfile, want)
+		return notImported("no Secret %s/%s holds its token (annotated %s: %s and %s: %s)", r.SecretNamespace, name,
+			clusterv1alpha1.AnnotationCredentialClusters, name, clusterv1alpha1.AnnotationCredentialServer, server)
 	case err != nil:
 		return err
-	case s.Annotations[clusterv1alpha1.AnnotationClusterProfile] != want:
-		return notImported("Secret %s/%s is not annotated %s: %s", r.SecretNamespace, name, clusterv1alpha1.AnnotationClusterProfile, want)
+	case !clusterv1alpha1.CredentialBindsCluster(s.Annotations, name):
+		return notImported("Secret %s/%s is not bound to the Cluster: its annotation %s must name %s", r.SecretNamespace, name, clusterv1alpha1.AnnotationCredentialClusters, name)
+	case !clusterv1alpha1.CredentialBindsServer(s.Annotations, server):
+		return notImported("Secret %s/%s holds no token for %s: its annotation %s must name that server", r.SecretNamespace, name, server, clusterv1alpha1.AnnotationCredentialServer)
 	}
 	return nil
 }

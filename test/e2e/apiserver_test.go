@@ -401,7 +401,7 @@ func namedClustersManifest(t *testing.T, names []string, members []*testenv.Env)
 			t.Fatal(err)
 		}
 		data, _ := json.Marshal(map[string]string{"kubeconfig": string(kc)})
-		fmt.Fprintf(&b, "---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: %s\n  namespace: panorama-system\nstringData: %s\n", name, data)
+		fmt.Fprintf(&b, "---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: %s\n  namespace: panorama-system\n  annotations: {cluster.panorama.io/clusters: %[1]s}\nstringData: %s\n", name, data)
 		fmt.Fprintf(&b, `---
 apiVersion: cluster.panorama.io/v1alpha1
 kind: Cluster

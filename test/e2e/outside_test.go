@@ -168,7 +168,7 @@ metadata: {name: panorama-system}
 ---
 apiVersion: v1
 kind: Secret
-metadata: {name: %[1]s, namespace: panorama-system}
+metadata: {name: %[1]s, namespace: panorama-system, annotations: {cluster.panorama.io/clusters: %[1]s}}
 stringData: %[2]s
 ---
 apiVersion: cluster.panorama.io/v1alpha1

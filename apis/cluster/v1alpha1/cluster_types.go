@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"strings"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -36,10 +38,53 @@ const (
 	SyncStatePaused  = "Paused"
 )
 
+// Annotations and key that make a Secret of the controller manager's
+// namespace a member credential. Creating a Cluster grants no Secret: only
+// who may write the Secret binds it, to the Clusters it names and, for a
+// token, to the one server it is for.
+const (
+	// AnnotationCredentialClusters lists, comma-separated, the names of the
+	// Clusters that may use the Secret as their kubeconfig or token. Any
+	// other Cluster naming it is refused before any request.
+	AnnotationCredentialClusters = "cluster.panorama.io/clusters"
+	// AnnotationCredentialServer is, on a Secret holding a bearer token, the
+	// URL of the one API server the token is for: a Cluster using the token
+	// must have that spec.apiServer (a trailing slash aside). A kubeconfig
+	// names its server itself.
+	AnnotationCredentialServer = "cluster.panorama.io/server"
+	// CredentialCAKey is the key of a token Secret that holds the member's
+	// CA bundle. When present it pins the member's certificate: the
+	// Cluster's caData is not used and its insecureSkipTLSVerify refused,
+	// as with a kubeconfig carrying certificate-authority-data.
+	CredentialCAKey = "ca.crt"
+)
+
+// CredentialBindsCluster reports whether a Secret annotated so binds the
+// Cluster named cluster (AnnotationCredentialClusters).
+func CredentialBindsCluster(annotations map[string]string, cluster string) bool {
+	for name := range strings.SplitSeq(annotations[AnnotationCredentialClusters], ",") {
+		if strings.TrimSpace(name) == cluster {
+			return true
+		}
+	}
+	return false
+}
+
+// CredentialBindsServer reports whether a Secret annotated so holds a
+// token for the API server at url (AnnotationCredentialServer).
+func CredentialBindsServer(annotations map[string]string, url string) bool {
+	server, ok := annotations[AnnotationCredentialServer]
+	return ok && url != "" && strings.TrimRight(server, "/") == strings.TrimRight(url, "/")
+}
+
 // SecretKeyRef names one key of a Secret in the host cluster.
 type SecretKeyRef struct {
-	// Namespace of the Secret: it must be the controller manager's own
-	// (--secret-namespace), so that a Cluster cannot borrow another Secret.
+	// Namespace of the Secret: the controller manager's own
+	// (--secret-namespace), where the Secret must name this Cluster in its
+	// annotation cluster.panorama.io/clusters (and, for a token, the
+	// server in cluster.panorama.io/server); or, for a Cluster API
+	// kubeconfig, a namespace the admin granted
+	// (--cluster-api-secret-namespaces).
 	// +kubebuilder:validation:MinLength=1
 	Namespace string `json:"namespace"`
 	// Name of the Secret.
@@ -72,18 +117,26 @@ type ClusterSpec struct {
 	// +kubebuilder:validation:Pattern=`^https?://`
 	// +optional
 	APIServer string `json:"apiServer,omitempty"`
-	// CAData is the PEM bundle that signs the member's serving certificate.
+	// CAData is the PEM bundle that signs the member's serving certificate,
+	// unless the token Secret pins one (key ca.crt).
 	// +optional
 	CAData []byte `json:"caData,omitempty"`
-	// TokenSecretRef names a bearer token for the member.
+	// TokenSecretRef names a bearer token for the member, in a Secret
+	// annotated cluster.panorama.io/clusters (naming this Cluster) and
+	// cluster.panorama.io/server (naming apiServer).
 	// +optional
 	TokenSecretRef *SecretKeyRef `json:"tokenSecretRef,omitempty"`
 	// KubeconfigSecretRef names a kubeconfig for the member; its current
 	// context is used. It wins over apiServer, caData and tokenSecretRef.
+	// The Secret must be annotated cluster.panorama.io/clusters naming this
+	// Cluster, unless it is a Cluster API kubeconfig of a namespace the
+	// admin granted.
 	// +optional
 	KubeconfigSecretRef *SecretKeyRef `json:"kubeconfigSecretRef,omitempty"`
-	// InsecureSkipTLSVerify skips verification of the member's certificate,
-	// also when a kubeconfig asks for it: only this field turns it off.
+	// InsecureSkipTLSVerify skips verification of the member's certificate:
+	// only this field turns it off, not a kubeconfig. Refused when the
+	// credential Secret pins the member's CA (a kubeconfig's
+	// certificate-authority-data, a token Secret's ca.crt).
 	// +optional
 	InsecureSkipTLSVerify bool `json:"insecureSkipTLSVerify,omitempty"`
 	// SyncResources selects the resources to sync.
@@ -127,13 +180,14 @@ type ResourceSyncStatus struct {
 	// Count of objects stored for this resource.
 	// +optional
 	Count int64 `json:"count,omitempty"`
+	// LastError is the last error syncing the resource, at most 1 KiB.
 	// +optional
 	LastError string `json:"lastError,omitempty"`
 	// RefusedCount counts member objects storage could not hold (NUL
 	// characters, invalid UTF-8, overlong values): skipped, not retried.
 	// +optional
 	RefusedCount int64 `json:"refusedCount,omitempty"`
-	// LastRefused names the latest refused objects and why.
+	// LastRefused names the latest refused objects and why, at most 1 KiB.
 	// +optional
 	LastRefused string `json:"lastRefused,omitempty"`
 	// +optional
@@ -142,11 +196,14 @@ type ResourceSyncStatus struct {
 
 // ClusterStatus is the observed state of a member cluster.
 type ClusterStatus struct {
+	// Conditions Ready, Synced and TLSVerified. A message is at most 1 KiB
+	// and never holds the body of a member's error answer: its status code
+	// says what went wrong.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
-	// Version is the member's Kubernetes version.
+	// Version is the member's Kubernetes version, at most 1 KiB.
 	// +optional
 	Version string `json:"version,omitempty"`
 	// ObservedGeneration is the generation the status describes.

@@ -44,10 +44,6 @@ const (
 	AnnotationImportSource = "import.panorama.io/source"
 	// AnnotationImportSourceUID is the uid of the source.
 	AnnotationImportSourceUID = "import.panorama.io/source-uid"
-	// AnnotationClusterProfile on a Secret of the controller's namespace
-	// binds it, as <namespace>/<name>, to the one ClusterProfile whose
-	// credentials it holds.
-	AnnotationClusterProfile = "import.panorama.io/cluster-profile"
 )
 
 // ClusterProfileImport says how Clusters imported from ClusterProfiles
@@ -60,8 +56,10 @@ type ClusterProfileImport struct {
 	AccessProvider string `json:"accessProvider"`
 	// TokenKey is the key of the bearer token in the profile's credential
 	// Secret: the Secret of the controller's namespace named as the
-	// imported Cluster and annotated import.panorama.io/cluster-profile:
-	// <profile namespace>/<profile name>. Defaults to "token".
+	// imported Cluster, bound as any token Secret by its annotations
+	// cluster.panorama.io/clusters (naming the imported Cluster) and
+	// cluster.panorama.io/server (the access provider's server): a profile
+	// is imported only once its Secret binds it so. Defaults to "token".
 	// +optional
 	TokenKey string `json:"tokenKey,omitempty"`
 }
