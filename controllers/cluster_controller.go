@@ -89,7 +89,7 @@ type ClusterReconciler struct {
 
 	events  chan event.TypedGenericEvent[*clusterv1alpha1.Cluster]
 	openAPI openAPIChecks // openapi.go
-	owners  owners        // owners.go; set when sharded
+	owners  owners        // owners.go
 }
 
 // SetupWithManager registers the reconciler and its synchronizer pool.
@@ -114,6 +114,8 @@ func SetupWithManager(mgr ctrl.Manager, store storage.Interface, opts Options) e
 		if err := r.owners.setup(mgr, store, opts.Sharding, r.shardChanged); err != nil {
 			return err
 		}
+	} else {
+		r.owners.setupUnsharded(store)
 	}
 	// On shutdown, no synchronizer outlives the manager: each has stopped,
 	// its storage call in flight returned, before the manager returns.
@@ -224,18 +226,17 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		}
 		return ctrl.Result{}, err
 	}
-	if r.owners.sharded() {
-		// Only the holder of the cluster's shard syncs it, writes its status
-		// and removes it; its storage writes carry its owner epoch.
-		epoch, owned, err := r.owners.epoch(ctx, c.Name)
-		if err != nil || !owned {
-			if !owned {
-				r.stop(c.Name)
-			}
-			return ctrl.Result{}, err
+	// Only the holder of the cluster's shard (unsharded, the leader) syncs
+	// it, writes its status and removes it; its storage writes carry its
+	// owner epoch.
+	epoch, owned, err := r.owners.epoch(ctx, c.Name)
+	if err != nil || !owned {
+		if !owned {
+			r.stop(c.Name)
 		}
-		ctx = storage.WithEpoch(ctx, epoch)
+		return ctrl.Result{}, err
 	}
+	ctx = storage.WithEpoch(ctx, epoch)
 	if !c.DeletionTimestamp.IsZero() {
 		if !controllerutil.ContainsFinalizer(&c, Finalizer) {
 			return ctrl.Result{}, nil

@@ -16,13 +16,16 @@ import (
 	"github.com/panorama-io/panorama/storage"
 )
 
-// owners is what a sharded replica knows of the clusters it syncs: the
-// shards it holds (sharding.Coordinator) and, per cluster it has started to
-// sync since it came to hold the cluster's shard, the owner epoch storage
-// gave it, which its writes of the cluster carry.
+// owners is what a replica knows of the clusters it syncs: sharded, the
+// shards it holds (sharding.Coordinator); and, per cluster it has started
+// to sync since it came to hold the cluster's shard, or since it became the
+// leader, the owner epoch storage gave it, which its writes of the cluster
+// carry. A leader that lost its lease (paused, cut off from the host) may
+// still have a write on its way, as a sharded replica may: the new
+// leader's epochs fence it off.
 type owners struct {
-	coord *sharding.Coordinator
-	store storage.Owner
+	coord *sharding.Coordinator // nil: unsharded, the leader syncs every cluster
+	store storage.Owner         // nil: unsharded on a storage that does not fence
 
 	mu     sync.Mutex
 	epochs map[string]int64
@@ -54,14 +57,28 @@ func (o *owners) setup(mgr ctrl.Manager, store storage.Interface, opts sharding.
 	return mgr.Add(coord)
 }
 
+// setupUnsharded fences the leader's writes, when storage can: the
+// reconciler runs only on the leader, which takes each cluster over at its
+// first reconcile, and a lost lease ends the manager, so its epochs are
+// taken anew by the next leader.
+func (o *owners) setupUnsharded(store storage.Interface) {
+	if owner, ok := store.(storage.Owner); ok {
+		o.store, o.epochs = owner, map[string]int64{}
+	}
+}
+
 func (o *owners) sharded() bool { return o.coord != nil }
 
 // epoch returns this replica's owner epoch of cluster, taking ownership in
-// storage the first time since it came to hold the cluster's shard; owned
-// is false when it does not hold it.
+// storage the first time since it came to hold the cluster's shard (or
+// became the leader); owned is false when it does not hold it. Epoch 0 is
+// no fence, on a storage that has none.
 func (o *owners) epoch(ctx context.Context, cluster string) (epoch int64, owned bool, err error) {
-	if !o.coord.Owns(cluster) {
+	if o.sharded() && !o.coord.Owns(cluster) {
 		return 0, false, nil
+	}
+	if o.store == nil {
+		return 0, true, nil
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -74,20 +91,24 @@ func (o *owners) epoch(ctx context.Context, cluster string) (epoch int64, owned 
 	}
 	log.FromContext(ctx).Info("took the cluster over", "epoch", e)
 	o.epochs[cluster] = e
-	o.coord.Syncing(cluster, true)
+	if o.sharded() {
+		o.coord.Syncing(cluster, true)
+	}
 	return e, true, nil
 }
 
 // forget drops cluster's epoch: syncing it again takes ownership anew.
 func (o *owners) forget(cluster string) {
-	if !o.sharded() {
+	if o.store == nil {
 		return
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if _, ok := o.epochs[cluster]; ok {
 		delete(o.epochs, cluster)
-		o.coord.Syncing(cluster, false)
+		if o.sharded() {
+			o.coord.Syncing(cluster, false)
+		}
 	}
 }
 
