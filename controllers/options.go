@@ -61,6 +61,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Sync.KeepLastApplied, "keep-last-applied", false, "Store the kubectl last-applied-configuration annotation (dropped by default; always dropped from Secrets whose data is).")
 	fs.Int64Var(&o.Sync.PageSize, "sync-page-size", synchronizer.DefaultPageSize, "Page size of initial lists.")
 	fs.IntVar(&o.Sync.BatchSize, "sync-batch-size", synchronizer.DefaultBatchSize, "Changes written to storage in one transaction at most.")
+	fs.IntVar(&o.Sync.MaxObjectBytes, "sync-max-object-bytes", synchronizer.DefaultMaxObjectBytes, "Objects whose JSON is larger are not stored, and are counted in the Cluster's status as refused (refusedCount, lastRefused). Keep it under the database's limit on a statement: MariaDB's and MySQL's max_allowed_packet.")
 	fs.IntVar(&o.Sharding.Shards, "shards", 0, "Divide the Clusters into this many shards, synced by whichever replicas hold their Leases (the most replicas that share the work); 0 has the elected leader sync every Cluster. The same on every replica.")
 	fs.StringVar(&o.Sharding.Identity, "replica-identity", replicaIdentity(), "This replica's name among the others when sharding (default: POD_NAME, else the host name); unique, a DNS label.")
 	fs.DurationVar(&o.Sharding.LeaseDuration, "shard-lease-duration", 15*time.Second, "How long a replica that stopped renewing keeps its shards before others take them over.")
@@ -96,8 +97,8 @@ func (o *Options) Validate() error {
 	if o.SecretNamespace == "" {
 		errs = append(errs, errors.New("secret-namespace is required"))
 	}
-	if o.Sync.PageSize < 0 || o.Sync.BatchSize < 0 || o.Sync.FlushInterval < 0 {
-		errs = append(errs, errors.New("sync-page-size, sync-batch-size and sync-flush-interval must not be negative"))
+	if o.Sync.PageSize < 0 || o.Sync.BatchSize < 0 || o.Sync.FlushInterval < 0 || o.Sync.MaxObjectBytes < 0 {
+		errs = append(errs, errors.New("sync-page-size, sync-batch-size, sync-flush-interval and sync-max-object-bytes must not be negative"))
 	}
 	return errors.Join(errs...)
 }

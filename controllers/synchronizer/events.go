@@ -65,20 +65,22 @@ func (s *Synchronizer) pruneLoop(ctx context.Context) {
 // arriving meanwhile is never removed.
 func (s *Synchronizer) prune(ctx context.Context, now time.Time) error {
 	before := now.Add(-s.resource.EventRetention)
-	q := storage.ListQuery{GVR: s.resource.GVR, Clusters: []string{s.cluster}, CreatedBefore: &before, Limit: s.opts.PageSize}
+	largest := 0 // of the stored Events read
+	q := storage.ListQuery{GVR: s.resource.GVR, Clusters: []string{s.cluster}, CreatedBefore: &before, Limit: s.pageLimit(largest)}
 	for {
 		page, err := s.store.List(ctx, &q)
 		if err != nil {
 			return fmt.Errorf("listing stored events: %w", err)
 		}
-		var changes []storage.Change
+		var changes []pendingChange
 		for _, o := range page.Objects {
+			largest = max(largest, len(o.Data))
 			u := &unstructured.Unstructured{}
 			if err := u.UnmarshalJSON(o.Data); err != nil {
 				return fmt.Errorf("decoding stored event %s/%s: %w", o.Namespace, o.Name, err)
 			}
 			if s.expired(u, now) {
-				changes = append(changes, storage.DeleteAt(o.Namespace, o.Name, o.MemberResourceVersion))
+				changes = append(changes, pendingChange{change: storage.DeleteAt(o.Namespace, o.Name, o.MemberResourceVersion)})
 			}
 		}
 		if err := s.applyPruned(ctx, changes); err != nil {
@@ -87,13 +89,14 @@ func (s *Synchronizer) prune(ctx context.Context, now time.Time) error {
 		if q.Continue = page.Continue; q.Continue == "" {
 			break
 		}
+		q.Limit = s.pageLimit(largest)
 	}
 	return s.recount(ctx)
 }
 
 // applyPruned writes the prune's deletes in turn with the synchronizer's
 // own writes, so that none lands in the middle of a list.
-func (s *Synchronizer) applyPruned(ctx context.Context, changes []storage.Change) error {
+func (s *Synchronizer) applyPruned(ctx context.Context, changes []pendingChange) error {
 	if len(changes) == 0 {
 		return nil
 	}

@@ -45,6 +45,9 @@ type Options struct {
 	FlushInterval time.Duration
 	// MaxPending holds the watch while this many changes wait for storage.
 	MaxPending int
+	// MaxObjectBytes bounds the JSON of an object stored: a larger one is
+	// refused, as storage refuses objects it cannot hold.
+	MaxObjectBytes int
 }
 
 // Defaults of Options left zero.
@@ -52,6 +55,29 @@ const (
 	DefaultPageSize      = 500
 	DefaultBatchSize     = 500
 	DefaultFlushInterval = 50 * time.Millisecond
+	// DefaultMaxObjectBytes is above any object a kube-apiserver stores
+	// (etcd takes 1.5 MiB a request by default) and half of the smallest
+	// limit of a supported database on a statement: MariaDB's default
+	// max_allowed_packet, 16 MiB, which one object's row must fit in.
+	// PostgreSQL and SQLite take values of up to a gigabyte.
+	DefaultMaxObjectBytes = 8 << 20
+)
+
+// Bounds, in bytes of objects' JSON (jsonSize.least), of what a
+// synchronizer holds beside the counts of Options: a member's objects may
+// each be as large as MaxObjectBytes, and PageSize or MaxPending of those
+// would be gigabytes.
+const (
+	// batchBytes bounds one storage write, as a write group of the store
+	// bounds the bytes it writes at once.
+	batchBytes = 16 << 20
+	// pageBytes is what a page of a list is sized to hold (pageLimit). A
+	// list holds at most three pages at once: the one written, one read
+	// ahead (listPagesAhead) and the one being received.
+	pageBytes = 16 << 20
+	// pendingBytes holds the watch, as MaxPending does, while this much
+	// waits for storage.
+	pendingBytes = 4 * batchBytes
 )
 
 func (o *Options) defaults() {
@@ -66,6 +92,9 @@ func (o *Options) defaults() {
 	}
 	if o.MaxPending == 0 {
 		o.MaxPending = 10 * o.BatchSize
+	}
+	if o.MaxObjectBytes == 0 {
+		o.MaxObjectBytes = DefaultMaxObjectBytes
 	}
 }
 
@@ -107,6 +136,8 @@ type Synchronizer struct {
 	ctx     context.Context
 	mu      sync.Mutex
 	pending []pendingChange
+	// pendingBytes is the size of pending's objects.
+	pendingBytes int
 	// written is closed, and replaced, whenever pending shrinks: an enqueue
 	// held by a full queue waits on it or on ctx, never on a condition
 	// variable that cancellation could not wake.
@@ -120,10 +151,28 @@ type Synchronizer struct {
 	wake    chan struct{}
 }
 
+// pendingChange is a change on its way to storage.
 type pendingChange struct {
 	change   storage.Change
+	size     jsonSize // of change.Object; zero for a delete
 	received time.Time
 	added    int64 // +1 add, -1 delete, 0 update
+}
+
+// upsert is the pending change that stores u.
+func upsert(u *unstructured.Unstructured) pendingChange {
+	return pendingChange{change: storage.Upsert(u), size: sizeOf(u.Object)}
+}
+
+// batchLen is how many of changes, from the first, one storage write
+// takes: up to limit changes and batchBytes of objects, at least one.
+func batchLen(changes []pendingChange, limit int) int {
+	n, bytes := 0, 0
+	for n < len(changes) && n < limit && (n == 0 || bytes+changes[n].size.least <= batchBytes) {
+		bytes += changes[n].size.least
+		n++
+	}
+	return n
 }
 
 // New makes a synchronizer; onChange is called when its Status changes.
@@ -257,27 +306,26 @@ func (s *Synchronizer) flush(ctx context.Context) error {
 	defer s.flushing.Unlock()
 	for {
 		s.mu.Lock()
-		n := min(len(s.pending), s.opts.BatchSize)
+		n := batchLen(s.pending, s.opts.BatchSize)
 		batch := s.pending[:n:n]
 		s.mu.Unlock()
 		if n == 0 {
 			return nil
 		}
-		changes := make([]storage.Change, n)
-		for i := range batch {
-			changes[i] = batch[i].change
-		}
-		if err := s.apply(ctx, changes); err != nil {
+		if err := s.apply(ctx, batch); err != nil {
 			return err
 		}
 		now := time.Now()
 		var delta int64
+		var bytes int
 		for i := range batch {
 			syncLag.WithLabelValues(s.cluster, s.resource.GVR.Resource).Observe(now.Sub(batch[i].received).Seconds())
 			delta += batch[i].added
+			bytes += batch[i].size.least
 		}
 		s.mu.Lock()
 		s.pending = s.pending[n:]
+		s.pendingBytes -= bytes
 		s.status.Count += delta
 		if s.status.State == clusterv1alpha1.SyncStateError {
 			s.status.State, s.status.LastError = clusterv1alpha1.SyncStateSynced, ""
@@ -292,16 +340,16 @@ func (s *Synchronizer) flush(ctx context.Context) error {
 	}
 }
 
-// enqueue queues a change for storage. While MaxPending changes wait, it
-// holds the watch rather than grow without bound, until storage catches up
-// or Run's context ends: then the change is dropped, as Run drops what is
-// pending.
+// enqueue queues a change for storage. While MaxPending changes or
+// pendingBytes wait, it holds the watch rather than grow without bound,
+// until storage catches up or Run's context ends: then the change is
+// dropped, as Run drops what is pending.
 func (s *Synchronizer) enqueue(obj any, deleted bool, added int64) error {
 	u, err := s.object(obj)
 	if err != nil {
 		return err
 	}
-	change := storage.Upsert(u)
+	change := upsert(u)
 	typ := "update"
 	switch {
 	case !deleted && s.expired(u, time.Now()):
@@ -310,17 +358,17 @@ func (s *Synchronizer) enqueue(obj any, deleted bool, added int64) error {
 			return nil // never stored
 		}
 		// An update that leaves an Event as old as that: what is stored goes.
-		change, typ, added = storage.DeleteAt(u.GetNamespace(), u.GetName(), u.GetResourceVersion()), "expired", -1
+		change, typ, added = pendingChange{change: storage.DeleteAt(u.GetNamespace(), u.GetName(), u.GetResourceVersion())}, "expired", -1
 	case deleted:
 		// At the deleted object's resourceVersion, so that a delete arriving
 		// late cannot remove a newer object of the same name.
-		change, typ = storage.DeleteAt(u.GetNamespace(), u.GetName(), u.GetResourceVersion()), "delete"
+		change, typ = pendingChange{change: storage.DeleteAt(u.GetNamespace(), u.GetName(), u.GetResourceVersion())}, "delete"
 	case added > 0:
 		typ = "add"
 	}
 	syncEvents.WithLabelValues(s.cluster, s.resource.GVR.Resource, typ).Inc()
 	s.mu.Lock()
-	for len(s.pending) >= s.opts.MaxPending {
+	for len(s.pending) >= s.opts.MaxPending || s.pendingBytes >= pendingBytes {
 		written := s.written
 		s.mu.Unlock()
 		s.flushSoon()
@@ -331,8 +379,10 @@ func (s *Synchronizer) enqueue(obj any, deleted bool, added int64) error {
 		}
 		s.mu.Lock()
 	}
-	s.pending = append(s.pending, pendingChange{change: change, received: time.Now(), added: added})
-	full := len(s.pending) >= s.opts.BatchSize
+	change.received, change.added = time.Now(), added
+	s.pending = append(s.pending, change)
+	s.pendingBytes += change.size.least
+	full := len(s.pending) >= s.opts.BatchSize || s.pendingBytes >= batchBytes
 	s.mu.Unlock()
 	if full {
 		s.flushSoon()
@@ -348,26 +398,91 @@ func (s *Synchronizer) flushSoon() {
 	}
 }
 
-// apply writes a batch. Storage writes every object it can hold and names
-// the ones it refuses (NUL characters, invalid UTF-8, overlong values):
-// those are skipped, counted and logged, never retried with the batch,
-// which would freeze the resource's sync on one object.
-func (s *Synchronizer) apply(ctx context.Context, changes []storage.Change) error {
-	_, err := s.store.Apply(ctx, s.cluster, s.resource.GVR, changes)
-	var refused *storage.InvalidObjectError
-	if !errors.As(err, &refused) {
+// apply writes a batch. Objects larger than MaxObjectBytes are refused
+// here; storage writes every other object it can hold and names the ones
+// it refuses (NUL characters, invalid UTF-8, overlong values, values the
+// database finds too large). Refused objects are skipped, counted and
+// logged, never retried with the batch, which would freeze the resource's
+// sync on one object.
+func (s *Synchronizer) apply(ctx context.Context, batch []pendingChange) error {
+	changes := make([]storage.Change, 0, len(batch))
+	var refused []storage.RefusedObject
+	for _, p := range batch {
+		if p.change.Object != nil && !fits(p.change.Object, p.size, s.opts.MaxObjectBytes) {
+			refused = append(refused, storage.RefusedObject{NamespacedName: nameOf(p.change), Err: &storage.InvalidError{
+				Field: "object", Reason: fmt.Sprintf("its JSON is larger than the %d bytes objects may take (--sync-max-object-bytes)", s.opts.MaxObjectBytes),
+			}})
+			continue
+		}
+		changes = append(changes, p.change)
+	}
+	stored, err := s.write(ctx, changes)
+	if err != nil {
 		return err
 	}
-	for _, r := range refused.Refused {
+	s.refuse(ctx, append(refused, stored...))
+	return nil
+}
+
+// write applies changes and returns the objects storage refused. A batch
+// storage refuses whole, with an InvalidError (the database refused a
+// value, too large or text it cannot hold, without saying whose), is
+// written again in halves, down to the objects refused, so that the
+// others land. The halves are copies: storage rewrites the objects it
+// writes, and the batch, still queued, must stay as the member sent it
+// for when a half fails otherwise and it is written again.
+func (s *Synchronizer) write(ctx context.Context, changes []storage.Change) ([]storage.RefusedObject, error) {
+	if len(changes) == 0 {
+		return nil, nil
+	}
+	_, err := s.store.Apply(ctx, s.cluster, s.resource.GVR, changes)
+	var some *storage.InvalidObjectError
+	var whole *storage.InvalidError
+	switch {
+	case errors.As(err, &some): // before InvalidError, which it unwraps to
+		return some.Refused, nil
+	case !errors.As(err, &whole):
+		return nil, err
+	case len(changes) == 1:
+		return []storage.RefusedObject{{NamespacedName: nameOf(changes[0]), Err: whole}}, nil
+	}
+	copies := make([]storage.Change, len(changes))
+	for i, c := range changes {
+		copies[i] = c
+		if c.Object != nil {
+			copies[i].Object = c.Object.DeepCopy()
+		}
+	}
+	half := len(copies) / 2
+	first, err := s.write(ctx, copies[:half])
+	if err != nil {
+		return nil, err
+	}
+	rest, err := s.write(ctx, copies[half:])
+	if err != nil {
+		return nil, err
+	}
+	return append(first, rest...), nil
+}
+
+func nameOf(c storage.Change) storage.NamespacedName {
+	return storage.NamespacedName{Namespace: c.Namespace, Name: c.Name}
+}
+
+// refuse counts, names and logs the objects refused by a write.
+func (s *Synchronizer) refuse(ctx context.Context, refused []storage.RefusedObject) {
+	if len(refused) == 0 {
+		return
+	}
+	for _, r := range refused {
 		syncErrors.WithLabelValues(s.cluster, s.resource.GVR.Resource).Inc()
 		log.FromContext(ctx).Error(r.Err, "skipping an object storage cannot hold", "namespace", r.Namespace, "name", r.Name)
 	}
 	s.mu.Lock()
-	s.status.Refused += int64(len(refused.Refused))
-	s.status.LastRefused = refused.Error()
+	s.status.Refused += int64(len(refused))
+	s.status.LastRefused = (&storage.InvalidObjectError{Refused: refused}).Error()
 	s.mu.Unlock()
 	s.onChange()
-	return nil
 }
 
 // listStreamedToStorage is the reflector's lister and watcher. Its lists
@@ -381,10 +496,10 @@ func (listStreamedToStorage) IsWatchListSemanticsUnSupported() bool { return tru
 // changed, by member resourceVersion, and, after the last page, deletes of
 // what the member no longer has, as of the list's resourceVersion. It
 // returns an empty list at that resourceVersion, from which the reflector
-// watches. Memory is bounded by a few pages and an index of the stored
-// member resourceVersions, never the whole member; objects whose
-// resourceVersion is unchanged are not rewritten, so a restart costs one
-// read of that index.
+// watches. Memory is bounded by a few pages, each sized to about pageBytes
+// (pageLimit), and an index of the stored member resourceVersions, never
+// the whole member; objects whose resourceVersion is unchanged are not
+// rewritten, so a restart costs one read of that index.
 //
 // A page is written while the next one is fetched and decoded: one after
 // the other, the sync took the member's list time plus the writes' (2.3–5 ×
@@ -405,7 +520,7 @@ func (s *Synchronizer) list(ctx context.Context, ri dynamic.ResourceInterface) (
 	s.mu.Lock()
 	s.status.Refused, s.status.LastRefused = 0, ""
 	s.mu.Unlock()
-	pages := make(chan []storage.Change, listPagesAhead)
+	pages := make(chan []pendingChange, listPagesAhead)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		for changes := range pages {
@@ -423,7 +538,7 @@ func (s *Synchronizer) list(ctx context.Context, ri dynamic.ResourceInterface) (
 	g.Go(func() error {
 		defer close(pages)
 		var err error
-		count, listRV, err = s.listChanges(gctx, ri, stored, func(changes []storage.Change) error {
+		count, listRV, err = s.listChanges(gctx, ri, stored, func(changes []pendingChange) error {
 			select {
 			case pages <- changes:
 				return nil
@@ -457,15 +572,16 @@ const listPagesAhead = 1
 // which it consumes) equal to each page, then the deletes of what the
 // member no longer has. It returns how many objects the member has and
 // the list's resourceVersion.
-func (s *Synchronizer) listChanges(ctx context.Context, ri dynamic.ResourceInterface, stored map[storage.NamespacedName]string, write func([]storage.Change) error) (int64, string, error) {
+func (s *Synchronizer) listChanges(ctx context.Context, ri dynamic.ResourceInterface, stored map[storage.NamespacedName]string, write func([]pendingChange) error) (int64, string, error) {
 	var count int64
-	opts := metav1.ListOptions{Limit: s.opts.PageSize}
+	largest := 0 // of the objects listed
+	opts := metav1.ListOptions{Limit: s.pageLimit(largest)}
 	for {
 		page, err := ri.List(ctx, opts)
 		if err != nil {
 			return 0, "", err
 		}
-		var changes []storage.Change
+		var changes []pendingChange
 		now := time.Now()
 		for i := range page.Items {
 			u, _ := s.object(&page.Items[i])
@@ -475,8 +591,10 @@ func (s *Synchronizer) listChanges(ctx context.Context, ri dynamic.ResourceInter
 			}
 			count++
 			k := storage.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()}
+			change := upsert(u)
+			largest = max(largest, change.size.least)
 			if v, ok := stored[k]; !ok || v != u.GetResourceVersion() {
-				changes = append(changes, storage.Upsert(u))
+				changes = append(changes, change)
 			}
 			delete(stored, k)
 		}
@@ -487,12 +605,13 @@ func (s *Synchronizer) listChanges(ctx context.Context, ri dynamic.ResourceInter
 		}
 		syncEvents.WithLabelValues(s.cluster, s.resource.GVR.Resource, "list").Add(float64(len(page.Items)))
 		if opts.Continue = page.GetContinue(); opts.Continue != "" {
+			opts.Limit = s.pageLimit(largest)
 			continue
 		}
 		listRV := page.GetResourceVersion()
-		deletes := make([]storage.Change, 0, len(stored))
+		deletes := make([]pendingChange, 0, len(stored))
 		for k := range stored {
-			deletes = append(deletes, storage.DeleteAt(k.Namespace, k.Name, listRV))
+			deletes = append(deletes, pendingChange{change: storage.DeleteAt(k.Namespace, k.Name, listRV)})
 		}
 		if len(deletes) > 0 {
 			if err := write(deletes); err != nil {
@@ -503,12 +622,27 @@ func (s *Synchronizer) listChanges(ctx context.Context, ri dynamic.ResourceInter
 	}
 }
 
-// applyBatches writes changes BatchSize at a time.
-func (s *Synchronizer) applyBatches(ctx context.Context, changes []storage.Change) error {
-	for start := 0; start < len(changes); start += s.opts.BatchSize {
-		if err := s.apply(ctx, changes[start:min(start+s.opts.BatchSize, len(changes))]); err != nil {
+// pageLimit is the limit of a list's next page: as many objects as fit in
+// pageBytes if each is as large as the largest listed so far, or before
+// any is, as large as MaxObjectBytes allows; at least one, at most
+// PageSize. A member's objects are mostly small, and a list's first page
+// costs a request more then; a member of large objects gets pages that
+// hold about pageBytes, unless its objects grow as it is listed.
+func (s *Synchronizer) pageLimit(largest int) int64 {
+	if largest == 0 {
+		largest = s.opts.MaxObjectBytes
+	}
+	return min(max(int64(pageBytes/largest), 1), s.opts.PageSize)
+}
+
+// applyBatches writes changes a batch (batchLen) at a time.
+func (s *Synchronizer) applyBatches(ctx context.Context, changes []pendingChange) error {
+	for len(changes) > 0 {
+		n := batchLen(changes, s.opts.BatchSize)
+		if err := s.apply(ctx, changes[:n]); err != nil {
 			return fmt.Errorf("writing to storage: %w", err)
 		}
+		changes = changes[n:]
 	}
 	return nil
 }

@@ -22,13 +22,13 @@ func TestApplySkipsWhatStorageRefuses(t *testing.T) {
 			store := b.Open(t)
 			gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 			s := New("east", Resource{Resource: storage.Resource{GVR: gvr, Kind: "ConfigMap", Namespaced: true}}, nil, store, Options{}, func() {})
-			obj := func(name string, labels map[string]string, data string) storage.Change {
+			obj := func(name string, labels map[string]string, data string) pendingChange {
 				u := object("ConfigMap", name)
 				u.Object["data"] = map[string]any{"k": data}
 				u.SetLabels(labels)
-				return storage.Upsert(u)
+				return upsert(u)
 			}
-			err := s.apply(context.Background(), []storage.Change{
+			err := s.apply(context.Background(), []pendingChange{
 				obj("a", nil, "x"), obj("long", map[string]string{"k": strings.Repeat("v", 600)}, "x"),
 				obj("a\x00b", nil, "x"), obj("utf8", map[string]string{"k": "\xff\xfe"}, "x"), obj("c", nil, "x"),
 				// Data is stored as JSON, where NUL is an escape: kept.

@@ -41,3 +41,6 @@ func LookupLists(s *Store) int { return s.dialect.lookupLists }
 
 // AppendObjectJSON is appendObjectJSON, for BenchmarkObjectJSON.
 var AppendObjectJSON = appendObjectJSON
+
+// Refusal is refusal, for the tests of what each database answers.
+var Refusal = refusal

@@ -208,8 +208,8 @@ func (s *Store) commit(group []*batch) {
 			alone = append(alone, blamed...)
 			group = slices.DeleteFunc(group, func(b *batch) bool { return slices.Contains(blamed, b) })
 		default:
-			if invalidText(err) {
-				err = storage.Invalid("object", "the database refused a text value")
+			if reason, refused := refusal(err); refused {
+				err = storage.Invalid("object", "%s", reason)
 			}
 			for _, b := range group {
 				b.finish(0, err)
