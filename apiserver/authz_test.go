@@ -2,19 +2,28 @@ package apiserver
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
+	genericapifilters "k8s.io/apiserver/pkg/endpoints/filters"
 	apirequest "k8s.io/apiserver/pkg/endpoints/request"
+	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
@@ -32,6 +41,7 @@ var grants = map[string][]grant{
 	"east":     {{resource: "pods", cluster: "east"}, {verb: "get", resource: clustersResource, cluster: "east"}},
 	"nsuser":   {{resource: "pods", namespace: "ns"}},
 	"services": {{resource: "services"}},
+	"pods":     {{resource: "pods"}},
 }
 
 var testGrants = authorizer.AuthorizerFunc(func(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
@@ -45,14 +55,16 @@ var testGrants = authorizer.AuthorizerFunc(func(_ context.Context, a authorizer.
 	return authorizer.DecisionNoOpinion, "", nil
 })
 
-// asUser authenticates the Impersonate-User header, "admin" without one.
+// asUser authenticates the Impersonate-User header, "admin" without one,
+// in the groups of the Impersonate-Group headers.
 func asUser(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		name := r.Header.Get("Impersonate-User")
 		if name == "" {
 			name = "admin"
 		}
-		h.ServeHTTP(w, r.WithContext(apirequest.WithUser(r.Context(), &user.DefaultInfo{Name: name})))
+		u := &user.DefaultInfo{Name: name, Groups: r.Header.Values("Impersonate-Group")}
+		h.ServeHTTP(w, r.WithContext(apirequest.WithUser(r.Context(), u)))
 	})
 }
 
@@ -102,7 +114,7 @@ func TestAuthorization(t *testing.T) {
 		warn                     string
 	}{
 		{"admin", "", "", []string{"a", "b"}, ""},
-		{"east", "", "", []string{"a"}, "1 clusters left out"},
+		{"east", "", "", []string{"a"}, "clusters you may not list pods in are left out"},
 		{"east", "east", "", []string{"a"}, ""},
 		{"east", "west", "", nil, ""},
 		{"nsuser", "", "", nil, ""}, // -A needs cluster-wide permission, as in kube
@@ -168,7 +180,7 @@ func TestAuthorization(t *testing.T) {
 }
 
 // TestAuthorizationCacheOn: the delegated authorizer caches the host's
-// answers, both ways, so that checking every cluster stays cheap.
+// answers, both ways, so that checking clusters one by one stays cheap.
 func TestAuthorizationCacheOn(t *testing.T) {
 	o := NewOptions().Recommended.Authorization
 	if o.AllowCacheTTL <= 0 || o.DenyCacheTTL <= 0 {
@@ -229,4 +241,373 @@ func TestPathShapeClusterNames(t *testing.T) {
 	if _, _, err := listNames(t, as(cfg, "admin", "api"), "ns"); !apierrors.IsForbidden(err) {
 		t.Fatalf("cluster api: %v", err)
 	}
+}
+
+// countingAuthorizer counts the checks that reach the host's authorizer.
+type countingAuthorizer struct {
+	authorizer.Authorizer
+	n atomic.Int64
+}
+
+func (c *countingAuthorizer) Authorize(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+	c.n.Add(1)
+	return c.Authorizer.Authorize(ctx, a)
+}
+
+// during is how many checks f made.
+func (c *countingAuthorizer) during(f func()) int64 {
+	before := c.n.Load()
+	f()
+	return c.n.Load() - before
+}
+
+// countedHandler is testHandler over clusters serving pods, its checks
+// counted.
+func countedHandler(t testing.TB, clusters ...string) (*Handler, *countingAuthorizer) {
+	h := testHandler(t)
+	h.registry = NewRegistry()
+	for _, c := range clusters {
+		h.registry.Set(clusterServing(c, podsGVR, "Pod"))
+	}
+	checks := &countingAuthorizer{Authorizer: testGrants}
+	h.authz = checks
+	return h, checks
+}
+
+// fleet is east and n-1 more clusters.
+func fleet(n int) []string {
+	out := []string{"east"}
+	for i := 1; i < n; i++ {
+		out = append(out, fmt.Sprintf("member-%02d", i))
+	}
+	return out
+}
+
+// viewsMux routes h's paths as the server does.
+func viewsMux(h *Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle(ViewsPrefix+"/", h)
+	mux.Handle(ResourcesPrefix+"/", h)
+	mux.HandleFunc(CollectionsPath+"/", h.ServeCollections)
+	return mux
+}
+
+// serve serves h for the test, at the URL it returns.
+func serve(t testing.TB, h http.Handler) string {
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// answer is what a client gets: the code, the Warning headers, the body.
+type answer struct {
+	code     int
+	warnings string
+	body     string
+}
+
+// call sends a request as user in groups.
+func call(t testing.TB, method, url, user string, groups []string, body string) answer {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Impersonate-User", user)
+	for _, g := range groups {
+		req.Header.Add("Impersonate-Group", g)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return answer{code: resp.StatusCode, warnings: strings.Join(resp.Header.Values("Warning"), "\n"), body: string(data)}
+}
+
+// madeUpPods is a list of pods naming as many clusters that do not exist
+// and namespaces as a query may.
+func madeUpPods() string {
+	var clusters, namespaces []string
+	for i := range storage.MaxListValues {
+		clusters = append(clusters, fmt.Sprintf("made-up-%d", i))
+		namespaces = append(namespaces, fmt.Sprintf("ns-%d", i))
+	}
+	return viewPathOf("/api/v1/pods") + "?" + url.Values{
+		"clusters": {strings.Join(clusters, ",")}, "namespaces": {strings.Join(namespaces, ",")},
+	}.Encode()
+}
+
+// TestAuthorizationChecksOfMadeUpNames: naming clusters that do not exist,
+// and many namespaces, costs no more checks than naming none, whoever
+// asks.
+func TestAuthorizationChecksOfMadeUpNames(t *testing.T) {
+	h, checks := countedHandler(t, "east", "west")
+	base := serve(t, asUser(viewsMux(h)))
+	madeUp := madeUpPods()
+	for _, name := range []string{"admin", "pods", "nsuser", "east", "services", "nobody"} {
+		none := checks.during(func() { call(t, http.MethodGet, base+viewPathOf("/api/v1/pods"), name, nil, "") })
+		var got answer
+		named := checks.during(func() { got = call(t, http.MethodGet, base+madeUp, name, nil, "") })
+		if named > none || (got.code != http.StatusOK && got.code != http.StatusForbidden) {
+			t.Errorf("%s: %d checks naming made-up clusters and namespaces (%d %.200s), %d naming none", name, named, got.code, got.body, none)
+		}
+	}
+}
+
+// TestAuthorizationChecksOfGrantsAcross: a grant across clusters, or across
+// clusters in a namespace, costs one check per read however many clusters
+// there are.
+func TestAuthorizationChecksOfGrantsAcross(t *testing.T) {
+	h, checks := countedHandler(t, fleet(50)...)
+	putPod(t, h.store, "member-07", "a")
+	base := serve(t, asUser(viewsMux(h)))
+	for _, c := range []struct {
+		user, path string
+		code       int
+	}{
+		{"admin", "/api/v1/pods", http.StatusOK},
+		{"pods", "/api/v1/pods", http.StatusOK},
+		{"pods", "/api/v1/pods?namespaces=ns,other,third", http.StatusOK},
+		{"pods", "/api/v1/namespaces/ns/pods/a", http.StatusOK},
+		{"pods", "/api/v1/pods?groupBy=cluster", http.StatusOK},
+		{"nsuser", "/api/v1/namespaces/ns/pods", http.StatusOK},
+		{"nsuser", "/api/v1/pods?namespaces=ns", http.StatusOK},
+		{"nsuser", "/clusters/member-07/api/v1/namespaces/ns/pods/a", http.StatusOK},
+	} {
+		var got answer
+		if n := checks.during(func() { got = call(t, http.MethodGet, base+viewPathOf(c.path), c.user, nil, "") }); n != 1 || got.code != c.code {
+			t.Errorf("%s %s: %d checks, %d %.200s; want 1 check, %d", c.user, c.path, n, got.code, got.body, c.code)
+		}
+	}
+}
+
+// TestAuthorizationChecksBounded: a read that would need more checks than
+// maxAuthorizationChecks is refused with 400 once it has made them; a self
+// rules review so bounded answers what it checked, Incomplete.
+func TestAuthorizationChecksBounded(t *testing.T) {
+	h, checks := countedHandler(t, fleet(50)...)
+	for _, c := range fleet(50) {
+		cl := clusterServing(c, podsGVR, "Pod")
+		for i := range 10 {
+			cl.Status.SyncResources = append(cl.Status.SyncResources, clusterServing("", schema.GroupVersionResource{
+				Group: "example.com", Version: "v1", Resource: fmt.Sprintf("things%d", i)}, fmt.Sprintf("Thing%d", i)).Status.SyncResources...)
+		}
+		h.registry.Set(cl)
+	}
+	base := serve(t, asUser(viewsMux(h)))
+
+	var namespaces []string
+	for i := range 100 {
+		namespaces = append(namespaces, fmt.Sprintf("ns-%d", i))
+	}
+	var got answer
+	n := checks.during(func() {
+		got = call(t, http.MethodGet, base+viewPathOf("/api/v1/pods?namespaces="+strings.Join(namespaces, ",")), "east", nil, "")
+	})
+	if n != maxAuthorizationChecks || got.code != http.StatusBadRequest || !strings.Contains(got.body, "authorization checks") {
+		t.Errorf("east's list of 100 namespaces over 50 clusters: %d checks, %d %s", n, got.code, got.body)
+	}
+
+	n = checks.during(func() {
+		got = call(t, http.MethodPost, base+viewPathOf("/apis/authorization.k8s.io/v1/selfsubjectrulesreviews"), "nobody", nil, `{"spec":{"namespace":"ns"}}`)
+	})
+	var review authorizationv1.SelfSubjectRulesReview
+	if err := json.Unmarshal([]byte(got.body), &review); err != nil || n != maxAuthorizationChecks || !review.Status.Incomplete ||
+		!strings.Contains(review.Status.EvaluationError, "authorization checks") {
+		t.Errorf("rules review of 12 types over 50 clusters: %d checks, %d %s", n, got.code, got.body)
+	}
+}
+
+// TestAuthorizationStopsWithRequest: no check is made once the request's
+// context has ended.
+func TestAuthorizationStopsWithRequest(t *testing.T) {
+	h, checks := countedHandler(t, fleet(50)...)
+	ctx, cancel := context.WithCancel(apirequest.WithUser(context.Background(), &user.DefaultInfo{Name: "east"}))
+	defer cancel()
+	const atCancel = 5
+	checks.Authorizer = authorizer.AuthorizerFunc(func(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+		if checks.n.Load() == atCancel {
+			cancel()
+		}
+		return testGrants.Authorize(ctx, a)
+	})
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequestWithContext(ctx, http.MethodGet, viewPathOf("/api/v1/pods"), nil))
+	if n := checks.n.Load(); n != atCancel || rec.Code != http.StatusGatewayTimeout {
+		t.Errorf("%d checks, %d %s; want %d and 504", n, rec.Code, rec.Body, atCancel)
+	}
+}
+
+// TestAnonymousRefused: anonymous users, and any of the group
+// system:unauthenticated, are refused every read, review and discovery of
+// Panorama before any check; public paths are left to the host.
+func TestAnonymousRefused(t *testing.T) {
+	h, checks := countedHandler(t, "east", "west")
+	putPod(t, h.store, "east", "a")
+	authz, err := serverAuthorizer(checks, genericoptions.NewDelegatingAuthorizationOptions().AlwaysAllowPaths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resolver := requestInfoResolver{delegate: &apirequest.RequestInfoFactory{APIPrefixes: sets.NewString("api", "apis"), GrouplessAPIPrefixes: sets.NewString("api")}}
+	base := serve(t, asUser(genericapifilters.WithRequestInfo(genericapifilters.WithAuthorization(viewsMux(h), authz, codecs), resolver)))
+
+	requests := []struct{ method, path, body string }{
+		{http.MethodGet, viewPathOf("/api/v1/pods"), ""},
+		{http.MethodGet, viewPathOf("/api/v1/pods?watch=1"), ""},
+		{http.MethodGet, viewPathOf("/clusters/east/api/v1/namespaces/ns/pods/a"), ""},
+		{http.MethodGet, viewPathOf("/clusters/east/api/v1/namespaces/ns/pods/a/history"), ""},
+		{http.MethodGet, viewPathOf("/clusters/east/api/v1"), ""},
+		{http.MethodGet, viewPathOf("/clusters/east/version"), ""},
+		{http.MethodGet, viewPathOf("/apis"), ""},
+		{http.MethodGet, viewPathOf("/version"), ""},
+		{http.MethodGet, ViewPath(FlatClusters) + "/api/v1/pods", ""},
+		{http.MethodGet, ResourcesPrefix + "/clusters/east/api/v1/pods", ""},
+		{http.MethodGet, CollectionsPath + "/workloads", ""},
+		{http.MethodPost, viewPathOf("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"), `{"spec":{"resourceAttributes":{"verb":"list","resource":"pods"}}}`},
+		{http.MethodPost, viewPathOf("/clusters/east/apis/authorization.k8s.io/v1/selfsubjectrulesreviews"), `{"spec":{"namespace":"ns"}}`},
+	}
+	for _, who := range []struct {
+		name   string
+		groups []string
+	}{{user.Anonymous, []string{user.AllUnauthenticated}}, {user.Anonymous, nil}, {"someone", []string{user.AllUnauthenticated}}} {
+		for _, r := range requests {
+			if got := call(t, r.method, base+r.path, who.name, who.groups, r.body); got.code != http.StatusForbidden {
+				t.Errorf("%s %s as %+v: %d %.200s, want 403", r.method, r.path, who, got.code, got.body)
+			}
+		}
+	}
+	if n := checks.n.Load(); n != 0 {
+		t.Errorf("anonymous requests made %d checks", n)
+	}
+
+	// Who is authenticated passes, to the handler's checks.
+	if got := call(t, http.MethodGet, base+viewPathOf("/api/v1/pods"), "east", nil, ""); got.code != http.StatusOK || checks.n.Load() == 0 {
+		t.Errorf("east's list through the filters: %d %.200s", got.code, got.body)
+	}
+	// Public paths are the delegated authorizer's (the host's), as for
+	// kube-apiserver.
+	anonymous := &user.DefaultInfo{Name: user.Anonymous, Groups: []string{user.AllUnauthenticated}}
+	for _, p := range append(genericoptions.NewDelegatingAuthorizationOptions().AlwaysAllowPaths, "/version") {
+		if d, reason, _ := authz.Authorize(context.Background(), authorizer.AttributesRecord{User: anonymous, Verb: "get", Path: p}); d == authorizer.DecisionDeny {
+			t.Errorf("anonymous get %s refused: %s", p, reason)
+		}
+	}
+}
+
+// TestAuthorizationNamesNoUnreadableCluster: what a user is told (403
+// messages, warnings, self reviews) names no cluster they may not read and
+// did not name, and stays the same when such a cluster is added.
+func TestAuthorizationNamesNoUnreadableCluster(t *testing.T) {
+	h, _ := countedHandler(t, "east", "west")
+	putPod(t, h.store, "east", "a")
+	putPod(t, h.store, "west", "b")
+	putPod(t, h.store, "hidden", "c") // its Cluster comes later
+	base := serve(t, asUser(viewsMux(h)))
+	requests := []struct {
+		method, path, body string
+		named              string // the cluster the request names, if any
+	}{
+		{http.MethodGet, "/api/v1/pods", "", ""},
+		{http.MethodGet, "/api/v1/namespaces/ns/pods", "", ""},
+		{http.MethodGet, "/api/v1/pods?namespaces=ns,other", "", ""},
+		{http.MethodGet, "/api/v1/pods?groupBy=cluster", "", ""},
+		{http.MethodGet, "/api/v1/namespaces/ns/pods/a", "", ""},
+		{http.MethodGet, "/api/v1/namespaces/ns/pods/b", "", ""},
+		{http.MethodGet, "/api/v1/pods?clusters=east", "", "east"},
+		{http.MethodGet, "/clusters/east/api/v1/namespaces/ns/pods/a/history", "", "east"},
+		{http.MethodPost, "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", `{"spec":{"resourceAttributes":{"verb":"list","resource":"pods","namespace":"ns"}}}`, ""},
+		{http.MethodPost, "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", `{"spec":{"resourceAttributes":{"verb":"get","resource":"pods"}}}`, ""},
+		{http.MethodPost, "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews", `{"spec":{"namespace":"ns"}}`, ""},
+	}
+	// unreadable are the clusters each user may read no pods of.
+	unreadable := map[string][]string{"east": {"west", "hidden"}, "services": {"east", "west", "hidden"}, "nobody": {"east", "west", "hidden"}}
+	answers := func() map[string]answer {
+		out := map[string]answer{}
+		for name, hidden := range unreadable {
+			for _, r := range requests {
+				got := call(t, r.method, base+viewPathOf(r.path), name, nil, r.body)
+				told := got.warnings
+				if got.code >= 400 || r.method == http.MethodPost {
+					told += "\n" + got.body
+				}
+				for _, c := range hidden {
+					if c != r.named && strings.Contains(told, c) {
+						t.Errorf("%s %s as %s names cluster %s: %s", r.method, r.path, name, c, told)
+					}
+				}
+				out[name+" "+r.method+" "+r.path+" "+r.body] = got
+			}
+		}
+		return out
+	}
+	before := answers()
+	h.registry.Set(clusterServing("hidden", podsGVR, "Pod"))
+	after := answers()
+	for k, a := range before {
+		if after[k] != a {
+			t.Errorf("%s: a cluster the user may not read changed the answer from %+v to %+v", k, a, after[k])
+		}
+	}
+}
+
+// TestMissingClusterAsUnreadable: a read in a cluster that does not exist
+// is answered, byte for byte, as one in a cluster that exists and the user
+// may not read.
+func TestMissingClusterAsUnreadable(t *testing.T) {
+	withWest, _ := countedHandler(t, "east", "west")
+	putPod(t, withWest.store, "west", "b")
+	withoutWest, _ := countedHandler(t, "east")
+	exists, missing := serve(t, asUser(viewsMux(withWest))), serve(t, asUser(viewsMux(withoutWest)))
+	for _, path := range []string{
+		"/clusters/west/api/v1/namespaces/ns/pods/b/history",
+		"/clusters/west/api/v1/namespaces/ns/pods/b",
+		"/clusters/west/api/v1/namespaces/ns/pods",
+		"/clusters/west/api/v1/pods",
+		"/api/v1/pods?clusters=west",
+		"/api/v1/namespaces/ns/pods?clusters=west",
+	} {
+		for _, name := range []string{"east", "services", "nobody"} {
+			a := call(t, http.MethodGet, exists+viewPathOf(path), name, nil, "")
+			b := call(t, http.MethodGet, missing+viewPathOf(path), name, nil, "")
+			if a != b || a.code != http.StatusForbidden {
+				t.Errorf("%s as %s: %+v where west exists, %+v where it does not", path, name, a, b)
+			}
+		}
+	}
+}
+
+// BenchmarkAuthorizationChecks reports the checks one read costs over 50
+// clusters: of a tenant granted one namespace against the admin's, and of
+// a read naming 1,000 made-up clusters and 1,000 namespaces against one
+// naming none.
+func BenchmarkAuthorizationChecks(b *testing.B) {
+	h, checks := countedHandler(b, fleet(50)...)
+	base := serve(b, asUser(viewsMux(h)))
+	reads := []struct{ name, user, path string }{
+		{"tenant", "nsuser", viewPathOf("/api/v1/namespaces/ns/pods")},
+		{"admin", "admin", viewPathOf("/api/v1/namespaces/ns/pods")},
+		{"named", "nsuser", madeUpPods()},
+		{"none", "nsuser", viewPathOf("/api/v1/pods")},
+	}
+	total := map[string]float64{}
+	loops := 0
+	for b.Loop() {
+		for _, r := range reads {
+			total[r.name] += float64(checks.during(func() { call(b, http.MethodGet, base+r.path, r.user, nil, "") }))
+		}
+		loops++
+	}
+	for _, r := range reads {
+		total[r.name] /= float64(loops)
+		b.ReportMetric(total[r.name], r.name+"-checks/op")
+	}
+	b.ReportMetric(total["tenant"]/total["admin"], "tenant/admin")
+	b.ReportMetric(total["named"]/total["none"], "named/none")
+	b.Logf("checks per read over 50 clusters: tenant of one namespace %.0f, admin %.0f (%.2f x); naming 1,000 made-up clusters and 1,000 namespaces %.0f, naming none %.0f (%.3f x)",
+		total["tenant"], total["admin"], total["tenant"]/total["admin"], total["named"], total["none"], total["named"]/total["none"])
 }

@@ -57,6 +57,7 @@ func collectionTypes(resources []storage.Resource) []searchv1alpha1.CollectionRe
 // the objects of every resource it gathers that the query selects, all at
 // one revision.
 func (h *Handler) ServeCollections(w http.ResponseWriter, r *http.Request) {
+	r = withCheckBudget(r) // authz.go: one bound for all the types gathered
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		writeError(w, apierrors.NewMethodNotSupported(collectionsGR, strings.ToLower(r.Method)), collectionsGR)
 		return

@@ -79,6 +79,7 @@ func notFound() error {
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	r = withCheckBudget(r) // authz.go
 	cluster, rest, ok := splitPath(r.URL.Path)
 	if !ok {
 		writeError(w, notFound(), schema.GroupResource{})
@@ -129,11 +130,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		namespace = ""
 	}
 	if !ok || (!res.Namespaced && namespace != "") {
-		// Forbidden first, so that 404 tells only who may read there
-		// that a cluster or a type does not exist.
-		if cluster != "" && !h.allowed(r.Context(), info.Verb, memberResource(gvr.GroupResource()), cluster, namespace) {
-			writeError(w, forbidden(r.Context(), info.Verb, gvr.GroupResource(), "in cluster "+cluster), gvr.GroupResource())
-			return
+		// Forbidden first, as restrict would answer, so that 404 tells
+		// only who may read there that a cluster or a type does not exist.
+		if cluster != "" {
+			if err := h.authorizeIn(r.Context(), info.Verb, gvr.GroupResource(), cluster, namespace); err != nil {
+				writeError(w, err, gvr.GroupResource())
+				return
+			}
 		}
 		writeError(w, notFound(), gvr.GroupResource())
 		return

@@ -68,20 +68,25 @@ func (h *Handler) serveHistory(w http.ResponseWriter, r *http.Request, cluster, 
 	gvr := schema.GroupVersionResource{Group: info.APIGroup, Version: info.APIVersion, Resource: info.Resource}
 	gr := gvr.GroupResource()
 	res, ok := h.registry.Lookup(cluster, gvr)
-	if !ok {
-		return false
-	}
 	namespace := info.Namespace
-	if !res.Namespaced && isNamespaceObject(info) {
+	if (!ok || !res.Namespaced) && isNamespaceObject(info) {
 		namespace = ""
 	}
 	if cluster == "" {
+		if !ok {
+			return false
+		}
 		writeError(w, badf("the history is of one cluster's object: ask %s/%s", ViewPath("<cluster>"), strings.TrimPrefix(rest, "/")), gr)
 		return true
 	}
-	if !h.allowed(r.Context(), "list", memberResource(gr), cluster, namespace) {
-		writeError(w, forbidden(r.Context(), "list", gr, fmt.Sprintf("in namespace %q of cluster %s", namespace, cluster)), gr)
+	// Authorized before the cluster and the type are looked up, so that a
+	// cluster that does not exist is refused as one the user may not read.
+	if err := h.authorizeIn(r.Context(), "list", gr, cluster, namespace); err != nil {
+		writeError(w, err, gr)
 		return true
+	}
+	if !ok {
+		return false // 404, as any path the view does not serve
 	}
 	limit := 0
 	if s := r.URL.Query().Get("limit"); s != "" {

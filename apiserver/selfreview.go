@@ -29,8 +29,9 @@ import (
 //
 // Across clusters a read is allowed when it is in at least one cluster,
 // since Panorama then answers it over the clusters the user may read (with
-// a warning naming how many it left out) and refuses it only when there is
-// none: "yes" means the read succeeds. The reason says which clusters.
+// a warning that it left out the others) and refuses it only when there is
+// none: "yes" means the read succeeds. The reason names the clusters
+// allowed (or says every cluster), never one the user may not read.
 
 // selfReviewResources are the review types every view serves, also in its
 // discovery.
@@ -171,28 +172,36 @@ func (h *Handler) accessReview(r *http.Request, cluster string, spec authorizati
 	}
 	resource, namespace := h.reviewedResource(cluster, a)
 	where := "in any namespace"
+	var namespaces []string
 	if namespace != "" {
-		where = "in namespace " + namespace
+		where, namespaces = "in namespace "+namespace, []string{namespace}
 	}
-	clusters := h.viewClusters(cluster)
-	var allowed, leftOut []string
-	for _, c := range clusters {
-		if h.allowed(r.Context(), a.Verb, resource, c, namespace) {
-			allowed = append(allowed, c)
-		} else {
-			leftOut = append(leftOut, c)
-		}
+	var clusters []string
+	if cluster != "" {
+		clusters = []string{cluster}
 	}
+	d, err := h.decide(r.Context(), a.Verb, resource, clusters, namespaces)
+	st := authorizationv1.SubjectAccessReviewStatus{}
+	if err != nil {
+		st.EvaluationError = err.Error()
+	}
+	granted := fmt.Sprintf("the host's RBAC allows %s %s (search.panorama.io) %s", a.Verb, resource, where)
+	if cluster == "" && d.acrossClusters(namespace) {
+		st.Allowed, st.Reason = true, granted+" of every cluster"
+		return st
+	}
+	allowed := slices.DeleteFunc(h.viewClusters(cluster), func(c string) bool { return !d.allow(c, namespace) })
 	switch {
 	case len(allowed) == 0:
-		return authorizationv1.SubjectAccessReviewStatus{Reason: fmt.Sprintf("the host's RBAC allows %s %s (search.panorama.io) %s of no cluster of this view",
-			a.Verb, resource, where)}
-	case len(leftOut) == 0:
-		return authorizationv1.SubjectAccessReviewStatus{Allowed: true, Reason: fmt.Sprintf("the host's RBAC allows %s %s (search.panorama.io) %s of clusters %s",
-			a.Verb, resource, where, strings.Join(allowed, ", "))}
+		st.Reason = granted + " of no cluster of this view"
+	case cluster == "":
+		// Named are only clusters the user may read, never how many more
+		// there are.
+		st.Allowed, st.Reason = true, fmt.Sprintf("%s of clusters %s; reads across clusters read those only", granted, strings.Join(allowed, ", "))
+	default:
+		st.Allowed, st.Reason = true, fmt.Sprintf("%s of clusters %s", granted, cluster)
 	}
-	return authorizationv1.SubjectAccessReviewStatus{Allowed: true, Reason: fmt.Sprintf("the host's RBAC allows %s %s (search.panorama.io) %s of clusters %s; reads across clusters leave out %s",
-		a.Verb, resource, where, strings.Join(allowed, ", "), strings.Join(leftOut, ", "))}
+	return st
 }
 
 // reviewedResource is how Panorama names a reviewed resource and namespace
@@ -216,15 +225,19 @@ func (h *Handler) reviewedResource(cluster string, a *authorizationv1.ResourceAt
 // of cluster ("" for all clusters): each of its types with the read verbs
 // allowed (in any cluster across clusters, as accessReview), then what
 // every view serves to who sees it. Object names cannot be restricted, so
-// no rule has resourceNames.
+// no rule has resourceNames. Past the request's bound on checks it is
+// Incomplete, as kube's is when its rules cannot all be resolved.
 func (h *Handler) rulesReview(r *http.Request, cluster, namespace string) authorizationv1.SubjectRulesReviewStatus {
-	clusters := h.viewClusters(cluster)
+	var clusters []string
+	if cluster != "" {
+		clusters = []string{cluster}
+	}
 	st := authorizationv1.SubjectRulesReviewStatus{ResourceRules: []authorizationv1.ResourceRule{}}
 	seen := map[schema.GroupResource]bool{}
 	for _, res := range h.registry.Resources(cluster) {
 		gr := res.GVR.GroupResource()
-		if seen[gr] {
-			continue // another version of the same type
+		if seen[gr] || st.Incomplete {
+			continue // another version of the same type, or no checks left
 		}
 		seen[gr] = true
 		ns := namespace
@@ -233,7 +246,12 @@ func (h *Handler) rulesReview(r *http.Request, cluster, namespace string) author
 		}
 		var verbs []string
 		for _, verb := range servedVerbs {
-			if slices.ContainsFunc(clusters, func(c string) bool { return h.allowed(r.Context(), verb, memberResource(gr), c, ns) }) {
+			ok, err := h.allowedInAny(r.Context(), verb, memberResource(gr), clusters, ns)
+			if err != nil {
+				st.Incomplete, st.EvaluationError = true, err.Error()
+				break
+			}
+			if ok {
 				verbs = append(verbs, verb)
 			}
 		}

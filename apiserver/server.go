@@ -20,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
-	"k8s.io/apiserver/pkg/authorization/union"
 	apirequest "k8s.io/apiserver/pkg/endpoints/request"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/healthz"
@@ -160,10 +159,7 @@ func (o *Options) New(store storage.Interface) (*Server, error) {
 		return nil, errors.New("no authorizer: Panorama asks the host's RBAC for every read")
 	}
 	var err error
-	if cfg.Authorization.Authorizer, err = union.New(
-		union.NamedAuthorizer{AuthorizerName: "panorama", Authorizer: handledByPanorama},
-		union.NamedAuthorizer{AuthorizerName: "delegated", Authorizer: delegated},
-	); err != nil {
+	if cfg.Authorization.Authorizer, err = serverAuthorizer(delegated, o.Recommended.Authorization.AlwaysAllowPaths); err != nil { // authz.go
 		return nil, err
 	}
 	generic, err := cfg.Complete().New("panorama-apiserver", genericapiserver.NewEmptyDelegate())
