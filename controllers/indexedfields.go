@@ -1,8 +1,10 @@
 package controllers
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -48,25 +50,26 @@ func (r *indexedFieldsReconciler) Reconcile(ctx context.Context, _ reconcile.Req
 	if err := r.client.List(ctx, &list); err != nil {
 		return reconcile.Result{}, err
 	}
-	var decls []storage.FieldDeclaration
-	refused := map[string]error{}
-	for _, f := range list.Items {
-		d := storage.FieldDeclaration{Name: f.Name, Paths: f.Spec.Paths, Resources: f.Spec.Resources}
-		if err := storage.ValidateFieldDeclaration(d); err != nil {
-			refused[f.Name] = err // the others are declared without it
-			continue
-		}
-		decls = append(decls, d)
+	// The oldest first: one that would take the set past a limit
+	// (storage.MaxFieldsPerResource, ...) is refused, not those declared
+	// before it, and the others are declared without it.
+	slices.SortStableFunc(list.Items, func(a, b clusterv1alpha1.IndexedField) int {
+		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), cmp.Compare(a.Name, b.Name))
+	})
+	decls := make([]storage.FieldDeclaration, len(list.Items))
+	for i, f := range list.Items {
+		decls[i] = storage.FieldDeclaration{Name: f.Name, Paths: f.Spec.Paths, Resources: f.Spec.Resources}
 	}
-	declareErr := r.store.DeclareFields(ctx, decls)
+	admitted, refused := storage.AdmitFieldDeclarations(decls)
+	declareErr := r.store.DeclareFields(ctx, admitted)
 	var errs []error
 	for i := range list.Items {
 		f := &list.Items[i]
 		cond := metav1.Condition{Type: clusterv1alpha1.ConditionIndexed, Status: metav1.ConditionTrue, Reason: "Indexed",
 			Message: "field selectors may use " + f.Name, ObservedGeneration: f.Generation}
 		switch {
-		case refused[f.Name] != nil:
-			cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "Invalid", refused[f.Name].Error()
+		case refused[i] != nil:
+			cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "Invalid", refused[i].Error()
 		case declareErr != nil:
 			cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "Reindexing", declareErr.Error()
 		}

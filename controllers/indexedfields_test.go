@@ -3,6 +3,7 @@ package controllers_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -10,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/panorama-io/panorama/apis/cluster/v1alpha1"
+	"github.com/panorama-io/panorama/storage"
 	"github.com/panorama-io/panorama/storage/storagetest"
 	"github.com/panorama-io/panorama/test/testenv"
 )
@@ -17,7 +19,8 @@ import (
 // TestIndexedFields declares fields as IndexedFields on a real host, to a
 // controller manager running under the shipped RBAC: a valid one is
 // indexed, one storage refuses is marked Invalid without holding up the
-// others, and deleting one drops it.
+// others, and deleting one drops it. One past a limit on declarations
+// is refused alone, the limit named.
 func TestIndexedFields(t *testing.T) {
 	host := testenv.Start(t)
 	store := storagetest.Backends()[0].Open(t)
@@ -71,4 +74,28 @@ func TestIndexedFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, func() error { return selectable(false) })
+
+	// One field more than a resource may have: the last one is refused,
+	// named so, and the others indexed.
+	for i := range storage.MaxFieldsPerResource + 1 {
+		mustCreate(t, hc, &clusterv1alpha1.IndexedField{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm%02d", i)},
+			Spec: clusterv1alpha1.IndexedFieldSpec{Paths: []string{fmt.Sprintf("data.k%02d", i)}, Resources: []string{"configmaps"}}})
+	}
+	last := fmt.Sprintf("cm%02d", storage.MaxFieldsPerResource)
+	eventually(t, func() error {
+		for i := range storage.MaxFieldsPerResource + 1 {
+			name := fmt.Sprintf("cm%02d", i)
+			c, err := condition(name)
+			if err != nil {
+				return err
+			}
+			if want := map[bool]string{true: "Invalid", false: "Indexed"}[name == last]; c.Reason != want {
+				return fmt.Errorf("%s: %+v, want reason %s", name, c, want)
+			}
+			if name == last && !strings.Contains(c.Message, "at most 16 declared fields apply to a resource, and 16 apply to configmaps") {
+				return fmt.Errorf("%s: %q does not say which limit", name, c.Message)
+			}
+		}
+		return nil
+	})
 }

@@ -21,6 +21,13 @@ const (
 	MaxFieldDeclarations = 100
 	// MaxFieldPaths bounds the paths of one declaration.
 	MaxFieldPaths = 16
+	// MaxFieldsPerResource bounds the declared fields that apply to one
+	// resource (one declared for every resource applies to each).
+	MaxFieldsPerResource = 16
+	// MaxDeclaredFieldValues bounds the values one object indexes of the
+	// declared fields together, in the order of their names: each is an
+	// attribute row, which every write of the object rewrites.
+	MaxDeclaredFieldValues = 128
 )
 
 // Built-in multi-valued fields.
@@ -128,7 +135,10 @@ type FieldSet struct {
 
 // compiledField is one field: the values of the rules that apply to a
 // resource.
-type compiledField struct{ rules []fieldRule }
+type compiledField struct {
+	rules    []fieldRule
+	declared bool // not built in: its values count against MaxDeclaredFieldValues
+}
 
 type fieldRule struct {
 	// resources the rule applies to; nil is every resource.
@@ -173,8 +183,11 @@ func mustFieldSet(version int64, declared []FieldDeclaration) *FieldSet {
 // declared several times (for different resources, say) is one field with
 // the values of each declaration that applies.
 func NewFieldSet(version int64, declared []FieldDeclaration) (*FieldSet, error) {
-	if len(declared) > MaxFieldDeclarations {
-		return nil, Invalid("fields", "at most %d declarations", MaxFieldDeclarations)
+	var limits fieldLimits
+	for _, d := range declared {
+		if err := limits.admit(d); err != nil {
+			return nil, err
+		}
 	}
 	fs := &FieldSet{Version: version, fields: map[string]*compiledField{}}
 	for _, d := range builtinDeclarations() {
@@ -190,6 +203,7 @@ func NewFieldSet(version int64, declared []FieldDeclaration) (*FieldSet, error) 
 		if err := fs.add(d); err != nil {
 			return nil, err
 		}
+		fs.fields[d.Name].declared = true
 	}
 	for name := range fs.fields {
 		fs.names = append(fs.names, name)
@@ -198,10 +212,94 @@ func NewFieldSet(version int64, declared []FieldDeclaration) (*FieldSet, error) 
 	return fs, nil
 }
 
-// ValidateFieldDeclaration says what is wrong with d alone, or nil.
-func ValidateFieldDeclaration(d FieldDeclaration) error {
-	_, err := NewFieldSet(0, []FieldDeclaration{d})
-	return err
+// AdmitFieldDeclarations returns those of decls that NewFieldSet takes
+// together: in order, each one that is invalid, alone or beyond the limits
+// of the ones before it, is left out, and refused says why by its index.
+func AdmitFieldDeclarations(decls []FieldDeclaration) (admitted []FieldDeclaration, refused map[int]error) {
+	var limits fieldLimits
+	refused = map[int]error{}
+	for i, d := range decls {
+		if _, err := NewFieldSet(0, []FieldDeclaration{d}); err != nil {
+			refused[i] = err
+			continue
+		}
+		if err := limits.admit(d); err != nil {
+			refused[i] = err
+			continue
+		}
+		admitted = append(admitted, d)
+	}
+	return admitted, refused
+}
+
+// fieldLimits counts what declarations take of the limits on them: they
+// bound the attribute rows an object gets, which every write of it
+// rewrites.
+type fieldLimits struct {
+	declarations int
+	// everywhere are the fields declared for every resource; some those
+	// declared for some resources, by resource.
+	everywhere map[string]bool
+	some       map[schema.GroupResource]map[string]bool
+}
+
+// admit counts d, unless it would take a limit past its bound.
+func (l *fieldLimits) admit(d FieldDeclaration) error {
+	if l.declarations == MaxFieldDeclarations {
+		return Invalid("fields", "field %q: at most %d declarations", d.Name, MaxFieldDeclarations)
+	}
+	var raised []schema.GroupResource // the resources d is a new field of
+	if len(d.Resources) == 0 {
+		if !l.everywhere[d.Name] && len(l.everywhere) == MaxFieldsPerResource {
+			return Invalid("resources", "field %q: at most %d declared fields apply to a resource, and %d apply to every one", d.Name, MaxFieldsPerResource, MaxFieldsPerResource)
+		}
+		for gr, names := range l.some {
+			if !names[d.Name] && !l.everywhere[d.Name] {
+				raised = append(raised, gr)
+			}
+		}
+	} else if !l.everywhere[d.Name] {
+		for _, r := range d.Resources {
+			if gr := schema.ParseGroupResource(r); !l.some[gr][d.Name] {
+				raised = append(raised, gr)
+			}
+		}
+	}
+	for _, gr := range raised {
+		if n := l.fieldsOf(gr); n == MaxFieldsPerResource {
+			return Invalid("resources", "field %q: at most %d declared fields apply to a resource, and %d apply to %s", d.Name, MaxFieldsPerResource, n, gr)
+		}
+	}
+	l.declarations++
+	if len(d.Resources) == 0 {
+		if l.everywhere == nil {
+			l.everywhere = map[string]bool{}
+		}
+		l.everywhere[d.Name] = true
+		return nil
+	}
+	for _, r := range d.Resources {
+		gr := schema.ParseGroupResource(r)
+		if l.some == nil {
+			l.some = map[schema.GroupResource]map[string]bool{}
+		}
+		if l.some[gr] == nil {
+			l.some[gr] = map[string]bool{}
+		}
+		l.some[gr][d.Name] = true
+	}
+	return nil
+}
+
+// fieldsOf counts the declared fields that apply to gr.
+func (l *fieldLimits) fieldsOf(gr schema.GroupResource) int {
+	n := len(l.everywhere)
+	for name := range l.some[gr] {
+		if !l.everywhere[name] {
+			n++
+		}
+	}
+	return n
 }
 
 func (fs *FieldSet) add(d FieldDeclaration) error {
@@ -249,10 +347,12 @@ func (fs *FieldSet) Names() []string { return slices.Clone(fs.names) }
 
 // Extract returns the values of every field obj (of resource gr) has:
 // sorted, without duplicates, empty ones (which select like absent ones)
-// and ones longer than MaxFieldValueLen, at most MaxFieldValues a field.
+// and ones longer than MaxFieldValueLen, at most MaxFieldValues a field
+// and MaxDeclaredFieldValues of the declared ones together.
 func (fs *FieldSet) Extract(gr schema.GroupResource, obj map[string]any) map[string][]string {
 	var out map[string][]string
 	var vs []string
+	declaredLeft := MaxDeclaredFieldValues
 	for _, name := range fs.names {
 		vs = vs[:0]
 		for _, r := range fs.fields[name].rules {
@@ -271,6 +371,12 @@ func (fs *FieldSet) Extract(gr schema.GroupResource, obj map[string]any) map[str
 		kept := slices.Compact(slices.Clone(vs))
 		if len(kept) > MaxFieldValues {
 			kept = kept[:MaxFieldValues]
+		}
+		if fs.fields[name].declared {
+			kept = kept[:min(len(kept), declaredLeft)]
+			if declaredLeft -= len(kept); len(kept) == 0 {
+				continue
+			}
 		}
 		if out == nil {
 			out = map[string][]string{}

@@ -92,3 +92,86 @@ func TestExtractBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestFieldLimits: the declared fields that apply to one resource, and
+// the values one object indexes of them together, are bounded; a
+// declaration past a bound is refused alone, with the resource it would
+// overfill named.
+func TestFieldLimits(t *testing.T) {
+	field := func(i int, resources ...string) FieldDeclaration {
+		return FieldDeclaration{Name: fmt.Sprintf("f%02d", i), Paths: []string{fmt.Sprintf("spec.f%02d[*]", i)}, Resources: resources}
+	}
+	var pods, everywhere []FieldDeclaration
+	for i := range MaxFieldsPerResource {
+		pods = append(pods, field(i, "pods"))
+		everywhere = append(everywhere, field(i))
+	}
+	for name, set := range map[string][]FieldDeclaration{
+		"full for pods":                pods,
+		"full for every resource":      everywhere,
+		"pods full, and one elsewhere": append(slices.Clone(pods), field(MaxFieldsPerResource, "deployments.apps")),
+		"one name for pods twice":      append(slices.Clone(pods), field(0)),
+	} {
+		if _, err := NewFieldSet(1, set); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	for name, set := range map[string][]FieldDeclaration{
+		"one more for pods":              append(slices.Clone(pods), field(MaxFieldsPerResource, "pods")),
+		"one more for every resource":    append(slices.Clone(pods), field(MaxFieldsPerResource)),
+		"every resource full, pods more": append(slices.Clone(everywhere), field(MaxFieldsPerResource, "pods")),
+	} {
+		if _, err := NewFieldSet(1, set); !IsInvalid(err) || !strings.Contains(err.Error(), "at most 16 declared fields apply to a resource") {
+			t.Errorf("%s: %v, want past the limit", name, err)
+		}
+	}
+
+	// Admitted in order: the ones past a limit, or invalid, are left out.
+	decls := append(slices.Clone(pods), field(MaxFieldsPerResource, "pods"), FieldDeclaration{Name: "images", Paths: []string{"a"}}, field(MaxFieldsPerResource+1, "services"))
+	admitted, refused := AdmitFieldDeclarations(decls)
+	if len(admitted) != MaxFieldsPerResource+1 || admitted[MaxFieldsPerResource].Name != decls[len(decls)-1].Name {
+		t.Errorf("admitted %d: %+v", len(admitted), admitted)
+	}
+	if len(refused) != 2 || !strings.Contains(fmt.Sprint(refused[MaxFieldsPerResource]), "16 apply to pods") || !IsInvalid(refused[MaxFieldsPerResource+1]) {
+		t.Errorf("refused %v", refused)
+	}
+	var many []FieldDeclaration
+	for i := range MaxFieldDeclarations + 1 {
+		many = append(many, field(i, fmt.Sprintf("r%d", i)))
+	}
+	if admitted, refused := AdmitFieldDeclarations(many); len(admitted) != MaxFieldDeclarations || refused[MaxFieldDeclarations] == nil {
+		t.Errorf("%d declarations: %d admitted, refused %v", len(many), len(admitted), refused)
+	}
+
+	// Every declared field with more values than MaxFieldValues: the
+	// declared ones index MaxDeclaredFieldValues together, the first by
+	// name first; the built-in ones as many as they have.
+	fs, err := NewFieldSet(1, pods)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := map[string]any{}
+	var containers []any
+	for i := range MaxFieldValues + 5 {
+		containers = append(containers, map[string]any{"image": fmt.Sprintf("img-%03d", i)})
+	}
+	spec["containers"] = containers
+	for _, d := range pods {
+		var vs []any
+		for j := range MaxFieldValues + 5 {
+			vs = append(vs, fmt.Sprintf("%s-%03d", d.Name, j))
+		}
+		spec[strings.TrimSuffix(strings.TrimPrefix(d.Paths[0], "spec."), "[*]")] = vs
+	}
+	got := fs.Extract(schema.GroupResource{Resource: "pods"}, map[string]any{"spec": spec})
+	declared := 0
+	for _, d := range pods {
+		declared += len(got[d.Name])
+	}
+	if declared != MaxDeclaredFieldValues || len(got["f00"]) != MaxFieldValues || len(got["f01"]) != MaxDeclaredFieldValues-MaxFieldValues || got["f02"] != nil {
+		t.Errorf("declared fields index %d values (f00 %d, f01 %d, f02 %d), want %d", declared, len(got["f00"]), len(got["f01"]), len(got["f02"]), MaxDeclaredFieldValues)
+	}
+	if len(got[ImagesField]) != MaxFieldValues {
+		t.Errorf("images: %d values, want %d", len(got[ImagesField]), MaxFieldValues)
+	}
+}

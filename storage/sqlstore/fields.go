@@ -83,12 +83,11 @@ func (s *Store) fieldSet(db *gorm.DB, version int64) (*storage.FieldSet, error) 
 	fs, err := storage.NewFieldSet(version, spec.Declared)
 	if err != nil {
 		// A declaration this binary refuses (a name it has built in
-		// since) is left out rather than failing every write, the
-		// controller's next declaration among them.
-		valid := slices.DeleteFunc(slices.Clone(spec.Declared), func(d storage.FieldDeclaration) bool {
-			return storage.ValidateFieldDeclaration(d) != nil
-		})
-		if fs, err = storage.NewFieldSet(version, valid); err != nil {
+		// since, one past limits it has since) is left out rather than
+		// failing every write, the controller's next declaration among
+		// them.
+		admitted, _ := storage.AdmitFieldDeclarations(spec.Declared)
+		if fs, err = storage.NewFieldSet(version, admitted); err != nil {
 			return nil, err
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -299,5 +300,42 @@ func TestStoredDeclarationRefused(t *testing.T) {
 			t.Fatalf("fields after declaring: %+v %v", fs, err)
 		}
 		checkQuery(t, s, describeAll(t, w, fs), storage.ListQuery{GVR: podsGVR, Fields: fields.ParseSelectorOrDie("team=a").Requirements()})
+	})
+}
+
+// TestStoredDeclarationsPastLimits: declarations stored by a binary with
+// wider limits (more fields of one resource than MaxFieldsPerResource) do
+// not fail writes: the first ones within the limits are indexed, the rest
+// left out.
+func TestStoredDeclarationsPastLimits(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
+		s := b.Open(t)
+		ctx := context.Background()
+		var decls []string
+		annotations := map[string]string{}
+		for i := range storage.MaxFieldsPerResource + 1 {
+			decls = append(decls, fmt.Sprintf(`{"name":"f%02d","paths":["metadata.annotations.f%02d"],"resources":["pods"]}`, i, i))
+			annotations[fmt.Sprintf("f%02d", i)] = "v"
+		}
+		execAll(t, sqlstore.GormDB(s),
+			`INSERT INTO panorama_fields (version, declarations) VALUES (7, '{"builtin":0,"declared":[`+strings.Join(decls, ",")+`]}')`,
+			"UPDATE panorama_meta SET value = 7 WHERE name IN ('fields_declared', 'fields_indexed')",
+		)
+		pod := object("Pod", "web", "p", "1", func(u *unstructured.Unstructured) { u.SetAnnotations(annotations) })
+		if _, err := s.Apply(ctx, "east", podsGVR, []storage.Change{storage.Upsert(pod)}); err != nil {
+			t.Fatal(err)
+		}
+		fs, err := s.Fields(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := fmt.Sprintf("f%02d", storage.MaxFieldsPerResource)
+		if !fs.Selectable("f00") || fs.Selectable(last) {
+			t.Fatalf("selectable: f00 %v, %s %v; want the first %d only", fs.Selectable("f00"), last, fs.Selectable(last), storage.MaxFieldsPerResource)
+		}
+		res, err := s.List(ctx, &storage.ListQuery{GVR: podsGVR, Fields: fields.ParseSelectorOrDie(fmt.Sprintf("f%02d=v", storage.MaxFieldsPerResource-1)).Requirements()})
+		if err != nil || len(res.Objects) != 1 {
+			t.Fatalf("selecting by the last field indexed: %d objects, %v", len(res.Objects), err)
+		}
 	})
 }
