@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -31,6 +32,26 @@ var authzOps = map[string][]string{
 	"secrets list -A":          {"get", "secrets", "-A"},
 	"secret get":               {"--context", "east", "get", "secret", "token", "-n", "web", "-o", "yaml"},
 	"collection":               {"--context", "host", "get", "--raw", "/apis/search.panorama.io/v1alpha1/collectionresources/workloads"},
+	"counts":                   {"get", "--raw", "/api/v1/namespaces/web/pods?groupBy=cluster"},
+	"counts -A":                {"get", "--raw", "/api/v1/pods?groupBy=cluster"},
+	"history":                  {"--context", "east", "get", "--raw", "/api/v1/namespaces/web/pods/web-1/history"},
+	"asOf":                     {"--context", "east", "get", "pods", "-n", "web", "-l", "search.panorama.io/asOf=1s"},
+	"flat list -A":             {"--context", "flat", "get", "pods", "-A"},
+	"flat list":                {"--context", "flat", "get", "pods", "-n", "east.web"},
+	"self review":              {"auth", "can-i", "list", "deployments.apps", "-n", "web"},
+}
+
+// authzOpNames are the clusters each read names itself (its context, a
+// flat namespace): the only names besides those the user may read that
+// its answer may hold.
+func authzOpNames(op string) []string {
+	var named []string
+	for _, c := range []string{"east", "west"} {
+		if strings.Contains(strings.Join(authzOps[op], " "), c) {
+			named = append(named, c)
+		}
+	}
+	return named
 }
 
 // The member's Secret holds secretValue; Panorama stores it without data.
@@ -65,7 +86,10 @@ spec:%s
 // rbacManifest makes the matrix's users: alice reads everything; bob
 // cluster east only; carol pods in namespace web of every cluster; dave
 // pods and deployments everywhere and secrets in namespace web (the
-// README's examples); mallory nothing.
+// README's examples); tina pods only, everywhere; sam Secrets only,
+// everywhere; mallory nothing. Anonymous requests are granted everything
+// by the host, as a misconfigured host might: Panorama must still serve
+// them nothing.
 //
 // Two checks authorize a request. The host's kube-apiserver, before it
 // proxies, sees only the path's shape (.../clusters/east/proxy/api/v1/pods
@@ -78,14 +102,18 @@ var rbacManifest = "apiVersion: v1\nkind: Namespace\nmetadata: {name: web}\n" +
 	grant("panorama-paths", "", []string{
 		pathsRule,
 		`{apiGroups: [search.panorama.io], resources: [collectionresources], verbs: [get, list]}`,
-	}, "bob", "carol", "dave") +
+	}, "bob", "carol", "dave", "tina", "sam") +
 	grant("alice-search", "", []string{readRule(`"*"`)}, "alice") +
 	grant("bob-search-east", "", []string{`{apiGroups: [search.panorama.io], resources: ["*"], resourceNames: [east], verbs: [get, list, watch]}`}, "bob") +
 	grant("carol-pods", "web", []string{readRule("pods")}, "carol") +
 	// kubectl's discovery of one cluster needs get clusters.
 	grant("carol-see-clusters", "", []string{seeClusters}, "carol") +
 	grant("dave-pods-deployments", "", []string{readRule("pods, deployments.apps"), seeClusters}, "dave") +
-	grant("dave-secrets", "web", []string{readRule("secrets")}, "dave")
+	grant("dave-secrets", "web", []string{readRule("secrets")}, "dave") +
+	grant("tina-pods", "", []string{readRule("pods"), seeClusters}, "tina") +
+	grant("sam-secrets", "", []string{readRule("secrets"), seeClusters}, "sam") +
+	grantGroup("anonymous-everything", "system:unauthenticated", []string{pathsRule, readRule(`"*"`), seeClusters,
+		`{apiGroups: [search.panorama.io], resources: [collectionresources], verbs: [get, list]}`})
 
 // pathsRule grants the views' paths on the host (README "Authorization").
 const pathsRule = `{apiGroups: [search.panorama.io], resources: [clusters/proxy], verbs: [get, create]}`
@@ -117,29 +145,56 @@ func grant(name, namespace string, rules []string, users ...string) string {
 	return b.String()
 }
 
+// grantGroup is a ClusterRole with rules, bound to a group.
+func grantGroup(name, group string, rules []string) string {
+	return strings.Replace(grant(name, "", rules), "subjects:\n",
+		"subjects:\n- {apiGroup: rbac.authorization.k8s.io, kind: Group, name: \""+group+"\"}\n", 1)
+}
+
 // authzCell is what a user gets from a read: a word of kubectl's error, or
 // a success whose output has (and has not) some words and whose warnings
-// name what was left out (none when warning is empty).
+// name what was left out (none when warning is empty); for a self review,
+// the start of kubectl's answer.
 type authzCell struct {
 	err         string
 	has, hasNot []string
 	warning     string
+	canI        string
 }
 
-// testAuthzMatrix runs every read as every user of rbacManifest and checks
-// the answer, its content and what it says was left out.
+// authzReadable are the clusters each user of the matrix may read
+// something of: the only cluster names, besides those a read names itself,
+// that any answer to them may hold.
+var authzReadable = map[string][]string{
+	"alice": {"east", "west"}, "bob": {"east"}, "carol": {"east", "west"}, "dave": {"east", "west"},
+	"tina": {"east", "west"}, "sam": {"east", "west"}, "mallory": nil, "anonymous": nil,
+}
+
+// testAuthzMatrix runs every read as every user of rbacManifest (and
+// anonymously) and checks the answer, its content, what it says was left
+// out, and that nothing in it names a cluster the user may not read.
 func testAuthzMatrix(t *testing.T, users map[string]string) {
 	waitForAuthzObjects(t, users["alice"])
 	var (
 		ok        = authzCell{}
 		forbidden = authzCell{err: "Forbidden"}
 		notFound  = authzCell{err: "NotFound"}
+		yes, no   = authzCell{canI: "yes"}, authzCell{canI: "no"}
 		// Secrets are served without their data, whoever reads them.
 		secretsListed = authzCell{has: []string{"token"}}
 		secretNoData  = authzCell{has: []string{"name: token"}, hasNot: []string{"czNjcjN0", secretValue, "\ndata:"}}
-		westLeftOut   = func(c authzCell, of string) authzCell {
-			c.warning = "1 clusters left out of " + of
+		// Across clusters a user learns that some were left out, never
+		// which nor how many.
+		westLeftOut = func(c authzCell) authzCell {
+			c.warning = "clusters you may not"
 			return c
+		}
+		nothing = func(c authzCell) map[string]authzCell {
+			cells := map[string]authzCell{}
+			for op := range authzOps {
+				cells[op] = c
+			}
+			return cells
 		}
 	)
 	want := map[string]map[string]authzCell{
@@ -148,21 +203,37 @@ func testAuthzMatrix(t *testing.T, users map[string]string) {
 			"other namespace list": ok, "other resource type list": ok, "watch": ok, "other cluster watch": ok,
 			"get": ok, "all-clusters get": ok, "discovery": ok, "other cluster discovery": ok,
 			"secrets list": secretsListed, "secrets list -A": secretsListed, "secret get": secretNoData,
-			"collection": {has: []string{"frontend", "ledger", "backend"}},
+			"collection":   {has: []string{"frontend", "ledger", "backend"}},
+			"counts":       {has: []string{`"east"`}},
+			"counts -A":    {has: []string{`"east"`, `"west"`}},
+			"history":      {has: []string{"web-1"}},
+			"asOf":         ok,
+			"flat list -A": {has: []string{"east.web", "west.default"}},
+			"flat list":    {has: []string{"web-1"}},
+			"self review":  forbidden, // granted no create of the views' paths on the host
 		},
 		"bob": { // cluster east only
-			"all-clusters list": westLeftOut(ok, "pods"), "all-clusters list -A": westLeftOut(ok, "pods"), "one cluster list": ok,
+			"all-clusters list": westLeftOut(ok), "all-clusters list -A": westLeftOut(ok), "one cluster list": ok,
 			"other cluster list": forbidden, "other namespace list": ok, "other resource type list": ok, "watch": ok,
-			"other cluster watch": forbidden, "get": ok, "all-clusters get": westLeftOut(ok, "pods"), "discovery": ok,
+			"other cluster watch": forbidden, "get": ok, "all-clusters get": westLeftOut(ok), "discovery": ok,
 			"other cluster discovery": notFound, "secret get": secretNoData,
-			"secrets list": westLeftOut(secretsListed, "secrets"), "secrets list -A": westLeftOut(secretsListed, "secrets"),
-			"collection": {has: []string{"frontend", "ledger"}, hasNot: []string{"backend"}, warning: "1 clusters left out of deployments.apps"},
+			"secrets list": westLeftOut(secretsListed), "secrets list -A": westLeftOut(secretsListed),
+			"collection":   westLeftOut(authzCell{has: []string{"frontend", "ledger"}, hasNot: []string{"backend"}}),
+			"counts":       westLeftOut(authzCell{has: []string{`"east"`}}),
+			"counts -A":    westLeftOut(authzCell{has: []string{`"east"`}}),
+			"history":      {has: []string{"web-1"}},
+			"asOf":         ok,
+			"flat list -A": westLeftOut(authzCell{has: []string{"east.web"}}),
+			"flat list":    {has: []string{"web-1"}},
+			"self review":  yes,
 		},
 		"carol": { // pods in namespace web, every cluster; no secrets
 			"all-clusters list": ok, "all-clusters list -A": forbidden, "one cluster list": ok, "other cluster list": forbidden,
 			"other namespace list": forbidden, "other resource type list": forbidden, "watch": ok, "other cluster watch": ok,
 			"get": ok, "all-clusters get": ok, "discovery": ok, "other cluster discovery": ok,
 			"secrets list": forbidden, "secrets list -A": forbidden, "secret get": forbidden, "collection": forbidden,
+			"counts": {has: []string{`"east"`}}, "counts -A": forbidden, "history": {has: []string{"web-1"}}, "asOf": ok,
+			"flat list -A": forbidden, "flat list": {has: []string{"web-1"}}, "self review": no,
 		},
 		"dave": { // pods and deployments everywhere, secrets in namespace web
 			"all-clusters list": ok, "all-clusters list -A": ok, "one cluster list": ok, "other cluster list": ok,
@@ -170,30 +241,61 @@ func testAuthzMatrix(t *testing.T, users map[string]string) {
 			"get": ok, "all-clusters get": ok, "discovery": ok, "other cluster discovery": ok,
 			"secrets list": secretsListed, "secrets list -A": forbidden, "secret get": secretNoData,
 			"collection": {has: []string{"frontend", "backend"}, hasNot: []string{"ledger"}, warning: "statefulsets.apps left out"},
+			"counts":     {has: []string{`"east"`}}, "counts -A": {has: []string{`"east"`, `"west"`}}, "history": {has: []string{"web-1"}},
+			"asOf": ok, "flat list -A": {has: []string{"east.web", "west.default"}}, "flat list": {has: []string{"web-1"}},
+			"self review": yes,
 		},
-		"mallory": { // nothing: the host refuses before Panorama
+		"tina": { // pods only, every cluster
+			"all-clusters list": ok, "all-clusters list -A": ok, "one cluster list": ok, "other cluster list": ok,
+			"other namespace list": ok, "other resource type list": forbidden, "watch": ok, "other cluster watch": ok,
+			"get": ok, "all-clusters get": ok, "discovery": ok, "other cluster discovery": ok,
+			"secrets list": forbidden, "secrets list -A": forbidden, "secret get": forbidden, "collection": forbidden,
+			"counts": {has: []string{`"east"`}}, "counts -A": {has: []string{`"east"`, `"west"`}}, "history": {has: []string{"web-1"}},
+			"asOf": ok, "flat list -A": {has: []string{"east.web", "west.default"}}, "flat list": {has: []string{"web-1"}},
+			"self review": no,
+		},
+		"sam": { // Secrets only, every cluster
 			"all-clusters list": forbidden, "all-clusters list -A": forbidden, "one cluster list": forbidden,
 			"other cluster list": forbidden, "other namespace list": forbidden, "other resource type list": forbidden,
 			"watch": forbidden, "other cluster watch": forbidden, "get": forbidden, "all-clusters get": forbidden,
-			"discovery": forbidden, "other cluster discovery": forbidden,
-			"secrets list": forbidden, "secrets list -A": forbidden, "secret get": forbidden, "collection": forbidden,
+			"discovery": ok, "other cluster discovery": ok,
+			"secrets list": secretsListed, "secrets list -A": secretsListed, "secret get": secretNoData, "collection": forbidden,
+			"counts": forbidden, "counts -A": forbidden, "history": forbidden, "asOf": forbidden,
+			"flat list -A": forbidden, "flat list": forbidden, "self review": no,
 		},
+		// Nothing: the host refuses before Panorama.
+		"mallory": nothing(forbidden),
+		// The host grants anonymous requests everything and passes them
+		// on: Panorama refuses them all.
+		"anonymous": nothing(forbidden),
 	}
 	for user, ops := range want {
 		if len(ops) != len(authzOps) {
 			t.Fatalf("%s has %d cells, the matrix %d reads", user, len(ops), len(authzOps))
 		}
 		for op, cell := range ops {
-			if err := checkAuthzCell(cell, users[user], authzOps[op]); err != nil {
+			args := authzOps[op]
+			out, stderr, err := testenv.Kubectl(users[user], args...)
+			if err := checkAuthzCell(cell, out, stderr, err); err != nil {
 				t.Errorf("%s %s: %v", user, op, err)
+			}
+			for _, c := range []string{"east", "west"} {
+				if !slices.Contains(authzReadable[user], c) && !slices.Contains(authzOpNames(op), c) && strings.Contains(out+stderr, c) {
+					t.Errorf("%s %s: the answer names cluster %s, which they may not read and did not name:\n%s%s", user, op, c, out, stderr)
+				}
 			}
 		}
 	}
 }
 
-func checkAuthzCell(cell authzCell, kubeconfig string, args []string) error {
-	out, stderr, err := testenv.Kubectl(kubeconfig, args...)
+func checkAuthzCell(cell authzCell, out, stderr string, err error) error {
 	switch {
+	case cell.canI != "":
+		// kubectl auth can-i exits 1 for "no".
+		if !strings.HasPrefix(out, cell.canI) || (err == nil) != (cell.canI == "yes") {
+			return fmt.Errorf("want %s, got %v %q %q", cell.canI, err, out, stderr)
+		}
+		return nil
 	case cell.err != "":
 		if err == nil || !strings.Contains(stderr, cell.err) {
 			return fmt.Errorf("want %s, got %v %q %q", cell.err, err, out, stderr)
@@ -224,9 +326,11 @@ func checkAuthzCell(cell authzCell, kubeconfig string, args []string) error {
 func waitForAuthzObjects(t *testing.T, kubeconfig string) {
 	t.Helper()
 	eventuallyT(t, func() error {
-		if err := checkAuthzCell(authzCell{has: []string{"frontend", "ledger", "backend"}}, kubeconfig, authzOps["collection"]); err != nil {
+		out, stderr, err := testenv.Kubectl(kubeconfig, authzOps["collection"]...)
+		if err := checkAuthzCell(authzCell{has: []string{"frontend", "ledger", "backend"}}, out, stderr, err); err != nil {
 			return err
 		}
-		return checkAuthzCell(authzCell{has: []string{"token"}}, kubeconfig, authzOps["secrets list"])
+		out, stderr, err = testenv.Kubectl(kubeconfig, authzOps["secrets list"]...)
+		return checkAuthzCell(authzCell{has: []string{"token"}}, out, stderr, err)
 	})
 }
