@@ -90,6 +90,10 @@ type ClusterReconciler struct {
 	events  chan event.TypedGenericEvent[*clusterv1alpha1.Cluster]
 	openAPI openAPIChecks // openapi.go
 	owners  owners        // owners.go
+
+	// secretData has storage drop the Secrets' data a Cluster does not
+	// keep (secretdata.go).
+	secretData secretDataDrops
 }
 
 // SetupWithManager registers the reconciler and its synchronizer pool.
@@ -245,7 +249,12 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		if _, err := r.Store.DeleteResource(ctx, c.Name, schema.GroupVersionResource{}); err != nil {
 			return ctrl.Result{}, fmt.Errorf("removing stored objects: %w", err)
 		}
-		logger.Info("removed the cluster's objects from storage")
+		// A Cluster created again under its name finds none of its past.
+		if err := r.Store.ForgetCluster(ctx, c.Name); err != nil {
+			return ctrl.Result{}, fmt.Errorf("forgetting the stored objects' history: %w", err)
+		}
+		r.secretData.forget(c.Name)
+		logger.Info("removed the cluster's objects and their history from storage")
 		controllerutil.RemoveFinalizer(&c, Finalizer)
 		return ctrl.Result{}, r.Update(ctx, &c)
 	}
@@ -259,6 +268,10 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 
 	status := c.Status.DeepCopy()
 	result, err := r.sync(ctx, &c, status)
+	// Whether or not the member is reachable: what is stored already.
+	if derr := r.secretData.drop(ctx, r.Store, &c); derr != nil {
+		err = errors.Join(err, derr)
+	}
 	status.ObservedGeneration = c.Generation
 	recordConditions(c.Name, status)
 	if !equality.Semantic.DeepEqual(status, &c.Status) {
@@ -382,6 +395,7 @@ func (r *ClusterReconciler) sync(ctx context.Context, c *clusterv1alpha1.Cluster
 	if err := r.Pool.Ensure(ctx, c.Name, configID, dyn, sel); err != nil {
 		return requeue, err
 	}
+	r.secretData.resolved(c.Name, sel)
 	r.checkOpenAPI(ctx, c.Name, configID, status.Version, dc.RESTClient(), sel) // openapi.go
 	r.fillSyncStatus(c.Name, status)
 	switch {
