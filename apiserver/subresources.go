@@ -53,10 +53,11 @@ func (h *Handler) refuseSubresource(w http.ResponseWriter, r *http.Request, clus
 	if _, ok := h.registry.Lookup(cluster, gvr); !ok {
 		return false
 	}
-	clusters := h.viewClusters(cluster)
-	if !slices.ContainsFunc(clusters, func(c string) bool {
-		return h.allowed(r.Context(), "get", memberResource(gvr.GroupResource()), c, info.Namespace)
-	}) {
+	var clusters []string // every cluster, for the view across clusters
+	if cluster != "" {
+		clusters = []string{cluster}
+	}
+	if ok, _ := h.allowedInAny(r.Context(), "get", memberResource(gvr.GroupResource()), clusters, info.Namespace); !ok {
 		return false
 	}
 	st := &metav1.Status{
