@@ -239,8 +239,21 @@ func TestClusterCredentialsBound(t *testing.T) {
 		mustCreate(t, hc, &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec})
 	}
 
+	// Nothing but the bound credentials ever reaches the server.
+	leaked := []string{dsn, "the-serving-key", "the-helm-release", "the-moved-token"}
+	noLeak := func() {
+		t.Helper()
+		for _, a := range server.authorizations() {
+			for _, l := range leaked {
+				if strings.Contains(a, l) {
+					t.Fatalf("the server got %q", a)
+				}
+			}
+		}
+	}
 	for name := range refused {
 		c := waitCluster(t, hc, name, func(c *clusterv1alpha1.Cluster) error {
+			noLeak()
 			cond := meta.FindStatusCondition(c.Status.Conditions, clusterv1alpha1.ConditionReady)
 			if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != controllers.ReasonSecretNotBound {
 				return fmt.Errorf("ready condition %+v, want False %s", cond, controllers.ReasonSecretNotBound)
@@ -271,11 +284,5 @@ func TestClusterCredentialsBound(t *testing.T) {
 			t.Errorf("the server never got %q: %q", want, auth)
 		}
 	}
-	for _, a := range auth {
-		for _, leaked := range []string{dsn, "the-serving-key", "the-helm-release", "the-moved-token"} {
-			if strings.Contains(a, leaked) {
-				t.Errorf("the server got %q", a)
-			}
-		}
-	}
+	noLeak()
 }
