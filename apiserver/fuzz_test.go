@@ -48,6 +48,7 @@ var (
 		"images=nginx,redis&fieldSelector=images%3Dnginx:1.27,ownerKind!%3DReplicaSet",
 		"labelSelector=search.panorama.io/images%20in%20(nginx,%00)",
 		"images=,&fieldSelector=nope%3Dx",
+		"labelSelector=" + url.QueryEscape(labelValues(70, 1000)), // more values than a database binds
 	}
 	fuzzPaths = []string{
 		"/api/v1/pods",
@@ -69,6 +70,8 @@ var (
 		"/openapi/v3",
 		"/clusters/east/openapi/v3/api/v1",
 		"/openapi/v3/apis/apps/v1",
+		"/clusters/east/api/v1/namespaces/ns/pods/a\xff",
+		"/clusters/east/api/v1/namespaces/n\x00s/pods/a/history",
 	}
 )
 

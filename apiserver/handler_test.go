@@ -40,7 +40,11 @@ func testServer(t testing.TB) (storage.Interface, *rest.Config, *Registry) {
 
 // testServerWith is testServer with a watch cache tuned by opts.
 func testServerWith(t testing.TB, opts watchcache.Options) (storage.Interface, *rest.Config, *Registry) {
-	h := testHandlerWith(t, opts)
+	return serveHandler(t, testHandlerWith(t, opts))
+}
+
+// serveHandler serves h's paths as testServer does.
+func serveHandler(t testing.TB, h *Handler) (storage.Interface, *rest.Config, *Registry) {
 	mux := http.NewServeMux()
 	mux.Handle(ViewsPrefix+"/", h)
 	mux.Handle(ResourcesPrefix+"/", h)
@@ -58,7 +62,11 @@ func testHandler(t testing.TB) *Handler {
 
 // testHandlerWith is testHandler with a watch cache tuned by opts.
 func testHandlerWith(t testing.TB, opts watchcache.Options) *Handler {
-	store := storagetest.Backends()[0].Open(t)
+	return testHandlerOver(t, storagetest.Backends()[0].Open(t), opts)
+}
+
+// testHandlerOver is testHandlerWith over store.
+func testHandlerOver(t testing.TB, store storage.Interface, opts watchcache.Options) *Handler {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	c := watchcache.New(store, opts)

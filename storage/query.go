@@ -15,7 +15,12 @@ import (
 
 // Limits on query input, so that no request can build an unbounded statement.
 const (
-	MaxListValues     = 1000
+	MaxListValues = 1000
+	// MaxQueryValues bounds the values of a query's lists and selectors
+	// together, a selector's requirement counting one beside its values:
+	// each is a parameter of the statements that serve the query, and
+	// SQLite binds at most 32,766 parameters a statement, PostgreSQL 65,535.
+	MaxQueryValues    = 5000
 	MaxOwnerSeniority = 10
 	// MaxLimit caps a page; a larger limit gets pages of this size, which
 	// the API allows (a server may return fewer items, with a continue token).
@@ -147,6 +152,9 @@ func (q *ListQuery) Validate() error {
 			return Invalid(name, "at most %d values", MaxListValues)
 		}
 	}
+	if n := q.values(); n > MaxQueryValues {
+		return Invalid("query", "%d values and requirements, more than the %d allowed together", n, MaxQueryValues)
+	}
 	for _, r := range q.Labels {
 		switch r.Operator() {
 		case selection.Equals, selection.DoubleEquals, selection.NotEquals, selection.In, selection.NotIn,
@@ -191,6 +199,15 @@ func (q *ListQuery) Validate() error {
 		seen[o.Field] = true
 	}
 	return nil
+}
+
+// values counts what MaxQueryValues bounds.
+func (q *ListQuery) values() int {
+	n := len(q.Clusters) + len(q.Namespaces) + len(q.Names) + len(q.Images) + len(q.Fields)
+	for _, r := range q.Labels {
+		n += 1 + r.Values().Len()
+	}
+	return n
 }
 
 // ValidateFields checks that fs indexes every field q selects on; Validate

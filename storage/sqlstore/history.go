@@ -344,6 +344,9 @@ func (s *Store) RevisionAt(ctx context.Context, t time.Time) (int64, error) {
 
 // ObjectHistory implements storage.Interface.
 func (s *Store) ObjectHistory(ctx context.Context, key storage.Key, limit int) ([]storage.Version, error) {
+	if !storableKey(key) {
+		return nil, storage.ErrNotFound
+	}
 	var out []storage.Version
 	err := s.read(ctx, func(tx *gorm.DB) error {
 		expired, err := metaValue(tx, metaHistoryExpired)

@@ -189,7 +189,7 @@ func (s *Store) filter(db *gorm.DB, q *storage.ListQuery, owners storage.OwnerSe
 		db = db.Where("created_at < ?", q.CreatedBefore.Unix())
 	}
 	if owners != nil {
-		db = db.Where("owner_uid IN ?", setKeys(owners))
+		db = db.Where("owner_uid IN (?)", ownerUIDs(db, q, owners))
 	}
 	for _, r := range q.Fields {
 		if column, ok := keyColumn(r.Field); ok {
@@ -378,32 +378,20 @@ func (s *Store) clusterRanges(tx *gorm.DB, q *storage.ListQuery, order []storage
 }
 
 // resolveOwners finds the UIDs whose children q selects: the named owner,
-// then OwnerSeniority generations of its descendants.
+// then OwnerSeniority generations of its descendants. An object without a
+// UID owns nothing.
 func (s *Store) resolveOwners(tx *gorm.DB, q *storage.ListQuery) (storage.OwnerSet, error) {
-	scope := func() *gorm.DB {
-		db := tx.Model(&resourceRow{})
-		if len(q.Clusters) > 0 {
-			db = db.Where("cluster IN ?", q.Clusters)
-		}
-		return db
-	}
 	var uids []string
 	if q.OwnerUID != "" {
 		uids = []string{q.OwnerUID}
-	} else {
-		db := scope().Where("name = ?", q.OwnerName)
-		if gr := q.OwnerGroupResource; gr != nil {
-			db = db.Where("api_group = ? AND resource = ?", gr.Group, gr.Resource)
-		}
-		if err := db.Distinct().Pluck("uid", &uids).Error; err != nil {
-			return nil, err
-		}
+	} else if err := namedOwners(tx, q).Distinct().Pluck("uid", &uids).Error; err != nil {
+		return nil, err
 	}
 	for i := 0; i < q.OwnerSeniority && len(uids) > 0; i++ {
 		var next []string
 		for start := 0; start < len(uids); start += keyChunk {
 			var chunk []string
-			if err := scope().Where("owner_uid IN ?", uids[start:min(start+keyChunk, len(uids))]).Distinct().Pluck("uid", &chunk).Error; err != nil {
+			if err := ownersScope(tx, q).Where("owner_uid IN ?", uids[start:min(start+keyChunk, len(uids))]).Distinct().Pluck("uid", &chunk).Error; err != nil {
 				return nil, err
 			}
 			next = append(next, chunk...)
@@ -412,11 +400,51 @@ func (s *Store) resolveOwners(tx *gorm.DB, q *storage.ListQuery) (storage.OwnerS
 	}
 	set := make(storage.OwnerSet, len(uids))
 	for _, u := range uids {
-		if u != "" {
-			set[u] = struct{}{}
-		}
+		set[u] = struct{}{}
 	}
 	return set, nil
+}
+
+// ownersScope selects the rows among which q's owners are: of q's
+// clusters, with a UID.
+func ownersScope(db *gorm.DB, q *storage.ListQuery) *gorm.DB {
+	db = db.Model(&resourceRow{}).Where("uid <> ''")
+	if len(q.Clusters) > 0 {
+		db = db.Where("cluster IN ?", q.Clusters)
+	}
+	return db
+}
+
+// namedOwners selects the rows of the owner q names.
+func namedOwners(db *gorm.DB, q *storage.ListQuery) *gorm.DB {
+	db = ownersScope(db, q).Where("name = ?", q.OwnerName)
+	if gr := q.OwnerGroupResource; gr != nil {
+		db = db.Where("api_group = ? AND resource = ?", gr.Group, gr.Resource)
+	}
+	return db
+}
+
+// maxOwnerParams bounds the owners a statement binds, one parameter each.
+const maxOwnerParams = storage.MaxListValues
+
+// ownerUIDs is the operand of an IN that selects owners, the UIDs
+// resolveOwners found. Past maxOwnerParams, which the statement could
+// not bind with its other parameters (storage.MaxQueryValues), it is the
+// subquery that selects them again, in the same snapshot: the owner,
+// then a generation of descendants a level.
+func ownerUIDs(db *gorm.DB, q *storage.ListQuery, owners storage.OwnerSet) any {
+	if len(owners) <= maxOwnerParams {
+		return setKeys(owners)
+	}
+	subquery := func() *gorm.DB { return db.Session(&gorm.Session{NewDB: true}) }
+	var uids any = []string{q.OwnerUID}
+	if q.OwnerUID == "" {
+		uids = namedOwners(subquery(), q).Select("uid")
+	}
+	for range q.OwnerSeniority {
+		uids = ownersScope(subquery(), q).Where("owner_uid IN (?)", uids).Select("uid")
+	}
+	return uids
 }
 
 // changedSince returns, in order, the objects that q selects at rev but that

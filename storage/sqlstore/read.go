@@ -12,6 +12,9 @@ import (
 
 // Get implements storage.Interface.
 func (s *Store) Get(ctx context.Context, key storage.Key) (*storage.Object, error) {
+	if !storableKey(key) {
+		return nil, storage.ErrNotFound
+	}
 	var row resourceRow
 	err := whereResource(s.db.WithContext(ctx), key.GVR).
 		Where("cluster = ? AND namespace = ? AND name = ?", key.Cluster, key.Namespace, key.Name).
@@ -27,6 +30,15 @@ func (s *Store) Get(ctx context.Context, key storage.Key) (*storage.Object, erro
 		return nil, err
 	}
 	return &o, nil
+}
+
+// storableKey reports whether an object can be stored under key: writes
+// refuse names that no database stores (validate.go), and PostgreSQL
+// refuses them as parameters. A read of such a key finds nothing, as
+// kube-apiserver's of a name that cannot exist, before any of it reaches
+// the database.
+func storableKey(key storage.Key) bool {
+	return storage.StorableText(key.Cluster) && storage.StorableText(key.Namespace) && storage.StorableText(key.Name)
 }
 
 // MemberVersions implements storage.Interface.
