@@ -18,7 +18,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilversion "k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/klog/v2"
 	"k8s.io/kube-openapi/pkg/handler3"
 
@@ -33,8 +32,9 @@ import (
 // documents are the members' own, which the controller stores
 // (storage.OpenAPIResource). A cluster's view serves its member's; the
 // all-clusters view merges those of the clusters that serve the group
-// version (mergeOpenAPI). Documents are schemas, not data: whoever may read
-// a view's discovery may read them.
+// version (mergeOpenAPI), so that no member's claims, its version among
+// them, decide what the others' objects are said to be. Documents are
+// schemas, not data: whoever may read a view's discovery may read them.
 
 // protobufOpenAPIType is what kube-apiserver answers a client asking for
 // protobuf documents (client-go asks for the deprecated spelling too).
@@ -42,7 +42,7 @@ const protobufOpenAPIType = "application/com.github.proto-openapi.spec.v3.v1.0+p
 
 // openAPISource is one cluster's stored document of a group version.
 type openAPISource struct {
-	cluster, memberVersion, hash string
+	cluster, hash string
 }
 
 // serveOpenAPI answers GET <view>/openapi/v3 and the documents under it.
@@ -151,6 +151,7 @@ func (h *Handler) openAPISources(ctx context.Context, cluster string) (map[strin
 		return nil, err
 	}
 	out := map[string][]openAPISource{}
+	seniority := h.registry.seniorityRanks()
 	for _, o := range page.Objects {
 		var index storage.OpenAPIIndex
 		if err := storage.DecodeOpenAPI(o.Data, &index); err != nil {
@@ -163,63 +164,43 @@ func (h *Handler) openAPISources(ctx context.Context, cluster string) (map[strin
 		}
 		for p, e := range index.GroupVersions {
 			if served[p] {
-				out[p] = append(out[p], openAPISource{cluster: o.Cluster, memberVersion: index.MemberVersion, hash: e.Hash})
+				out[p] = append(out[p], openAPISource{cluster: o.Cluster, hash: e.Hash})
 			}
 		}
 	}
 	for _, srcs := range out {
-		sortOpenAPISources(srcs)
+		// mergeOpenAPI breaks ties by this order, oldest first.
+		slices.SortFunc(srcs, func(a, b openAPISource) int { return seniority[a.cluster] - seniority[b.cluster] })
 	}
 	return out, nil
 }
 
-// sortOpenAPISources puts the newest member first (by major, minor and
-// patch: a release candidate serves its release's API), then by cluster
-// name: mergeOpenAPI keeps the first definition of each name. A version
-// that does not parse counts as the oldest.
-func sortOpenAPISources(srcs []openAPISource) {
-	slices.SortFunc(srcs, func(a, b openAPISource) int {
-		va, erra := utilversion.ParseGeneric(a.memberVersion)
-		vb, errb := utilversion.ParseGeneric(b.memberVersion)
-		switch {
-		case erra == nil && errb == nil:
-			switch {
-			case va.LessThan(vb):
-				return 1
-			case vb.LessThan(va):
-				return -1
-			}
-		case erra == nil:
-			return -1
-		case errb == nil:
-			return 1
-		}
-		return strings.Compare(a.cluster, b.cluster)
-	})
-}
-
 // openAPIHash names the document served from srcs (sorted): one cluster's
-// hash, or a digest of every input of the merge.
+// hash, or a digest of every input of the merge, their order included.
 func openAPIHash(srcs []openAPISource) string {
 	if len(srcs) == 1 {
 		return srcs[0].hash
 	}
 	var b strings.Builder
 	for _, s := range srcs {
-		fmt.Fprintf(&b, "%s %s %s\n", s.cluster, s.memberVersion, s.hash)
+		fmt.Fprintf(&b, "%s %s\n", s.cluster, s.hash)
 	}
 	return storage.Digest([]byte(b.String()))
 }
 
-// mergeOpenAPI merges documents of one group version, newest member first:
-// the union of their paths and of each kind of component (schemas, ...).
-// A path or a component that several define is the first's, so a field a
-// newer member added is explained; so are the other fields of the
-// document. A document that does not decode is left out.
+// mergeOpenAPI merges documents of one group version, given oldest
+// member first: the union of their paths, of each kind of component
+// (schemas, ...) and of their other fields, each defined as most of the
+// documents that define it do, the oldest member's definition among those
+// tied (see ballot.go). A member's claims, the version it says it runs
+// among them, never outweigh what the others agree on, so that no member
+// can rewrite how the others' kinds are explained. The price: a fleet
+// explains what most of its members serve, a field only newer ones have
+// in their own views. A document that does not decode is left out.
 func mergeOpenAPI(docs [][]byte) ([]byte, error) {
-	var out map[string]json.RawMessage
-	paths := map[string]json.RawMessage{}
-	components := map[string]map[string]json.RawMessage{}
+	fields, paths := openAPIBallots{}, openAPIBallots{}
+	components := map[string]openAPIBallots{}
+	decoded := false
 	for _, data := range docs {
 		var parts storage.OpenAPIParts
 		var all map[string]json.RawMessage
@@ -230,37 +211,61 @@ func mergeOpenAPI(docs [][]byte) ([]byte, error) {
 		if err := json.Unmarshal(data, &all); err != nil {
 			continue
 		}
-		if out == nil {
-			out = all
-		}
-		for k, v := range parts.Paths {
-			if _, ok := paths[k]; !ok {
-				paths[k] = v
-			}
-		}
+		decoded = true
+		delete(all, "paths")
+		delete(all, "components")
+		fields.cast(all)
+		paths.cast(parts.Paths)
 		for kind, byName := range parts.Components {
 			if components[kind] == nil {
-				components[kind] = map[string]json.RawMessage{}
+				components[kind] = openAPIBallots{}
 			}
-			for name, v := range byName {
-				if _, ok := components[kind][name]; !ok {
-					components[kind][name] = v
-				}
-			}
+			components[kind].cast(byName)
 		}
 	}
-	if out == nil {
+	if !decoded {
 		return nil, errors.New("no OpenAPI document to merge decodes")
 	}
+	out := fields.winners()
 	var err error
-	if out["paths"], err = json.Marshal(paths); err != nil {
+	if out["paths"], err = json.Marshal(paths.winners()); err != nil {
 		return nil, err
 	}
-	if out["components"], err = json.Marshal(components); err != nil {
+	merged := make(map[string]map[string]json.RawMessage, len(components))
+	for kind, b := range components {
+		merged[kind] = b.winners()
+	}
+	if out["components"], err = json.Marshal(merged); err != nil {
 		return nil, err
 	}
 	return json.Marshal(out)
 }
+
+// openAPIBallots tally each name's definitions (a path's, a schema's).
+type openAPIBallots map[string]*ballot[json.RawMessage]
+
+// cast votes for one document's definitions.
+func (b openAPIBallots) cast(defs map[string]json.RawMessage) {
+	for name, def := range defs {
+		if b[name] == nil {
+			b[name] = newBallot(sameJSON)
+		}
+		b[name].cast(def)
+	}
+}
+
+func (b openAPIBallots) winners() map[string]json.RawMessage {
+	out := make(map[string]json.RawMessage, len(b))
+	for name, votes := range b {
+		out[name] = votes.winner()
+	}
+	return out
+}
+
+// sameJSON compares definitions by their bytes: members of one release
+// serve the same bytes (kube-apiserver writes its documents compact, in
+// one order).
+func sameJSON(a, b json.RawMessage) bool { return bytes.Equal(a, b) }
 
 // openAPICacheBytes bounds the documents an API server keeps in memory;
 // past it the cache starts over. kube-apiserver's documents weigh a few

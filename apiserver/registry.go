@@ -1,10 +1,13 @@
 package apiserver
 
 import (
+	"cmp"
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -23,6 +26,8 @@ var clustersGVR = clusterv1alpha1.GroupVersion.WithResource("clusters")
 
 // clusterInfo is what the server knows of one Cluster.
 type clusterInfo struct {
+	name         string
+	created      time.Time // the Cluster's creationTimestamp: see seniority
 	ready        bool
 	readyMessage string
 	resources    map[schema.GroupVersionResource]storage.Resource
@@ -75,7 +80,10 @@ func (r *Registry) set(o any) {
 
 // Set records one Cluster.
 func (r *Registry) Set(c *clusterv1alpha1.Cluster) {
-	info := &clusterInfo{resources: map[schema.GroupVersionResource]storage.Resource{storage.CRDResource: crdResource}, version: c.Status.Version} // crds.go
+	info := &clusterInfo{
+		name: c.Name, created: c.CreationTimestamp.Time, version: c.Status.Version,
+		resources: map[schema.GroupVersionResource]storage.Resource{storage.CRDResource: crdResource}, // crds.go
+	}
 	if cond := meta.FindStatusCondition(c.Status.Conditions, clusterv1alpha1.ConditionReady); cond != nil {
 		info.ready = cond.Status == "True"
 		info.readyMessage = cond.Message
@@ -100,23 +108,33 @@ func (r *Registry) Cluster(name string) (exists, ready bool, message string) {
 	return true, c.ready, c.readyMessage
 }
 
-// Resources lists what cluster serves, or the union over all clusters when
-// cluster is "", sorted by group, version and resource.
+// Resources lists what cluster serves, or what any cluster serves when
+// cluster is "", sorted by group, version and resource. Across clusters
+// each resource has the kind and scope that most of the clusters serving
+// it claim (see ballot.go): whatever a member says of a resource, it does
+// not change how the view serves the others' objects of it, unless it is
+// the oldest of a tie.
 func (r *Registry) Resources(cluster string) []storage.Resource {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	seen := map[schema.GroupVersionResource]storage.Resource{}
-	for name, c := range r.clusters {
-		if cluster != "" && name != cluster {
-			continue
+	var out []storage.Resource
+	if cluster != "" {
+		if c := r.clusters[cluster]; c != nil {
+			out = slices.Collect(maps.Values(c.resources))
 		}
-		for gvr, res := range c.resources {
-			seen[gvr] = res
+	} else {
+		ballots := map[schema.GroupVersionResource]*ballot[storage.Resource]{}
+		for _, c := range r.seniority() {
+			for gvr, res := range c.resources {
+				if ballots[gvr] == nil {
+					ballots[gvr] = newBallot(sameResource)
+				}
+				ballots[gvr].cast(res)
+			}
 		}
-	}
-	out := make([]storage.Resource, 0, len(seen))
-	for _, res := range seen {
-		out = append(out, res)
+		for _, b := range ballots {
+			out = append(out, b.winner())
+		}
 	}
 	slices.SortFunc(out, func(a, b storage.Resource) int {
 		if c := strings.Compare(a.GVR.Group, b.GVR.Group); c != 0 {
@@ -130,7 +148,10 @@ func (r *Registry) Resources(cluster string) []storage.Resource {
 	return out
 }
 
-// Lookup finds a served resource by group, version and plural name.
+func sameResource(a, b storage.Resource) bool { return a == b }
+
+// Lookup finds a served resource by group, version and plural name, as
+// Resources has it.
 func (r *Registry) Lookup(cluster string, gvr schema.GroupVersionResource) (storage.Resource, bool) {
 	for _, res := range r.Resources(cluster) {
 		if res.GVR == gvr {
@@ -138,6 +159,43 @@ func (r *Registry) Lookup(cluster string, gvr schema.GroupVersionResource) (stor
 		}
 	}
 	return storage.Resource{}, false
+}
+
+// serving lists the clusters that serve gvr, oldest first.
+func (r *Registry) serving(gvr schema.GroupVersionResource) []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var out []string
+	for _, c := range r.seniority() {
+		if _, ok := c.resources[gvr]; ok {
+			out = append(out, c.name)
+		}
+	}
+	return out
+}
+
+// seniorityRanks ranks the clusters, the oldest 0 (see seniority).
+func (r *Registry) seniorityRanks() map[string]int {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := map[string]int{}
+	for i, c := range r.seniority() {
+		out[c.name] = i
+	}
+	return out
+}
+
+// seniority lists the clusters oldest first: by the creation of their
+// Cluster, then by name. It decides what members claim in a tie, since
+// whoever may create a Cluster can neither backdate it nor (unlike its
+// name) choose where it ranks among those already there. The caller holds
+// r.mu.
+func (r *Registry) seniority() []*clusterInfo {
+	out := slices.Collect(maps.Values(r.clusters))
+	slices.SortFunc(out, func(a, b *clusterInfo) int {
+		return cmp.Or(a.created.Compare(b.created), strings.Compare(a.name, b.name))
+	})
+	return out
 }
 
 // Names lists the clusters, sorted.
