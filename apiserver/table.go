@@ -167,14 +167,14 @@ var eventColumns = []column{
 }
 
 // columnsFor returns the full column set of a resource: CLUSTER, NAME,
-// then the kind's own: kubectl's for built-in kinds, a CRD's printer
-// columns for custom ones, or else AGE.
+// then the kind's own: kubectl's for built-in kinds, for custom ones the
+// CRD printer columns its clusters agree on (crdcolumns.go), or else AGE.
 func (h *Handler) columnsFor(ctx context.Context, gvr schema.GroupVersionResource) []column {
 	cols := []column{clusterColumn, nameColumn}
 	if own, ok := builtinColumns[gvr.GroupResource()]; ok {
 		return append(cols, own...)
 	}
-	if own, ok := h.crds.columns(ctx, gvr); ok && len(own) > 0 {
+	if own := h.crds.columns(ctx, gvr, h.registry.serving(gvr)); len(own) > 0 {
 		return append(cols, own...) // as kube-apiserver: a CRD that lists columns gets no AGE of its own
 	}
 	return append(cols, ageColumn)
