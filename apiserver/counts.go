@@ -17,7 +17,8 @@ import (
 // objects: how many of the objects the list would return each group
 // holds, at one revision. Being a list, it takes every filter, the
 // narrowing to what the user may list and the not-ready warnings of one,
-// unchanged; and kubectl reads it as the list of the type it asked for
+// unchanged, and the flat view's namespaces; and kubectl reads it as the
+// list of the type it asked for
 // (`kubectl get pods -A -l search.panorama.io/groupBy=cluster`), since
 // it asks for a Table, which the count answers with a column per group
 // term and a COUNT.
@@ -83,18 +84,24 @@ func (h *Handler) count(w http.ResponseWriter, r *http.Request, res storage.Reso
 		writeError(w, err, gr)
 		return
 	}
+	flatGroups, err := flatOf(r).count(q, res.Namespaced) // flatview.go
+	if err != nil {
+		writeError(w, err, gr)
+		return
+	}
 	result, err := h.counts(r.Context(), req, q)
 	if err != nil {
 		writeError(w, err, gr)
 		return
 	}
+	flatGroups(result)
 	meta := metav1.ListMeta{ResourceVersion: strconv.FormatInt(result.Revision, 10)}
 	if n := result.RemainingGroups; n > 0 {
 		meta.RemainingItemCount = &n
 		warn(w, fmt.Sprintf("%d more groups left out: raise limit (at most %d) or narrow the selection", n, storage.MaxLimit))
 	}
-	terms := make([]string, len(q.GroupBy))
-	for i, g := range q.GroupBy {
+	terms := make([]string, len(req.groupBy))
+	for i, g := range req.groupBy {
 		terms[i] = g.String()
 	}
 	if wantsTable(r) {

@@ -1,10 +1,12 @@
 package apiserver
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -84,7 +86,7 @@ func TestCounts(t *testing.T) {
 		{"/clusters/west/api/v1/pods?groupBy=namespace", "", "ns=1", ""},
 		{"/api/v1/pods?groupBy=namespace&fieldSelector=status.phase=Running&clusters=east", "", "ns=1 other=1", ""},
 		// Only what the user may list is counted.
-		{"/api/v1/pods?groupBy=cluster,namespace", "east", "east/ns=2 east/other=1", "1 clusters left out"},
+		{"/api/v1/pods?groupBy=cluster,namespace", "east", "east/ns=2 east/other=1", "clusters you may not list pods in are left out"},
 		{"/api/v1/namespaces/ns/pods?groupBy=cluster", "nsuser", "east=2 west=1", ""},
 		{"/api/v1/pods?groupBy=namespace&namespaces=ns,other", "nsuser", "ns=3", "1 namespaces left out"},
 		{"/api/v1/pods?groupBy=cluster,namespace&limit=1", "", "east/ns=2", "2 more groups left out"},
@@ -218,4 +220,75 @@ func TestCountsFromCache(t *testing.T) {
 	count(selected, "east=2 west=1", rev, 0)
 	count(selected+"&resourceVersion=0", "east=2 west=1", rev, 0)
 	count("groupBy=label:app", "web=3 db=1", rev, 0) // the cache's, now it holds pods
+}
+
+// TestFlatViewCounts: a count through the flat view counts what the same
+// list through it returns, its groups' namespaces flat; what the view
+// would filter, which a count cannot, is refused.
+func TestFlatViewCounts(t *testing.T) {
+	store, cfg, _ := testServer(t)
+	for _, p := range []struct{ cluster, ns, name string }{
+		{"east", "ns", "a"}, {"east", "ns", "b"}, {"east", "other", "c"}, {"west", "ns", "a"},
+	} {
+		putObject(t, store, p.cluster, podsGVR, map[string]any{"apiVersion": "v1", "kind": "Pod",
+			"metadata": map[string]any{"name": p.name, "namespace": p.ns, "resourceVersion": "1"}})
+	}
+	flat := func(path string) string { return viewURL(cfg, "/clusters/"+FlatClusters+path) }
+	// listed groups a list's items as a count by namespace (and cluster)
+	// would, and spells them as Counts.groups does.
+	listed := func(query string, byCluster bool) string {
+		t.Helper()
+		items, _ := flatItems(t, flat("/api/v1/pods?"+query))
+		counts := map[string]int{}
+		for _, it := range items {
+			ns, _, _ := strings.Cut(it, "/")
+			if byCluster {
+				cluster, _, _ := splitFlatNamespace(ns)
+				ns = cluster + "/" + ns
+			}
+			counts[ns]++
+		}
+		var groups []string
+		for g, n := range counts {
+			groups = append(groups, fmt.Sprintf("%s=%d", g, n))
+		}
+		slices.SortFunc(groups, func(a, b string) int {
+			ga, na, _ := strings.Cut(a, "=")
+			gb, nb, _ := strings.Cut(b, "=")
+			return cmp.Or(cmp.Compare(nb, na), cmp.Compare(ga, gb)) // counts have one digit here
+		})
+		return strings.Join(groups, " ")
+	}
+	for _, c := range []struct {
+		query     string
+		byCluster bool
+		want      string
+	}{
+		{"groupBy=namespace", false, "east.ns=2 east.other=1 west.ns=1"},
+		{"groupBy=cluster,namespace", true, "east/east.ns=2 east/east.other=1 west/west.ns=1"},
+		{"groupBy=namespace&namespaces=west.ns", false, "west.ns=1"},
+		{"groupBy=namespace&namespaces=east.ns,east.other", false, "east.ns=2 east.other=1"},
+		{"groupBy=namespace&fieldSelector=metadata.namespace%3Deast.other", false, "east.other=1"},
+		{"groupBy=namespace&resourceVersion=0", false, "east.ns=2 east.other=1 west.ns=1"},
+	} {
+		code, _, body := getCounts(t, flat("/api/v1/pods?"+c.query), "", "")
+		list := listed(strings.ReplaceAll(strings.ReplaceAll(c.query, "groupBy=cluster,namespace", ""), "groupBy=namespace", ""), c.byCluster)
+		if code != http.StatusOK || body.groups() != c.want || list != c.want {
+			t.Errorf("%s: %d, count %q, list %q, want %q", c.query, code, body.groups(), list, c.want)
+		}
+	}
+	// The Table of a count too.
+	if code, _, table := getCounts(t, flat("/api/v1/pods?groupBy=namespace&namespaces=west.ns"), "", tableContentType); code != http.StatusOK ||
+		len(table.Rows) != 1 || fmt.Sprint(table.Rows[0].Cells...) != "west.ns1" {
+		t.Errorf("Table of a count: %d %+v", code, table)
+	}
+	for _, query := range []string{
+		"groupBy=namespace&namespaces=east.ns,west.other", // not the same namespaces in each cluster
+		"groupBy=cluster&fieldSelector=metadata.namespace%21%3Deast.ns",
+		"groupBy=namespace,label:a,label:b,label:c", // cluster would be a fifth term
+	} {
+		if code, _, body := getCounts(t, flat("/api/v1/pods?"+query), "", ""); code != http.StatusBadRequest || body.Kind != "Status" {
+			t.Errorf("%s: %d %+v, want 400", query, code, body)
+		}
+	}
 }

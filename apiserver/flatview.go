@@ -11,6 +11,7 @@ import (
 	"github.com/tidwall/sjson"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
 
 	"github.com/panorama-io/panorama/apiserver/watchcache"
@@ -27,7 +28,10 @@ import (
 // of namespaced objects, and the name of Namespace objects), and every
 // other cluster-scoped object is named <cluster>.<name>. Member namespaces
 // are DNS labels, without dots, so a flat namespace splits at its last dot
-// whatever the cluster's name. Other cluster-scoped names may hold dots, as
+// whatever the cluster's name. A member that says otherwise is not
+// believed: namespace "b.c" of cluster "a" would read as namespace "c" of
+// cluster "a.b", so its objects in it are left out of this view (see
+// flattens). Other cluster-scoped names may hold dots, as
 // cluster names may: a flat name is split at each dot whose left part is a
 // known cluster, and every such split is asked for. Only clusters named as
 // dotted prefixes of each other ("prod" and "prod.eu") can show two objects
@@ -43,9 +47,9 @@ import (
 // product and filtered by key before anything is sent; pages may then come
 // short, with their continue token, as the list API allows. Answers are
 // translated back: objects of get, list and watch, the objects in Table
-// rows, and the cluster and namespace that self reviews and subresource
-// refusals speak of. Authorization is that of the all-clusters view on the
-// translated query.
+// rows, the namespaces counts group by, and the cluster and namespace that
+// self reviews and subresource refusals speak of. Authorization is that of
+// the all-clusters view on the translated query.
 
 // FlatClusters is the cluster name of the flat view, which no Cluster can
 // have, as AllClusters.
@@ -92,6 +96,9 @@ type flatView struct {
 	// keep filters what the query selects beyond what it asked (see
 	// above); nil keeps everything.
 	keep func(o *storage.Object) bool
+	// namespaceObjects is set when the request is of Namespaces, whose
+	// names are member namespaces.
+	namespaceObjects bool
 }
 
 type flatViewKey struct{}
@@ -114,6 +121,7 @@ func (v *flatView) query(q *storage.ListQuery, namespaced bool) error {
 	if v == nil {
 		return nil
 	}
+	v.namespaceObjects = q.GVR.GroupResource() == namespacesResource
 	if len(q.Namespaces) > 0 {
 		q.Namespaces = v.narrow(q, "metadata.namespace", namespaceKeys(q.Namespaces))
 	}
@@ -221,13 +229,17 @@ func (v *flatView) nameKeys(flat []string) []memberKey {
 }
 
 // page filters and translates a page read for the flat view. A page that
-// was filtered has no remaining count, which counted what it dropped.
+// was filtered, or that left objects out, has no remaining count, which
+// counted what it dropped.
 func (v *flatView) page(page *storage.ListResult) error {
 	if v == nil {
 		return nil
 	}
-	if v.keep != nil {
-		page.Objects = slices.DeleteFunc(page.Objects, func(o storage.Object) bool { return !v.keep(&o) })
+	n := len(page.Objects)
+	page.Objects = slices.DeleteFunc(page.Objects, func(o storage.Object) bool {
+		return !v.flattens(&o) || (v.keep != nil && !v.keep(&o))
+	})
+	if v.keep != nil || len(page.Objects) < n {
 		page.RemainingCount = nil
 	}
 	for i := range page.Objects {
@@ -244,12 +256,78 @@ func (v *flatView) event(e *watchcache.Event) (bool, error) {
 	if v == nil || e.Object == nil {
 		return true, nil
 	}
-	if v.keep != nil && !v.keep(e.Object) {
+	if !v.flattens(e.Object) || (v.keep != nil && !v.keep(e.Object)) {
 		return false, nil
 	}
 	o := *e.Object // the cache's own is shared with every watch
 	e.Object = &o
 	return true, flatten(e.Object)
+}
+
+// namespacesResource is the resource of Namespace objects.
+var namespacesResource = schema.GroupResource{Resource: "namespaces"}
+
+// flattens reports whether o has a place in the flat view: whether its
+// member namespace (a Namespace's own name) has no dot, as every namespace
+// kube-apiserver accepts (a DNS label). One with a dot would split back
+// into another cluster's namespace ("b.c" of "a" into "c" of "a.b").
+func (v *flatView) flattens(o *storage.Object) bool {
+	ns := o.Namespace
+	if v.namespaceObjects {
+		ns = o.Name
+	}
+	return !strings.Contains(ns, ".")
+}
+
+// count translates q, the count of a list of the flat view (whose query
+// it translated), and returns what translates its answer: the namespaces
+// it groups by become flat ones, so it groups by cluster too, a term
+// added when not asked and taken off the answer. A namespace that does
+// not flatten is left out of the groups. A query that the view must
+// filter (see above) cannot be counted by the store: 400.
+func (v *flatView) count(q *storage.CountQuery, namespaced bool) (func(*storage.CountResult), error) {
+	unchanged := func(*storage.CountResult) {}
+	if v == nil {
+		return unchanged, nil
+	}
+	if v.keep != nil {
+		return nil, badRequest("the flat view cannot count this selection in one query: it selects other namespaces (or names) " +
+			"in each cluster, or leaves one out with !=; count each cluster apart (namespaces=east.a,east.b) or in its view (" +
+			ViewPath("<cluster>") + "/...)")
+	}
+	ns := slices.Index(q.GroupBy, storage.GroupBy{Kind: storage.GroupNamespace})
+	if ns < 0 || !namespaced {
+		return unchanged, nil // cluster-scoped objects have no namespace to translate
+	}
+	cl := slices.Index(q.GroupBy, storage.GroupBy{Kind: storage.GroupCluster})
+	added := cl < 0
+	if added {
+		if len(q.GroupBy) == storage.MaxGroupBy {
+			return nil, badf("the flat view counts namespaces by cluster too: at most %d terms besides cluster and namespace", storage.MaxGroupBy-2)
+		}
+		q.GroupBy = slices.Insert(slices.Clone(q.GroupBy), ns, storage.GroupBy{Kind: storage.GroupCluster})
+		cl, ns = ns, ns+1
+	}
+	return func(res *storage.CountResult) {
+		groups := res.Groups[:0]
+		for _, g := range res.Groups {
+			if c, n := g.Values[cl], g.Values[ns]; c != nil && n != nil {
+				if strings.Contains(*n, ".") {
+					continue // see flattens
+				}
+				flat := flatNamespace(*c, *n)
+				g.Values[ns] = &flat
+			}
+			if added {
+				g.Values = slices.Delete(g.Values, cl, cl+1)
+			}
+			groups = append(groups, g)
+		}
+		// By the flat values, which the order of cluster, then namespace
+		// is not ("a-b.x" sorts before "a.x").
+		slices.SortFunc(groups, func(a, b storage.CountGroup) int { return storage.CompareGroups(&a, &b) })
+		res.Groups = groups
+	}, nil
 }
 
 // flatten gives o's JSON its flat namespace, or its flat name when it is

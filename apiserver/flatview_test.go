@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	clusterv1alpha1 "github.com/panorama-io/panorama/apis/cluster/v1alpha1"
+	"github.com/panorama-io/panorama/apiserver/watchcache"
 	"github.com/panorama-io/panorama/storage"
 )
 
@@ -484,6 +485,62 @@ func TestFlatViewAround(t *testing.T) {
 	} {
 		if code, _, body := getJSON(t, strings.TrimSuffix(cfg.Host, ViewPath(""))+path, ""); code != want {
 			t.Errorf("GET %s: %d %v, want %d", path, code, body, want)
+		}
+	}
+}
+
+// TestFlatViewDottedNamespace: member namespaces have no dots, so that
+// flat namespaces split back into one cluster and namespace. Namespace
+// "b.c" of cluster "a", which a member may claim, would read as namespace
+// "c" of cluster "a.b": its objects, and the Namespace itself, are left
+// out of the flat view, and never shown as, or in place of, a.b's.
+func TestFlatViewDottedNamespace(t *testing.T) {
+	store, cfg, registry := testServer(t)
+	namespaces := schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	put := func(cluster string, gvr schema.GroupVersionResource, kind, namespace, name string) {
+		meta := map[string]any{"name": name, "resourceVersion": "1", "uid": cluster + "/" + namespace + "/" + name}
+		if namespace != "" {
+			meta["namespace"] = namespace
+		}
+		putObject(t, store, cluster, gvr, map[string]any{"apiVersion": "v1", "kind": kind, "metadata": meta})
+	}
+	for cluster, ns := range map[string]string{"a": "b.c", "a.b": "c"} {
+		cl := clusterServing(cluster, podsGVR, "Pod")
+		cl.Status.SyncResources = append(cl.Status.SyncResources, clusterv1alpha1.ResourceSyncStatus{Version: "v1", Resource: "namespaces", Kind: "Namespace"})
+		registry.Set(cl)
+		put(cluster, podsGVR, "Pod", ns, "x")
+		put(cluster, namespaces, "Namespace", "", ns)
+	}
+	flat := func(path string) string { return viewURL(cfg, "/clusters/"+FlatClusters+path) }
+	checkItems(t, flat, map[string]string{
+		"/api/v1/pods":                      "a.b.c/x a.b/c/x",
+		"/api/v1/pods?resourceVersion=0":    "a.b.c/x a.b/c/x",
+		"/api/v1/namespaces/a.b.c/pods":     "a.b.c/x a.b/c/x",
+		"/api/v1/namespaces":                "a.b.c a.b//c",
+		"/api/v1/namespaces?names=a.b.c":    "a.b.c a.b//c",
+		"/api/v1/pods?namespaces=a.b.c,a.x": "a.b.c/x a.b/c/x",
+	})
+	for path, want := range map[string]string{
+		"/api/v1/namespaces/a.b.c/pods/x": "a.b/c/x",
+		"/api/v1/namespaces/a.b.c":        "a.b//c",
+	} {
+		if got, _ := getOne(t, flat(path), func(u *unstructured.Unstructured) string { return string(u.GetUID()) }); got != want {
+			t.Errorf("GET %s: %s, want %s", path, got, want)
+		}
+	}
+	if code, _, body := getCounts(t, flat("/api/v1/pods?groupBy=namespace"), "", ""); code != http.StatusOK || body.groups() != "a.b.c=1" {
+		t.Errorf("count by namespace: %d %+v", code, body)
+	}
+
+	// Watch events too.
+	v := &flatView{clusters: registry.Names()}
+	if err := v.query(&storage.ListQuery{GVR: podsGVR}, true); err != nil {
+		t.Fatal(err)
+	}
+	for ns, want := range map[string]bool{"b.c": false, "c": true} {
+		e := watchcache.Event{Object: &storage.Object{Key: storage.Key{Cluster: "a", Namespace: ns, Name: "x"}, Data: []byte(`{"metadata":{}}`)}}
+		if keep, err := v.event(&e); err != nil || keep != want {
+			t.Errorf("event of namespace %q: %v %v, want %v", ns, keep, err, want)
 		}
 	}
 }
