@@ -84,6 +84,21 @@ func ParseFieldPath(p string) (FieldPath, error) {
 	return out, nil
 }
 
+// String is p as ParseFieldPath parses it.
+func (p FieldPath) String() string {
+	var b strings.Builder
+	for i, step := range p {
+		if i > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(step.name)
+		if step.each {
+			b.WriteString("[*]")
+		}
+	}
+	return b.String()
+}
+
 // values appends the scalar values found at p in obj.
 func (p FieldPath) values(obj any, out []string) []string {
 	if len(p) == 0 {
@@ -144,6 +159,10 @@ type fieldRule struct {
 	// resources the rule applies to; nil is every resource.
 	resources map[schema.GroupResource]bool
 	paths     []FieldPath
+}
+
+func (r *fieldRule) appliesTo(gr schema.GroupResource) bool {
+	return r.resources == nil || r.resources[gr]
 }
 
 // BuiltinFieldsRevision changes whenever BuiltinFields do: stores then
@@ -337,6 +356,43 @@ func (fs *FieldSet) add(d FieldDeclaration) error {
 	return nil
 }
 
+// ExtractsAlike reports whether fs and other extract the same fields from
+// the objects of gr (Extract): objects of gr described with one are
+// described as the other would. Fields that apply to other resources only
+// do not matter.
+func (fs *FieldSet) ExtractsAlike(other *FieldSet, gr schema.GroupResource) bool {
+	return maps.EqualFunc(fs.appliedTo(gr), other.appliedTo(gr), func(a, b appliedField) bool {
+		return a.declared == b.declared && slices.Equal(a.paths, b.paths)
+	})
+}
+
+// appliedField is what Extract reads of one field in a resource's objects.
+type appliedField struct {
+	declared bool
+	paths    []string // sorted, once each: Extract's values do not depend on their order
+}
+
+// appliedTo maps the fields that apply to gr to what Extract reads of
+// each in gr's objects.
+func (fs *FieldSet) appliedTo(gr schema.GroupResource) map[string]appliedField {
+	out := map[string]appliedField{}
+	for name, f := range fs.fields {
+		var paths []string
+		for _, r := range f.rules {
+			if r.appliesTo(gr) {
+				for _, p := range r.paths {
+					paths = append(paths, p.String())
+				}
+			}
+		}
+		if len(paths) > 0 {
+			slices.Sort(paths)
+			out[name] = appliedField{declared: f.declared, paths: slices.Compact(paths)}
+		}
+	}
+	return out
+}
+
 // Selectable reports whether field selectors may use field.
 func (fs *FieldSet) Selectable(field string) bool {
 	return field == "metadata.name" || field == "metadata.namespace" || fs.fields[field] != nil
@@ -356,7 +412,7 @@ func (fs *FieldSet) Extract(gr schema.GroupResource, obj map[string]any) map[str
 	for _, name := range fs.names {
 		vs = vs[:0]
 		for _, r := range fs.fields[name].rules {
-			if r.resources != nil && !r.resources[gr] {
+			if !r.appliesTo(gr) {
 				continue
 			}
 			for _, p := range r.paths {

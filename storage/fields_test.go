@@ -33,6 +33,9 @@ func TestParseFieldPath(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
+		if again, err := ParseFieldPath(p.String()); err != nil || !slices.Equal(again, p) {
+			t.Errorf("%s: String gives %q, which parses as %v (%v)", path, p.String(), again, err)
+		}
 		fs, err := NewFieldSet(1, []FieldDeclaration{{Name: "x", Paths: []string{path}}})
 		if err != nil || p == nil {
 			t.Fatalf("%s: %v", path, err)
@@ -173,5 +176,39 @@ func TestFieldLimits(t *testing.T) {
 	}
 	if len(got[ImagesField]) != MaxFieldValues {
 		t.Errorf("images: %d values, want %d", len(got[ImagesField]), MaxFieldValues)
+	}
+}
+
+// TestExtractsAlike: two field sets extract alike from a resource's
+// objects when the same fields, declared or built in, read the same
+// paths in them, whatever the fields of other resources and however the
+// declarations are split or ordered.
+func TestExtractsAlike(t *testing.T) {
+	podsGR, deploymentsGR := schema.GroupResource{Resource: "pods"}, schema.GroupResource{Group: "apps", Resource: "deployments"}
+	replicas := FieldDeclaration{Name: "replicas", Paths: []string{"spec.replicas", "status.replicas"}, Resources: []string{"deployments.apps"}}
+	base := mustFieldSet(1, []FieldDeclaration{replicas})
+	for _, tc := range []struct {
+		name        string
+		decls       []FieldDeclaration
+		pods        bool // whether it extracts from pods as base does
+		deployments bool
+	}{
+		{name: "the same", decls: []FieldDeclaration{replicas}, pods: true, deployments: true},
+		{name: "split, reordered", decls: []FieldDeclaration{
+			{Name: "replicas", Paths: []string{"status.replicas"}, Resources: []string{"deployments.apps"}},
+			{Name: "replicas", Paths: []string{"spec.replicas", "status.replicas"}, Resources: []string{"deployments.apps"}},
+		}, pods: true, deployments: true},
+		{name: "one for pods added", decls: []FieldDeclaration{replicas, {Name: "node", Paths: []string{"spec.nodeName"}, Resources: []string{"pods"}}}, deployments: true},
+		{name: "one for every resource added", decls: []FieldDeclaration{replicas, {Name: "team", Paths: []string{"metadata.annotations.team"}}}},
+		{name: "a path changed", decls: []FieldDeclaration{{Name: "replicas", Paths: []string{"spec.replicas"}, Resources: []string{"deployments.apps"}}}, pods: true},
+		{name: "none", pods: true},
+	} {
+		fs := mustFieldSet(2, tc.decls)
+		if got := base.ExtractsAlike(fs, podsGR); got != tc.pods {
+			t.Errorf("%s: alike for pods %v, want %v", tc.name, got, tc.pods)
+		}
+		if got := base.ExtractsAlike(fs, deploymentsGR); got != tc.deployments {
+			t.Errorf("%s: alike for deployments %v, want %v", tc.name, got, tc.deployments)
+		}
 	}
 }

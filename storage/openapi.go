@@ -38,8 +38,9 @@ func OpenAPIPath(gv schema.GroupVersion) string {
 
 // OpenAPIIndex is what a cluster's index object holds.
 type OpenAPIIndex struct {
-	// MemberVersion is the member's GitVersion when the documents were
-	// fetched: across clusters the newest member's definitions win.
+	// MemberVersion is the GitVersion the member claimed when the documents
+	// were fetched. It is only a record: the view across clusters merges
+	// by majority (apiserver's ballot), since a member claims what it likes.
 	MemberVersion string `json:"memberVersion"`
 	// GroupVersions maps a group version's path to its stored document.
 	GroupVersions map[string]OpenAPIEntry `json:"groupVersions"`

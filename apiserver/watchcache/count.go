@@ -24,7 +24,7 @@ func (c *Cache) Count(ctx context.Context, q *storage.CountQuery, atLeast int64)
 		return nil, false, err
 	}
 	r := c.loaded(q.Query.GVR, true)
-	if r == nil || q.Query.HasOwnerFilter() || q.ValidateFields(r.fields) != nil {
+	if r == nil || q.Query.HasOwnerFilter() || q.ValidateFields(r.fields.Load()) != nil {
 		return nil, false, nil
 	}
 	if err := c.waitFresh(ctx, atLeast); err != nil {

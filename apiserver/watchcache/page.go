@@ -125,7 +125,7 @@ func pageStart(q *storage.ListQuery) (at int64, after *storage.Key, err error) {
 // after, once the cache has applied revision need.
 func (c *Cache) page(ctx context.Context, q *storage.ListQuery, at int64, after *storage.Key, need int64) (page *storage.ListResult, ok bool, err error) {
 	r := c.loaded(q.GVR, true)
-	if r == nil || q.ValidateFields(r.fields) != nil {
+	if r == nil || q.ValidateFields(r.fields.Load()) != nil {
 		return nil, false, nil
 	}
 	if err := c.waitFresh(ctx, need); err != nil {

@@ -3,6 +3,7 @@ package watchcache
 import (
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
@@ -29,9 +30,11 @@ type resource struct {
 	oldest   int64
 	watchers map[*Watcher]struct{}
 	closed   bool
-	// fields are those the cache was made with: a change of the indexed
-	// fields resets the cache.
-	fields *storage.FieldSet
+	// fields are those the objects are described with. A change of the
+	// indexed fields replaces them where it describes the resource's
+	// objects alike, and drops the resource where it does not
+	// (Cache.switchFields).
+	fields atomic.Pointer[storage.FieldSet]
 }
 
 // change is a logged change with the state before it, so that a watch with
@@ -58,17 +61,19 @@ func newChange(typ watch.EventType, o, was *storage.Object) change {
 func (ch *change) before() (*storage.Object, error) { return ch.prev.object(ch.obj) }
 
 func newResource(gvr schema.GroupVersionResource, size int, fields *storage.FieldSet) *resource {
-	return &resource{
+	r := &resource{
 		gvr: gvr, loaded: make(chan struct{}), objects: newIndex(),
-		ring: make([]change, size), watchers: map[*Watcher]struct{}{}, fields: fields,
+		ring: make([]change, size), watchers: map[*Watcher]struct{}{},
 	}
+	r.fields.Store(fields)
+	return r
 }
 
 // decode decodes a logged object of key at revision rev; rev 0 (a
 // pre-image read from the log, whose revision the log does not give)
 // keeps the revision its JSON gives.
 func (r *resource) decode(data []byte, key storage.Key, rev int64) (*storage.Object, error) {
-	o, err := r.fields.DecodeStored(r.gvr.GroupResource(), data)
+	o, err := r.fields.Load().DecodeStored(r.gvr.GroupResource(), data)
 	if err != nil {
 		return nil, err
 	}

@@ -29,6 +29,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -165,15 +166,7 @@ func (c *Cache) Run(ctx context.Context) error {
 	defer ticker.Stop()
 	for {
 		changed := c.store.Changed()
-		if fields, err := c.store.Fields(ctx); err == nil && fields.Version != c.fieldsVersion() {
-			// Objects are described with the fields every stored row is
-			// indexed with: when those change, they are described again.
-			logger.Info("indexed fields changed; resetting", "version", fields.Version)
-			c.mu.Lock()
-			c.fields = fields
-			c.mu.Unlock()
-			c.reset(ctx)
-		}
+		c.followStore(ctx, logger)
 		n, err := c.step(ctx)
 		switch {
 		case ctx.Err() != nil:
@@ -202,6 +195,36 @@ func (c *Cache) Run(ctx context.Context) error {
 		case <-ticker.C:
 		}
 	}
+}
+
+// followStore catches up with what the store changed besides appending
+// to its log. Objects are described with the fields every stored row is
+// indexed with: when those change, the resources they describe otherwise
+// are loaded again.
+func (c *Cache) followStore(ctx context.Context, logger logr.Logger) {
+	if fields, err := c.store.Fields(ctx); err == nil && fields.Version != c.fieldsVersion() {
+		logger.Info("indexed fields changed; reloading the resources they describe otherwise", "version", fields.Version)
+		c.switchFields(fields)
+	}
+}
+
+// switchFields has objects described with fields from now on. The
+// resources whose objects fields describe as before keep them, their
+// watches and rings, and switch; the others are dropped.
+func (c *Cache) switchFields(fields *storage.FieldSet) {
+	c.tail.Lock()
+	defer c.tail.Unlock()
+	c.mu.Lock()
+	c.fields = fields
+	c.mu.Unlock()
+	c.dropWhere(func(r *resource) bool { return !r.fields.Load().ExtractsAlike(fields, r.gvr.GroupResource()) })
+	// Selectors are checked against the new set, which names the fields
+	// of other resources too.
+	c.mu.Lock()
+	for _, r := range c.resources {
+		r.fields.Store(fields)
+	}
+	c.mu.Unlock()
 }
 
 // step applies the next batch of the log to the published resources.
@@ -258,19 +281,37 @@ func (c *Cache) sawCompacted(rev int64) {
 // closeAll ends every watch as the cache stops.
 func (c *Cache) closeAll() { c.drop(c.Revision()) }
 
+// drop drops every resource and has the tail go on from revision.
 func (c *Cache) drop(revision int64) {
 	c.tail.Lock()
 	defer c.tail.Unlock()
-	// Loads under way see their resource gone from the index when they
-	// publish, and start again.
 	c.mu.Lock()
-	clear(c.resources)
 	c.revision = revision
 	c.cond.Broadcast()
 	c.mu.Unlock()
-	for gvr, r := range c.tailing {
-		r.close()
-		delete(c.tailing, gvr)
+	c.dropWhere(func(*resource) bool { return true })
+}
+
+// dropWhere drops the resources that match, loaded or loading: the
+// watches of those loaded end (their clients resume or relist), and the
+// next request of each loads it again. Loads under way see their
+// resource gone from the index when they publish, and start again. c.tail
+// is held.
+func (c *Cache) dropWhere(match func(*resource) bool) {
+	var dropped []*resource
+	c.mu.Lock()
+	for gvr, r := range c.resources {
+		if match(r) {
+			delete(c.resources, gvr)
+			dropped = append(dropped, r)
+		}
+	}
+	c.mu.Unlock()
+	for _, r := range dropped {
+		if c.tailing[r.gvr] == r {
+			delete(c.tailing, r.gvr)
+			r.close()
+		}
 	}
 }
 
@@ -481,7 +522,7 @@ func (c *Cache) List(ctx context.Context, q *storage.ListQuery) ([]storage.Objec
 	}
 	// A field the store indexes now but the cache has not described its
 	// objects with yet is refused rather than matched against nothing.
-	if err := q.ValidateFields(r.fields); err != nil {
+	if err := q.ValidateFields(r.fields.Load()); err != nil {
 		return nil, 0, err
 	}
 	r.mu.RLock()
@@ -606,7 +647,7 @@ func (c *Cache) watch(ctx context.Context, q *storage.ListQuery, opts WatchOptio
 		}
 		r.mu.Unlock() // dropped by a reset since: load it again
 	}
-	if err := q.ValidateFields(r.fields); err != nil { // as in List
+	if err := q.ValidateFields(r.fields.Load()); err != nil { // as in List
 		r.mu.Unlock()
 		return nil, err
 	}
