@@ -3,6 +3,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"os"
@@ -15,6 +16,14 @@ import (
 	"github.com/panorama-io/panorama/storage/sqlstore"
 )
 
+// The DSNs when --storage-dsn and --storage-read-dsn are not given: unlike
+// an argument, which every user of the node sees (ps), the environment of a
+// process is its owner's to read, and the chart sets it from Secrets.
+const (
+	dsnEnv     = "PANORAMA_STORAGE_DSN"
+	readDSNEnv = "PANORAMA_STORAGE_READ_DSN"
+)
+
 func main() {
 	opts := apiserver.NewOptions()
 	var storageOpts sqlstore.Options
@@ -24,6 +33,8 @@ func main() {
 	klog.InitFlags(nil)
 	pflag.CommandLine.AddGoFlagSet(flag.CommandLine)
 	pflag.Parse()
+	storageOpts.DSN = cmp.Or(storageOpts.DSN, os.Getenv(dsnEnv))
+	storageOpts.ReadDSN = cmp.Or(storageOpts.ReadDSN, os.Getenv(readDSNEnv))
 	opts.Complete()
 	if err := errors.Join(opts.Validate(), storageOpts.Validate()); err != nil {
 		fail("invalid flags", err)

@@ -3,6 +3,8 @@
 package main
 
 import (
+	"cmp"
+	"crypto/tls"
 	"flag"
 	"net/http"
 	"os"
@@ -13,6 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	clusterv1alpha1 "github.com/panorama-io/panorama/apis/cluster/v1alpha1"
@@ -20,15 +23,21 @@ import (
 	"github.com/panorama-io/panorama/storage/sqlstore"
 )
 
+// dsnEnv holds the DSN when --storage-dsn is not given: unlike an argument,
+// which every user of the node sees (ps), the environment of a process is
+// its owner's to read, and the chart sets it from a Secret.
+const dsnEnv = "PANORAMA_STORAGE_DSN"
+
 func main() {
 	var (
-		metricsAddr, probeAddr, leaderNamespace string
-		leaderElect                             bool
-		storageOpts                             sqlstore.Options
-		opts                                    controllers.Options
+		probeAddr, leaderNamespace string
+		leaderElect                bool
+		metrics                    metricsOptions
+		storageOpts                sqlstore.Options
+		opts                       controllers.Options
 	)
 	fs := pflag.CommandLine
-	fs.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the /metrics endpoint; 0 disables it.")
+	metrics.AddFlags(fs)
 	fs.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
 	fs.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader, so that only one replica syncs (with --shards, compacts, indexes fields and imports, while all sync).")
 	fs.StringVar(&leaderNamespace, "leader-election-namespace", "", "Namespace of the leader election lease and the sharding Leases (default: the pod's namespace).")
@@ -38,6 +47,7 @@ func main() {
 	zapOpts.BindFlags(flag.CommandLine)
 	fs.AddGoFlagSet(flag.CommandLine) // --kubeconfig and the zap flags
 	pflag.Parse()
+	storageOpts.DSN = cmp.Or(storageOpts.DSN, os.Getenv(dsnEnv))
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
 	opts.Sharding.Namespace = leaderNamespace
@@ -63,7 +73,7 @@ func main() {
 
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
 		Scheme:                  scheme,
-		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
+		Metrics:                 metrics.serverOptions(),
 		HealthProbeBindAddress:  probeAddr,
 		LeaderElection:          leaderElect,
 		LeaderElectionID:        "panorama-controller-manager",
@@ -94,4 +104,32 @@ func main() {
 		log.Error(err, "running manager")
 		os.Exit(1)
 	}
+}
+
+// metricsOptions are the flags of the /metrics endpoint, as kubebuilder
+// scaffolds them.
+type metricsOptions struct {
+	bindAddress string
+	secure      bool
+	certDir     string
+}
+
+func (o *metricsOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.bindAddress, "metrics-bind-address", ":8443", "Address of the /metrics endpoint; 0 disables it.")
+	fs.BoolVar(&o.secure, "metrics-secure", true, "Serve /metrics over HTTPS to callers the host authenticates (TokenReview) and authorizes "+
+		"(SubjectAccessReview of get on the non-resource URL /metrics); false serves plain HTTP to anyone who reaches the port.")
+	fs.StringVar(&o.certDir, "metrics-cert-path", "", "Folder of the serving certificate and key of /metrics (tls.crt, tls.key), reloaded when they change; "+
+		"without it, a self-signed certificate for localhost.")
+}
+
+// serverOptions configure controller-runtime's metrics server.
+func (o *metricsOptions) serverOptions() metricsserver.Options {
+	m := metricsserver.Options{BindAddress: o.bindAddress, SecureServing: o.secure, CertDir: o.certDir}
+	if o.secure {
+		m.FilterProvider = filters.WithAuthenticationAndAuthorization
+		// A scrape needs no HTTP/2; without it the endpoint is out of reach
+		// of HTTP/2's stream floods (the Rapid Reset CVEs), as kubebuilder's.
+		m.TLSOpts = []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}
+	}
+	return m
 }

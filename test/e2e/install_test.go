@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"maps"
@@ -33,14 +34,17 @@ func helm(kubeconfig string, args ...string) (string, error) {
 
 // TestInstall installs the Helm chart and the kustomize config into real
 // kube-apiservers, which validate every object (there is no kubelet, so
-// nothing runs).
+// nothing runs), into namespaces that enforce the Pod Security "restricted"
+// profile, whose admission each Deployment's pod passes.
 func TestInstall(t *testing.T) {
 	root := filepath.Join(testenv.RepoRoot(t))
 	t.Run("helm, sqlite", func(t *testing.T) {
 		host := testenv.Start(t, testenv.WithoutCRDs())
-		if out, err := helm(host.Kubeconfig, "install", "panorama", filepath.Join(root, "charts", "panorama"), "-n", "panorama-system", "--create-namespace", "--wait=false"); err != nil {
+		restrictedNamespace(t, host, "panorama-system")
+		if out, err := helm(host.Kubeconfig, "install", "panorama", filepath.Join(root, "charts", "panorama"), "-n", "panorama-system", "--wait=false"); err != nil {
 			t.Fatalf("helm install: %v\n%s", err, out)
 		}
+		checkPodsAdmitted(t, host, "panorama-system")
 		out := host.Kubectl(t, "get", "deploy,pvc,svc,sa", "-n", "panorama-system", "-o", "name")
 		for _, want := range []string{"deployment.apps/panorama-panorama", "persistentvolumeclaim/panorama-data", "service/panorama-apiserver", "serviceaccount/panorama"} {
 			if !strings.Contains(out, want) {
@@ -58,14 +62,16 @@ func TestInstall(t *testing.T) {
 	t.Run("helm, shared database", func(t *testing.T) {
 		host := testenv.Start(t, testenv.WithoutCRDs())
 		chart := filepath.Join(root, "charts", "panorama")
-		if out, err := helm(host.Kubeconfig, "install", "p", chart, "-n", "search", "--create-namespace", "--set", "storage.driver=mysql"); err == nil ||
-			!strings.Contains(out, "storage.dsn or storage.dsnSecret is required") {
+		restrictedNamespace(t, host, "search")
+		if out, err := helm(host.Kubeconfig, "install", "p", chart, "-n", "search", "--set", "storage.driver=mysql"); err == nil ||
+			!strings.Contains(out, "storage.dsnSecret.name is required") {
 			t.Fatalf("install without a DSN: %v\n%s", err, out)
 		}
-		if out, err := helm(host.Kubeconfig, "install", "p", chart, "-n", "search", "--create-namespace",
+		if out, err := helm(host.Kubeconfig, "install", "p", chart, "-n", "search",
 			"--set", "storage.driver=postgres", "--set", "storage.dsnSecret.name=db"); err != nil {
 			t.Fatalf("helm install: %v\n%s", err, out)
 		}
+		checkPodsAdmitted(t, host, "search")
 		replicas := host.Kubectl(t, "get", "deploy", "-n", "search", "-o", "jsonpath={range .items[*]}{.metadata.name}={.spec.replicas} {end}")
 		if strings.TrimSpace(replicas) != "p-apiserver=2 p-controller-manager=1" {
 			t.Fatalf("deployments: %q", replicas)
@@ -93,6 +99,9 @@ func TestInstall(t *testing.T) {
 			{controller, []string{"patch", "clusters.cluster.panorama.io", "--subresource=status"}, "yes"},
 			{controller, []string{"create", "leases.coordination.k8s.io", "-n", "search"}, "yes"},
 			{controller, []string{"create", "secrets", "-n", "search"}, "no"},
+			// Its /metrics' callers, authenticated and authorized by the host.
+			{controller, []string{"create", "tokenreviews.authentication.k8s.io"}, "yes"},
+			{controller, []string{"create", "subjectaccessreviews.authorization.k8s.io"}, "yes"},
 			// Clusters it makes of inventories (ClusterImportPolicy), whose
 			// sources it only reads.
 			{controller, []string{"create", "clusters.cluster.panorama.io"}, "yes"},
@@ -172,7 +181,20 @@ func TestInstall(t *testing.T) {
 			builds[filepath.Base(dir)] = objs
 		}
 		checkCertManagerTLS(t, builds["default"], "panorama")
+		for _, o := range builds["default"] {
+			if o.GetKind() != "Deployment" {
+				continue
+			}
+			var d appsv1.Deployment
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &d); err != nil {
+				t.Fatal(err)
+			}
+			for _, problem := range podHardeningProblems(d.Spec.Template.Spec) {
+				t.Errorf("config/default Deployment %s: %s", d.Name, problem)
+			}
+		}
 		host.Kubectl(t, "apply", "-k", filepath.Join(root, "config", "default"))
+		checkPodsAdmitted(t, host, "panorama-system")
 		out := host.Kubectl(t, "get", "deploy,svc,certificates", "-n", "panorama-system", "-o", "name")
 		for _, want := range []string{"deployment.apps/panorama", "service/panorama-apiserver", "certificate.cert-manager.io/panorama-apiserver"} {
 			if !strings.Contains(out, want) {
@@ -290,7 +312,8 @@ func verifyServingCert(t *testing.T, caBundle, crt, dnsName string) {
 }
 
 // checkReadReplicaValues: the API servers, and they alone, read from the
-// replica whose DSN a Secret holds; a replica without PostgreSQL is refused.
+// replica whose DSN a Secret holds, given in their environment, not in
+// their arguments; a replica without PostgreSQL is refused.
 func checkReadReplicaValues(t *testing.T, host *testenv.Env, chart string) {
 	t.Helper()
 	out, err := helm(host.Kubeconfig, "template", "p", chart, "--set", "storage.driver=postgres", "--set", "storage.dsnSecret.name=db",
@@ -305,17 +328,17 @@ func checkReadReplicaValues(t *testing.T, host *testenv.Env, chart string) {
 		c := firstContainer(o)
 		args, _, _ := unstructured.NestedStringSlice(c, "args")
 		env, _, _ := unstructured.NestedSlice(c, "env")
-		reads := slices.Contains(args, "--storage-read-dsn=$(PANORAMA_STORAGE_READ_DSN)")
+		inArgs := slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--storage-read-dsn") })
 		fromSecret := slices.ContainsFunc(env, func(e any) bool {
 			name, _, _ := unstructured.NestedString(e.(map[string]any), "name")
 			secret, _, _ := unstructured.NestedString(e.(map[string]any), "valueFrom", "secretKeyRef", "name")
 			return name == "PANORAMA_STORAGE_READ_DSN" && secret == "replica"
 		})
-		if want := o.GetName() == "p-apiserver"; reads != want || fromSecret != want {
+		if want := o.GetName() == "p-apiserver"; inArgs || fromSecret != want {
 			t.Errorf("%s reads from the replica: args %v, env %v", o.GetName(), args, env)
 		}
 	}
-	if out, err := helm(host.Kubeconfig, "template", "p", chart, "--set", "storage.readDsn=host=replica"); err == nil || !strings.Contains(out, "for storage.driver postgres") {
+	if out, err := helm(host.Kubeconfig, "template", "p", chart, "--set", "storage.readDsnSecret.name=replica"); err == nil || !strings.Contains(out, "for storage.driver postgres") {
 		t.Errorf("a read replica of SQLite: %v\n%s", err, out)
 	}
 }
@@ -445,4 +468,53 @@ func waitAvailable(t *testing.T, host *testenv.Env, status, message string) {
 		}
 		return nil
 	})
+}
+
+// restrictedNamespace creates namespace ns enforcing the Pod Security
+// "restricted" profile.
+func restrictedNamespace(t *testing.T, host *testenv.Env, ns string) {
+	t.Helper()
+	host.Kubectl(t, "create", "namespace", ns)
+	host.Kubectl(t, "label", "namespace", ns, "pod-security.kubernetes.io/enforce=restricted")
+}
+
+// checkPodsAdmitted has the host admit a pod of each Deployment of ns, which
+// must enforce the Pod Security "restricted" profile (server-side dry run:
+// with no kubelet and no controllers, a Deployment makes no pod). The same
+// pod without its seccomp profile is refused, so the check can fail.
+func checkPodsAdmitted(t *testing.T, host *testenv.Env, ns string) {
+	t.Helper()
+	if level := host.Kubectl(t, "get", "namespace", ns, "-o", `jsonpath={.metadata.labels.pod-security\.kubernetes\.io/enforce}`); level != "restricted" {
+		t.Fatalf("namespace %s enforces %q, not restricted", ns, level)
+	}
+	deployments := host.Get(t, "deployments", "-n", ns)
+	if len(deployments) == 0 {
+		t.Fatalf("no Deployment in %s", ns)
+	}
+	create := func(pod map[string]any) (string, error) {
+		// Not in t.TempDir(): kubectl -f splits paths at the commas of
+		// subtests' names.
+		f, err := os.CreateTemp("", "panorama-pod-*.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer os.Remove(f.Name())
+		if err := json.NewEncoder(f).Encode(pod); err != nil {
+			t.Fatal(err)
+		}
+		_ = f.Close()
+		_, stderr, err := host.TryKubectl("create", "--dry-run=server", "-f", f.Name())
+		return stderr, err
+	}
+	for _, d := range deployments {
+		spec, _, _ := unstructured.NestedMap(d.Object, "spec", "template", "spec")
+		pod := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": d.GetName(), "namespace": ns}, "spec": spec}
+		if stderr, err := create(pod); err != nil {
+			t.Errorf("a pod of Deployment %s is refused: %v\n%s", d.GetName(), err, stderr)
+		}
+		unstructured.RemoveNestedField(pod, "spec", "securityContext", "seccompProfile")
+		if stderr, err := create(pod); err == nil || !strings.Contains(stderr, "violates PodSecurity") {
+			t.Errorf("a pod of Deployment %s without seccomp profile: %v %s, want refused", d.GetName(), err, stderr)
+		}
+	}
 }

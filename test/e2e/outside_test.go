@@ -54,8 +54,10 @@ func TestOutsideACluster(t *testing.T) {
 	api := startProcess(t, "apiserver", "--kubeconfig", apiserverKC, "--storage=mysql", "--storage-dsn", db.DSN,
 		"--secure-port", strconv.Itoa(port), "--cert-dir", dir, "--max-requests-inflight=6", "--max-mutating-requests-inflight=3")
 	metricsPort, probePort := freePort(t), freePort(t)
+	// Plain HTTP /metrics: what its secure serving admits is
+	// TestMetricsServedSecurely's.
 	cm := startProcess(t, "controller-manager", "--kubeconfig", controllerKC, "--storage=mysql", "--storage-dsn", db.DSN,
-		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", metricsPort), "--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", probePort),
+		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", metricsPort), "--metrics-secure=false", "--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", probePort),
 		"--cluster-health-interval=2s")
 	failIfDenied(t, cm, api)
 	waitReady(t, port)

@@ -13,31 +13,37 @@ helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
 {{- if ne .Values.storage.driver "sqlite" }}true{{ end -}}
 {{- end }}
 
-{{/* Storage flags and the DSN from a Secret when given. */}}
+{{/* Storage flags. A shared database's DSN is not one: the binaries read it
+from the environment (panorama.env), which the kubelet sets from a Secret,
+so that it is in neither the manifests nor the process's command line. */}}
 {{- define "panorama.storageArgs" -}}
 - --storage={{ .Values.storage.driver }}
 {{- if eq .Values.storage.driver "sqlite" }}
 - --storage-dsn=/data/panorama.db
-{{- else if .Values.storage.dsnSecret.name }}
-- --storage-dsn=$(PANORAMA_STORAGE_DSN)
-{{- else }}
-- --storage-dsn={{ required "storage.dsn or storage.dsnSecret is required for mysql and postgres" .Values.storage.dsn }}
 {{- end }}
 {{- end }}
 
-{{/* The API server's reads from a PostgreSQL replica (--storage-read-dsn). */}}
-{{- define "panorama.readArgs" -}}
-{{- if or .Values.storage.readDsn .Values.storage.readDsnSecret.name }}
-{{- if .Values.storage.readDsnSecret.name }}
-- --storage-read-dsn=$(PANORAMA_STORAGE_READ_DSN)
-{{- else }}
-- --storage-read-dsn={{ .Values.storage.readDsn }}
+{{/* Refuses storage values that cannot work or would leak a DSN. */}}
+{{- define "panorama.validateStorage" -}}
+{{- with .Values.storage }}
+{{- range $inline, $secret := dict "dsn" "dsnSecret" "readDsn" "readDsnSecret" }}
+{{- if index $.Values.storage $inline }}
+{{- fail (printf "storage.%s: the chart takes no DSN inline, since values are kept in the release for anyone who may read its Secrets or run `helm get values`; put it in a Secret and set storage.%s.name (and .key)" $inline $secret) }}
+{{- end }}
+{{- end }}
+{{- if and (ne .driver "sqlite") (not .dsnSecret.name) }}
+{{- fail "storage.dsnSecret.name is required for mysql and postgres: the Secret whose key storage.dsnSecret.key holds the DSN" }}
+{{- end }}
+{{- if and .readDsnSecret.name (ne .driver "postgres") }}
+{{- fail "storage.readDsnSecret is for storage.driver postgres: a streaming replica" }}
 {{- end }}
 {{- end }}
 {{- end }}
 
 {{/* The environment of a component: (list $ "apiserver"). DSNs held in
-Secrets, and the controller manager's replica name (--replica-identity). */}}
+Secrets (PANORAMA_STORAGE_DSN and PANORAMA_STORAGE_READ_DSN stand for
+--storage-dsn and --storage-read-dsn), and the controller manager's replica
+name (--replica-identity). */}}
 {{- define "panorama.env" -}}
 {{- $ := index . 0 }}{{ $part := index . 1 }}
 {{- $env := list }}
@@ -58,6 +64,14 @@ Secrets, and the controller manager's replica name (--replica-identity). */}}
 {{- with $env }}
 env: {{- toYaml . | nindent 0 }}
 {{- end }}
+{{- end }}
+
+{{/* The pod's securityContext: the values over what the Pod Security
+"restricted" profile requires, which values of an earlier chart (kept by
+helm upgrade --reuse-values) may lack. */}}
+{{- define "panorama.podSecurityContext" -}}
+{{- $restricted := dict "runAsNonRoot" true "seccompProfile" (dict "type" "RuntimeDefault") }}
+{{- toYaml (mergeOverwrite $restricted (deepCopy (.Values.podSecurityContext | default dict))) }}
 {{- end }}
 
 {{- define "panorama.apiserverArgs" -}}
