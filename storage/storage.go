@@ -153,6 +153,13 @@ type Interface interface {
 	// watches to see the deletions, and compaction keeps none of them as
 	// history. Fenced as writes are (WithEpoch).
 	ForgetCluster(ctx context.Context, cluster string) error
+	// SecretsRewritten returns a count that moves each time states of
+	// Secrets (SecretsResource) that the log holds are rewritten in place
+	// (DropSecretData, ForgetCluster), which Events never reports: a cache
+	// of the log's Secrets reads them again when it moves. Another
+	// process's rewrites are seen within a second, as Fields sees
+	// declarations.
+	SecretsRewritten(ctx context.Context) (int64, error)
 	// Fields returns the fields every stored object is indexed with: what
 	// field selectors may use.
 	Fields(ctx context.Context) (*FieldSet, error)

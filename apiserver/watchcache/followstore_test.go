@@ -1,7 +1,9 @@
 package watchcache_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -13,6 +15,16 @@ import (
 	"github.com/panorama-io/panorama/storage/storagetest"
 )
 
+// password is what the Secrets of these tests hold.
+const password = "cGFzc3dvcmQtb2YtdGhlLWRi"
+
+func secret(name, rv, tier string) storage.Change {
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret",
+		"metadata": map[string]any{"name": name, "namespace": "ns", "resourceVersion": rv, "labels": map[string]any{"tier": tier}},
+		"data":     map[string]any{"password": password}}}
+	return storage.Upsert(u)
+}
+
 // drained reads w until it ends, within a generous bound.
 func drained(t *testing.T, what string, w *watchcache.Watcher) {
 	t.Helper()
@@ -20,6 +32,94 @@ func drained(t *testing.T, what string, w *watchcache.Watcher) {
 		for range w.ResultChan() {
 		}
 		return true
+	})
+}
+
+// cachedSecrets reads the Secrets through c every way it serves them: a
+// list at the current revision, a page at revision at, and a watch
+// resuming from at. Each must be the cache's, not the store's.
+func cachedSecrets(t *testing.T, c *watchcache.Cache, s storage.Interface, at int64) map[string][]byte {
+	t.Helper()
+	ctx := context.Background()
+	q := &storage.ListQuery{GVR: storage.SecretsResource}
+	out := map[string][]byte{}
+	objs, _, err := c.List(ctx, q)
+	if err != nil || len(objs) == 0 {
+		t.Fatalf("list: %d objects, %v", len(objs), err)
+	}
+	for _, o := range objs {
+		out["list: "+o.Name] = o.Data
+	}
+	current, compacted, err := s.Revision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, ok, err := c.Page(ctx, &storage.ListQuery{GVR: storage.SecretsResource, Revision: at, Limit: 10}, current, compacted)
+	if err != nil || !ok || len(page.Objects) == 0 {
+		t.Fatalf("page at %d: served by the cache %v, %v", at, ok, err)
+	}
+	for _, o := range page.Objects {
+		out[fmt.Sprintf("page at %d: %s", at, o.Name)] = o.Data
+	}
+	w, err := c.Watch(ctx, q, watchcache.WatchOptions{ResourceVersion: at})
+	if err != nil {
+		t.Fatalf("watch from %d: %v", at, err)
+	}
+	defer w.Stop()
+	for rev := at; rev < current; {
+		select {
+		case e, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatalf("watch from %d ended at %d, before %d", at, rev, current)
+			}
+			out[fmt.Sprintf("watch from %d: %s at %d", at, e.Type, e.Revision)] = e.Object.Data
+			rev = e.Revision
+		case <-time.After(10 * time.Second):
+			t.Fatalf("watch from %d: nothing after %d, want up to %d", at, rev, current)
+		}
+	}
+	return out
+}
+
+// TestDroppedSecretDataLeavesTheCache caches a Secret's states, data
+// and all, in a list, the ring of recent changes and a watch, then has
+// the store drop Secret data as a Cluster that stops keeping it does:
+// no read through the cache, at the current revision or an earlier one
+// the ring reaches, returns the data, and the watch of Secrets ends.
+func TestDroppedSecretDataLeavesTheCache(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
+		s := b.Open(t)
+		ctx := context.Background()
+		first, err := s.Apply(ctx, "east", storage.SecretsResource, []storage.Change{secret("db", "1", "back")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Apply(ctx, "east", storage.SecretsResource, []storage.Change{secret("db", "2", "front")}); err != nil {
+			t.Fatal(err)
+		}
+		c := run(t, s, watchcache.Options{PollInterval: 50 * time.Millisecond})
+		for name, data := range cachedSecrets(t, c, s, first) {
+			if !bytes.Contains(data, []byte(password)) {
+				t.Fatalf("kept, %s does not hold the data: the test shows nothing", name)
+			}
+		}
+		w, err := c.Watch(ctx, &storage.ListQuery{GVR: storage.SecretsResource}, watchcache.WatchOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		expect(t, next(t, w, 1), "ADDED db")
+
+		if err := s.DropSecretData(ctx, "east"); err != nil {
+			t.Fatal(err)
+		}
+		// Its events may hold what was current when they were sent; it
+		// ends once the cache drops the Secrets.
+		drained(t, "the watch of Secrets to end", w)
+		for name, data := range cachedSecrets(t, c, s, first) {
+			if bytes.Contains(data, []byte(password)) {
+				t.Errorf("dropped, %s holds the data", name)
+			}
+		}
 	})
 }
 

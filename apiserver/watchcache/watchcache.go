@@ -116,6 +116,11 @@ type Cache struct {
 	fields  *storage.FieldSet
 	watches int
 	perUser map[string]int
+
+	// secretsRewritten is the store's count of rewrites of logged Secrets
+	// (storage.Interface.SecretsRewritten) that the cached Secrets
+	// reflect. Run's alone.
+	secretsRewritten int64
 }
 
 // New makes a cache over store; Run feeds it.
@@ -152,6 +157,9 @@ func (c *Cache) Run(ctx context.Context) error {
 	}
 	fields, err := c.store.Fields(ctx)
 	if err != nil {
+		return err
+	}
+	if c.secretsRewritten, err = c.store.SecretsRewritten(ctx); err != nil {
 		return err
 	}
 	c.sawCompacted(compacted)
@@ -200,11 +208,21 @@ func (c *Cache) Run(ctx context.Context) error {
 // followStore catches up with what the store changed besides appending
 // to its log. Objects are described with the fields every stored row is
 // indexed with: when those change, the resources they describe otherwise
-// are loaded again.
+// are loaded again. States of Secrets rewritten in place (their contents
+// dropped) are gone from the store's log, and so from the cache: its
+// Secrets are loaded again, and their watches end, so that their clients
+// resume from the log as it now is, or relist.
 func (c *Cache) followStore(ctx context.Context, logger logr.Logger) {
 	if fields, err := c.store.Fields(ctx); err == nil && fields.Version != c.fieldsVersion() {
 		logger.Info("indexed fields changed; reloading the resources they describe otherwise", "version", fields.Version)
 		c.switchFields(fields)
+	}
+	if n, err := c.store.SecretsRewritten(ctx); err == nil && n != c.secretsRewritten {
+		logger.Info("Secrets' logged states were rewritten; reloading them")
+		c.secretsRewritten = n
+		c.tail.Lock()
+		c.dropWhere(func(r *resource) bool { return r.gvr.GroupResource() == storage.SecretsResource.GroupResource() })
+		c.tail.Unlock()
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"gorm.io/gorm"
@@ -34,6 +35,11 @@ import (
 // against the very bytes it was made with). Compaction reads and writes
 // the same rows, so a compaction step and either of them exclude each
 // other by writing the compaction mark's row (lockCompaction).
+//
+// A transaction that rewrites log entries in place also counts itself in
+// panorama_meta (metaSecretsRewritten): the watch caches, which hold the
+// log's recent states in memory and learn of nothing but new entries,
+// read their Secrets again when the count moves (SecretsRewritten).
 
 const clusterHistoryTable = "panorama_cluster_history"
 
@@ -55,6 +61,10 @@ const (
 	chainKeys = 100
 	// forgetBatch is how many history rows one transaction deletes.
 	forgetBatch = 1000
+	// metaSecretsRewritten is the row of panorama_meta that counts the
+	// transactions that rewrote logged states of Secrets. Every start
+	// seeds it (migrateLocked): it needs no migration.
+	metaSecretsRewritten = "secrets_rewritten"
 )
 
 // lockCompaction has tx write the compaction mark's row, whose value it
@@ -190,11 +200,68 @@ func (s *Store) DropSecretData(ctx context.Context, cluster string) error {
 	}
 	for start := 0; start < len(keys); start += chainKeys {
 		chunk := keys[start:min(start+chainKeys, len(keys))]
-		if err := s.excludingCompaction(ctx, func(tx *gorm.DB) error { return stripSecretChains(tx, cluster, chunk, since) }); err != nil {
+		var rewrites int64
+		err := s.excludingCompaction(ctx, func(tx *gorm.DB) error {
+			rewrites = 0
+			rewroteLog, err := stripSecretChains(tx, cluster, chunk, since)
+			if err != nil || !rewroteLog {
+				return err
+			}
+			rewrites, err = countRewrite(tx)
 			return err
+		})
+		if err != nil {
+			return err
+		}
+		if rewrites > 0 {
+			s.sawRewrites(rewrites)
+			s.notify() // this process's watch cache reads the count at once
 		}
 	}
 	return raiseClusterMark(db, cluster, markSecretDataDropped, through)
+}
+
+// countRewrite counts tx among the rewrites of logged Secrets, and returns
+// the count with it.
+func countRewrite(tx *gorm.DB) (int64, error) {
+	if err := tx.Exec("UPDATE "+metaTable+" SET value = value + 1 WHERE name = ?", metaSecretsRewritten).Error; err != nil {
+		return 0, err
+	}
+	return metaValue(tx, metaSecretsRewritten)
+}
+
+// rewriteCount is the count of rewrites of logged Secrets as this process
+// last read or wrote it. The count only grows: a read that returns after a
+// later rewrite of this process's does not take it back.
+type rewriteCount struct {
+	mu      sync.Mutex
+	value   int64
+	checked time.Time
+}
+
+// sawRewrites notes that the count reached n.
+func (s *Store) sawRewrites(n int64) int64 {
+	s.rewrites.mu.Lock()
+	defer s.rewrites.mu.Unlock()
+	s.rewrites.value, s.rewrites.checked = max(s.rewrites.value, n), time.Now()
+	return s.rewrites.value
+}
+
+// SecretsRewritten implements storage.Interface. The count is read again
+// once fieldsRecheck has passed, as Fields reads the indexed version:
+// the watch cache asks at every turn of its tail.
+func (s *Store) SecretsRewritten(ctx context.Context) (int64, error) {
+	s.rewrites.mu.Lock()
+	n, fresh := s.rewrites.value, time.Since(s.rewrites.checked) < fieldsRecheck
+	s.rewrites.mu.Unlock()
+	if fresh {
+		return n, nil
+	}
+	n, err := metaValue(s.db.WithContext(ctx), metaSecretsRewritten)
+	if err != nil {
+		return 0, err
+	}
+	return s.sawRewrites(n), nil
 }
 
 // rewriteSecrets writes again, without their contents, the cluster's
@@ -314,7 +381,9 @@ type secretChain struct {
 // none, so the rows kept before are left as they are. The current objects
 // are read first: with compaction excluded, a Secret without log entries
 // when its log is read was not changed since its current object was.
-func stripSecretChains(tx *gorm.DB, cluster string, keys []storage.NamespacedName, since int64) error {
+//
+// rewroteLog says whether a log entry was rewritten.
+func stripSecretChains(tx *gorm.DB, cluster string, keys []storage.NamespacedName, since int64) (rewroteLog bool, err error) {
 	ofKeys := func(model any) *gorm.DB {
 		conds := make([]string, len(keys))
 		args := make([]any, 0, 2*len(keys))
@@ -335,15 +404,15 @@ func stripSecretChains(tx *gorm.DB, cluster string, keys []storage.NamespacedNam
 	}
 	var current []resourceRow
 	if err := ofKeys(&resourceRow{}).Find(&current).Error; err != nil {
-		return err
+		return false, err
 	}
 	var log []eventRow
 	if err := ofKeys(&eventRow{}).Order("revision").Find(&log).Error; err != nil {
-		return err
+		return false, err
 	}
 	var hist []historyRow
 	if err := ofKeys(&historyRow{}).Where("revision > ?", since).Order("revision").Find(&hist).Error; err != nil {
-		return err
+		return false, err
 	}
 	for _, r := range current {
 		chain(r.KeyColumns).current = r.Object
@@ -357,15 +426,18 @@ func stripSecretChains(tx *gorm.DB, cluster string, keys []storage.NamespacedNam
 		c.history = append(c.history, h)
 	}
 	for _, c := range chains {
-		if err := c.strip(tx); err != nil {
-			return err
+		rewrote, err := c.strip(tx)
+		if err != nil {
+			return false, err
 		}
+		rewroteLog = rewroteLog || rewrote
 	}
-	return nil
+	return rewroteLog, nil
 }
 
-// strip rewrites c's states without their contents.
-func (c *secretChain) strip(tx *gorm.DB) error {
+// strip rewrites c's states without their contents; rewroteLog says
+// whether a log entry was rewritten.
+func (c *secretChain) strip(tx *gorm.DB) (rewroteLog bool, err error) {
 	// The state after the newest history row, as it is, and as it will be
 	// stored: the first log entry's pre-image, or the current object.
 	var after, kept []byte
@@ -373,11 +445,11 @@ func (c *secretChain) strip(tx *gorm.DB) error {
 		e := &c.log[i]
 		prev, err := decodeBlob(e.PrevObject)
 		if err != nil {
-			return err
+			return false, err
 		}
 		keptPrev, err := strippedJSON(prev)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if i == 0 {
 			after, kept = prev, keptPrev
@@ -389,11 +461,11 @@ func (c *secretChain) strip(tx *gorm.DB) error {
 		if len(e.Object) > 0 { // written before the log stored each version once
 			object, err := decodeBlob(e.Object)
 			if err != nil {
-				return err
+				return false, err
 			}
 			keptObject, err := strippedJSON(object)
 			if err != nil {
-				return err
+				return false, err
 			}
 			if !bytes.Equal(keptObject, object) {
 				updates["object"] = encodeBlob(keptObject)
@@ -401,14 +473,15 @@ func (c *secretChain) strip(tx *gorm.DB) error {
 		}
 		if len(updates) > 0 {
 			if err := tx.Model(&eventRow{}).Where("revision = ?", e.Revision).Updates(updates).Error; err != nil {
-				return err
+				return false, err
 			}
+			rewroteLog = true
 		}
 	}
 	if len(c.log) == 0 && c.current != nil {
 		current, err := decodeBlob(c.current)
 		if err != nil {
-			return err
+			return false, err
 		}
 		after, kept = current, current
 	}
@@ -416,11 +489,11 @@ func (c *secretChain) strip(tx *gorm.DB) error {
 		h := &c.history[i]
 		before, err := h.before(after)
 		if err != nil {
-			return err
+			return false, err
 		}
 		keptBefore, err := strippedJSON(before)
 		if err != nil {
-			return err
+			return false, err
 		}
 		var patch []byte
 		switch watch.EventType(h.Type) {
@@ -435,10 +508,10 @@ func (c *secretChain) strip(tx *gorm.DB) error {
 		}
 		if patch != nil {
 			if err := tx.Model(&historyRow{}).Where("revision = ?", h.Revision).Update("patch", patch).Error; err != nil {
-				return err
+				return false, err
 			}
 		}
 		after, kept = before, keptBefore
 	}
-	return nil
+	return rewroteLog, nil
 }

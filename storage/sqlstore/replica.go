@@ -279,6 +279,13 @@ func (r *Replicated) ForgetCluster(ctx context.Context, cluster string) error {
 	return r.primary.ForgetCluster(ctx, cluster)
 }
 
+// SecretsRewritten implements storage.Interface from the standby, whose
+// log the watch cache reads: a count it sees there was moved by rewrites
+// the standby has replayed.
+func (r *Replicated) SecretsRewritten(ctx context.Context) (int64, error) {
+	return r.standby.SecretsRewritten(ctx)
+}
+
 // DeclareFields implements storage.Interface on the primary.
 func (r *Replicated) DeclareFields(ctx context.Context, decls []storage.FieldDeclaration) error {
 	return r.primary.DeclareFields(ctx, decls)

@@ -448,6 +448,7 @@ func (s *Store) migrateLocked(db *gorm.DB) error {
 			return err
 		}
 	}
-	seed := []metaRow{{Name: metaRevision}, {Name: metaCompacted}, {Name: metaFieldsDeclared}, {Name: metaFieldsIndexed}, {Name: metaHistoryExpired}}
+	seed := []metaRow{{Name: metaRevision}, {Name: metaCompacted}, {Name: metaFieldsDeclared}, {Name: metaFieldsIndexed}, {Name: metaHistoryExpired},
+		{Name: metaSecretsRewritten}}
 	return db.Clauses(clause.OnConflict{DoNothing: true}).Create(&seed).Error
 }

@@ -90,6 +90,8 @@ type Store struct {
 	queue *queue
 	// fields are the declared fields' versions (fields.go).
 	fields fieldsCache
+	// rewrites is the count of rewrites of logged Secrets (forget.go).
+	rewrites rewriteCount
 
 	mu      sync.Mutex
 	changed chan struct{}
