@@ -23,7 +23,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -74,7 +73,6 @@ func TestAPIServer(t *testing.T) {
 	mallory := userKubeconfig(t, host, dir, "mallory")
 	tina := userKubeconfig(t, host, dir, "tina")
 	sam := userKubeconfig(t, host, dir, "sam")
-	anonymous := anonymousKubeconfig(t, host, dir)
 	root := userKubeconfig(t, host, dir, "root", "system:masters")
 	apply(t, host, dir, rbacManifest)
 	kubectl := func(t *testing.T, kubeconfig string, args ...string) string {
@@ -274,7 +272,8 @@ func TestAPIServer(t *testing.T) {
 			t.Fatalf("bob reads west: %v %s", err, stderr)
 		}
 		testAuthzMatrix(t, map[string]string{"alice": alice, "bob": bob, "carol": carol, "dave": dave, "mallory": mallory,
-			"tina": tina, "sam": sam, "anonymous": anonymous})
+			"tina": tina, "sam": sam})
+		testAnonymousRefused(t, host)
 		// carol may read pods in namespace web of every cluster, nothing else.
 		if r := rows(kubectl(t, carol, "get", "pods", "-n", "web")); len(r) == 0 {
 			t.Fatal("carol sees no pods in web")
@@ -479,17 +478,6 @@ func userKubeconfig(t *testing.T, host *testenv.Env, dir, name string, groups ..
 	}
 	path := filepath.Join(dir, name+".kubeconfig")
 	if err := viewconfig.Write(path, user.Config(), name, "east", "west"); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-// anonymousKubeconfig is a kubeconfig of the views with no credentials:
-// its requests reach the host as system:anonymous.
-func anonymousKubeconfig(t *testing.T, host *testenv.Env, dir string) string {
-	path := filepath.Join(dir, "anonymous.kubeconfig")
-	cfg := &rest.Config{Host: host.Config.Host, TLSClientConfig: rest.TLSClientConfig{CAData: host.Config.CAData}}
-	if err := viewconfig.Write(path, cfg, "anonymous", "east", "west"); err != nil {
 		t.Fatal(err)
 	}
 	return path
