@@ -229,7 +229,7 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, res storage.Resour
 		objs = page.Objects
 	}
 	if wantsTable(r) {
-		h.writeTable(w, r, res.GVR, objs, metav1.ListMeta{})
+		h.writeTable(w, r, res.GVR, cluster, objs, metav1.ListMeta{})
 		return
 	}
 	if len(objs) > 1 {
@@ -335,7 +335,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, res storage.Resou
 	}
 	listMeta := metav1.ListMeta{ResourceVersion: strconv.FormatInt(page.Revision, 10), Continue: page.Continue, RemainingItemCount: page.RemainingCount}
 	if wantsTable(r) {
-		h.writeTable(w, r, res.GVR, page.Objects, listMeta)
+		h.writeTable(w, r, res.GVR, cluster, page.Objects, listMeta)
 		return
 	}
 	f := formatOf(r, res, req.onlyMetadata)
@@ -411,8 +411,8 @@ func (f format) item(data []byte) ([]byte, error) {
 	return json.Marshal(f.keep(obj))
 }
 
-func (h *Handler) writeTable(w http.ResponseWriter, r *http.Request, gvr schema.GroupVersionResource, objs []storage.Object, listMeta metav1.ListMeta) {
-	cols := h.columnsFor(r.Context(), gvr)
+func (h *Handler) writeTable(w http.ResponseWriter, r *http.Request, gvr schema.GroupVersionResource, cluster string, objs []storage.Object, listMeta metav1.ListMeta) {
+	cols := h.columnsFor(r.Context(), gvr, cluster)
 	includeObject := r.URL.Query().Get("includeObject")
 	t := tableHead(cols, true)
 	t.ListMeta = listMeta
@@ -494,7 +494,7 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request, res storage.Reso
 	}
 	var cols []column
 	if asTable {
-		cols = h.columnsFor(ctx, res.GVR)
+		cols = h.columnsFor(ctx, res.GVR, cluster)
 	}
 	first := true
 	flat := flatOf(r)

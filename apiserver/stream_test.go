@@ -29,7 +29,7 @@ func TestStreamedListsAsEncodedWhole(t *testing.T) {
 	t.Cleanup(srv.Close)
 	ctx := context.Background()
 	res := storage.Resource{GVR: podsGVR, Kind: "Pod", Namespaced: true}
-	cols := h.columnsFor(ctx, podsGVR)
+	cols := h.columnsFor(ctx, podsGVR, "")
 
 	// whole encodes the list q selects as one value, as the handler did
 	// before it streamed.

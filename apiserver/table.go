@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -166,18 +167,30 @@ var eventColumns = []column{
 	}),
 }
 
-// columnsFor returns the full column set of a resource: CLUSTER, NAME,
-// then the kind's own: kubectl's for built-in kinds, for custom ones the
-// CRD printer columns its clusters agree on (crdcolumns.go), or else AGE.
-func (h *Handler) columnsFor(ctx context.Context, gvr schema.GroupVersionResource) []column {
+// columnsFor returns the full column set of a resource in the view of
+// cluster ("" across clusters): CLUSTER, NAME, then the kind's own:
+// kubectl's for built-in kinds, for custom ones the CRD printer columns of
+// the view's clusters agree on (crdcolumns.go), or else AGE.
+func (h *Handler) columnsFor(ctx context.Context, gvr schema.GroupVersionResource, cluster string) []column {
 	cols := []column{clusterColumn, nameColumn}
 	if own, ok := builtinColumns[gvr.GroupResource()]; ok {
 		return append(cols, own...)
 	}
-	if own := h.crds.columns(ctx, gvr, h.registry.serving(gvr)); len(own) > 0 {
+	if own := h.crds.columns(ctx, gvr, h.viewServing(gvr, cluster)); len(own) > 0 {
 		return append(cols, own...) // as kube-apiserver: a CRD that lists columns gets no AGE of its own
 	}
 	return append(cols, ageColumn)
+}
+
+// viewServing are the clusters whose CRDs make the columns of gvr in the
+// view of cluster: it alone, as its own CRD says, or across clusters
+// every cluster serving gvr.
+func (h *Handler) viewServing(gvr schema.GroupVersionResource, cluster string) []string {
+	serving := h.registry.serving(gvr)
+	if slices.Contains(serving, cluster) {
+		return []string{cluster}
+	}
+	return serving
 }
 
 // table renders objects as a meta.k8s.io/v1 Table. includeObject is None,

@@ -112,6 +112,10 @@ func TestCRDColumnsPerCluster(t *testing.T) {
 			}
 		}
 	}
+	// A cluster's own view shows its own CRD's columns, whatever others say.
+	if cols, rows := widgetsTable(t, later.URL, "east"); strings.Join(cols, ",") != "Cluster,Name,Phase,Age" || rows["east/w1"]["Phase"] != "Running" {
+		t.Errorf("east's view: columns %v, rows %v, want east's own columns", cols, rows)
+	}
 }
 
 // TestCRDColumnsConcurrent: Table rows of one column are filled
@@ -125,7 +129,7 @@ func TestCRDColumnsConcurrent(t *testing.T) {
 	h := testHandler(t)
 	h.registry.Set(clusterServing("east", widgetsGVR, "Widget"))
 	putWidgetsCRD(t, h.store, "east", printerColumnSpec{"Phase", "string", ".status.phase"})
-	cols := h.columnsFor(context.Background(), widgetsGVR)
+	cols := h.columnsFor(context.Background(), widgetsGVR, "")
 	phase := cols[len(cols)-1]
 	if phase.def.Name != "Phase" {
 		t.Fatalf("columns %v", cols)
