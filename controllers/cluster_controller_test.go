@@ -255,7 +255,7 @@ func TestClusterSync(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if strings.Contains(string(o.Data), "managedFields") || strings.Contains(string(o.Data), synchronizer.LastAppliedAnnotation) {
+		if strings.Contains(string(o.Data), "managedFields") || strings.Contains(string(o.Data), storage.LastAppliedAnnotation) {
 			t.Fatalf("stored pod keeps managedFields or last-applied: %s", o.Data)
 		}
 	})
@@ -549,7 +549,7 @@ func createPod(t *testing.T, m *member, ns, name string, labels map[string]strin
 	t.Helper()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels,
-			Annotations: map[string]string{synchronizer.LastAppliedAnnotation: `{"big":"copy"}`}},
+			Annotations: map[string]string{storage.LastAppliedAnnotation: `{"big":"copy"}`}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx"}}},
 	}
 	if _, err := m.kube.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {

@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	clusterv1alpha1 "github.com/panorama-io/panorama/apis/cluster/v1alpha1"
-	"github.com/panorama-io/panorama/controllers/synchronizer"
 	"github.com/panorama-io/panorama/storage"
 	"github.com/panorama-io/panorama/storage/storagetest"
 	"github.com/panorama-io/panorama/test/testenv"
@@ -31,7 +30,7 @@ func TestSecretSync(t *testing.T) {
 	const password = "hunter2-the-password"
 	if _, err := m.kube.CoreV1().Secrets("default").Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "db", Annotations: map[string]string{
-			synchronizer.LastAppliedAnnotation: `{"stringData":{"password":"` + password + `"}}`,
+			storage.LastAppliedAnnotation: `{"stringData":{"password":"` + password + `"}}`,
 		}},
 		StringData: map[string]string{"password": password},
 	}, metav1.CreateOptions{}); err != nil {

@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
@@ -24,12 +23,6 @@ import (
 	clusterv1alpha1 "github.com/panorama-io/panorama/apis/cluster/v1alpha1"
 	"github.com/panorama-io/panorama/storage"
 )
-
-// LastAppliedAnnotation is what kubectl apply leaves on objects: a second
-// copy of the object, dropped by default.
-const LastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
-
-var secretsGVR = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 
 // Options tune every synchronizer.
 type Options struct {
@@ -659,15 +652,14 @@ func (s *Synchronizer) object(obj any) (*unstructured.Unstructured, error) {
 	if !s.opts.KeepManagedFields {
 		u.SetManagedFields(nil)
 	}
-	dropSecretData := s.resource.GVR == secretsGVR && !s.resource.KeepSecretData
-	if dropSecretData {
-		unstructured.RemoveNestedField(u.Object, "data")
-		unstructured.RemoveNestedField(u.Object, "stringData")
-	}
-	// A Secret's last-applied annotation holds its data too.
-	if !s.opts.KeepLastApplied || dropSecretData {
-		if ann := u.GetAnnotations(); ann[LastAppliedAnnotation] != "" {
-			delete(ann, LastAppliedAnnotation)
+	switch {
+	case s.resource.GVR == storage.SecretsResource && !s.resource.KeepSecretData:
+		// The same rule as storage's for what it already holds.
+		storage.StripSecretData(u.Object)
+	case !s.opts.KeepLastApplied:
+		// kubectl apply's second copy of the object, dropped by default.
+		if ann := u.GetAnnotations(); ann[storage.LastAppliedAnnotation] != "" {
+			delete(ann, storage.LastAppliedAnnotation)
 			u.SetAnnotations(ann)
 		}
 	}
