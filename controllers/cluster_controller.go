@@ -31,7 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	clusterv1alpha1 "github.com/panorama-io/panorama/apis/cluster/v1alpha1"
-	"github.com/panorama-io/panorama/controllers/importer"
+	"github.com/panorama-io/panorama/controllers/sharding"
 	"github.com/panorama-io/panorama/controllers/synchronizer"
 	"github.com/panorama-io/panorama/storage"
 )
@@ -86,6 +86,13 @@ type ClusterReconciler struct {
 	HealthInterval time.Duration
 	// EventRetention is that of Clusters that set none.
 	EventRetention time.Duration
+	// MaxConcurrentReconciles is how many Clusters are reconciled at once.
+	MaxConcurrentReconciles int
+	// Sync configures the synchronizers.
+	Sync synchronizer.Options
+	// Sharding, when Shards is not 0, divides the Clusters among the
+	// replicas; else the leader reconciles and syncs them all.
+	Sharding sharding.Options
 
 	events  chan event.TypedGenericEvent[*clusterv1alpha1.Cluster]
 	openAPI openAPIChecks // openapi.go
@@ -96,30 +103,18 @@ type ClusterReconciler struct {
 	secretData secretDataDrops
 }
 
-// SetupWithManager registers the reconciler and its synchronizer pool.
-func SetupWithManager(mgr ctrl.Manager, store storage.Interface, opts Options) error {
-	if err := opts.Validate(); err != nil {
-		return err
-	}
-	if opts.MaxConcurrentReconciles == 0 {
-		opts.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
-	}
-	if opts.EventRetention == 0 {
-		opts.EventRetention = DefaultEventRetention
-	}
-	r := &ClusterReconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Secrets: SecretAccess{Namespace: opts.SecretNamespace, ClusterAPINamespaces: opts.ClusterAPISecretNamespaces},
-		Store: store, HealthInterval: opts.HealthInterval, EventRetention: opts.EventRetention,
-		events: make(chan event.TypedGenericEvent[*clusterv1alpha1.Cluster], 1024),
-	}
-	r.Pool = synchronizer.NewPool(store, opts.Sync, r.syncStateChanged)
-	sharded := opts.Sharding.Shards > 0
+// SetupWithManager registers the reconciler, its synchronizer pool and,
+// sharded, the coordinator of the shards (controllers/sharding).
+func (r *ClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.events = make(chan event.TypedGenericEvent[*clusterv1alpha1.Cluster], 1024)
+	r.Pool = synchronizer.NewPool(r.Store, r.Sync, r.syncStateChanged)
+	sharded := r.Sharding.Shards > 0
 	if sharded {
-		if err := r.owners.setup(mgr, store, opts.Sharding, r.shardChanged); err != nil {
+		if err := r.owners.setup(mgr, r.Store, r.Sharding, r.shardChanged); err != nil {
 			return err
 		}
 	} else {
-		r.owners.setupUnsharded(store)
+		r.owners.setupUnsharded(r.Store)
 	}
 	// On shutdown, no synchronizer outlives the manager: each has stopped,
 	// its storage call in flight returned, before the manager returns.
@@ -146,26 +141,12 @@ func SetupWithManager(mgr ctrl.Manager, store storage.Interface, opts Options) e
 	}}); err != nil {
 		return err
 	}
-	if err := setupIndexedFields(mgr, store); err != nil {
-		return err
-	}
-	if opts.CompactionInterval > 0 {
-		if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-			storage.RunCompactor(ctx, store, opts.CompactionInterval, opts.HistoryRetention)
-			return nil
-		})); err != nil {
-			return err
-		}
-	}
-	if err := importer.SetupWithManager(mgr, importer.Options{SecretNamespace: opts.SecretNamespace, RecheckInterval: opts.HealthInterval}); err != nil {
-		return err
-	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&clusterv1alpha1.Cluster{}).
 		Watches(&clusterv1alpha1.ClusterSyncResources{}, handler.EnqueueRequestsFromMapFunc(r.clustersReferencing)).
 		WatchesRawSource(source.Channel(r.events, &handler.TypedEnqueueRequestForObject[*clusterv1alpha1.Cluster]{})).
 		Named("cluster").
-		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles, NeedLeaderElection: ptr.To(!sharded)}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles, NeedLeaderElection: ptr.To(!sharded)}).
 		Complete(r)
 }
 

@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -29,8 +28,8 @@ type indexedFieldsReconciler struct {
 	store  storage.Interface
 }
 
-func setupIndexedFields(mgr manager.Manager, store storage.Interface) error {
-	r := &indexedFieldsReconciler{client: mgr.GetClient(), store: store}
+// SetupWithManager registers the reconciler.
+func (r *indexedFieldsReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	// Once at start, whether or not any IndexedField exists: a binary
 	// whose built-in fields differ reindexes (storage.BuiltinFieldsRevision).
 	start := make(chan event.TypedGenericEvent[*clusterv1alpha1.IndexedField], 1)

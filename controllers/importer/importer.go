@@ -48,7 +48,7 @@ const maxNotImported = 50
 // conflictRetry is how soon a reconcile that lost an update race runs again.
 const conflictRetry = time.Second
 
-// Options configure SetupWithManager.
+// Options configure the Reconciler.
 type Options struct {
 	// SecretNamespace is the controller's namespace, where ClusterProfiles'
 	// credential Secrets are.
@@ -79,12 +79,9 @@ type Reconciler struct {
 
 // SetupWithManager registers the import controller. The sources are
 // watched once a policy needs them and the host serves them.
-func SetupWithManager(mgr ctrl.Manager, opts Options) error {
-	r := &Reconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Options: opts,
-		cache: mgr.GetCache(), mapper: mgr.GetRESTMapper(),
-		watched: map[clusterv1alpha1.ImportSource]schema.GroupVersionKind{},
-	}
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.cache, r.mapper = mgr.GetCache(), mgr.GetRESTMapper()
+	r.watched = map[clusterv1alpha1.ImportSource]schema.GroupVersionKind{}
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		For(&clusterv1alpha1.ClusterImportPolicy{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// Clusters' status changes every health check and says nothing
