@@ -12,13 +12,13 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/panorama-io/panorama/apiserver"
+	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
 )
 
 // Views are the contexts of Panorama's views through one host.
 type Views struct {
 	// Host is the host as a kubeconfig names it. Every view's server is
-	// Host.Server + apiserver.ViewPath; the rest (CA, TLS server name,
+	// Host.Server + searchv1alpha1.ViewPath; the rest (CA, TLS server name,
 	// proxy) is kept, since the host answers every view.
 	Host *clientcmdapi.Cluster
 	// User and AuthInfo are the credentials of every context, kept as they
@@ -40,7 +40,7 @@ func (v Views) AddTo(kc *clientcmdapi.Config) ([]string, error) {
 	views := map[string]string{v.All: ""}
 	names := []string{v.All}
 	if v.Flat != "" {
-		views[v.Flat], names = apiserver.FlatClusters, append(names, v.Flat)
+		views[v.Flat], names = searchv1alpha1.FlatClusters, append(names, v.Flat)
 	}
 	for _, c := range v.Clusters {
 		views[v.Prefix+c], names = c, append(names, v.Prefix+c)
@@ -51,7 +51,7 @@ func (v Views) AddTo(kc *clientcmdapi.Config) ([]string, error) {
 	kc.AuthInfos[v.User] = v.AuthInfo.DeepCopy()
 	for _, name := range names {
 		c := v.Host.DeepCopy()
-		c.Server = strings.TrimSuffix(v.Host.Server, "/") + apiserver.ViewPath(views[name])
+		c.Server = strings.TrimSuffix(v.Host.Server, "/") + searchv1alpha1.ViewPath(views[name])
 		kc.Clusters[name] = c
 		kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: v.User}
 	}

@@ -9,7 +9,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/panorama-io/panorama/apiserver"
+	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
 )
 
 // TestFromKubeconfigKeepsTheUser checks that the views take the chosen
@@ -47,9 +47,9 @@ func TestFromKubeconfigKeepsTheUser(t *testing.T) {
 	if want := []string{"panorama", "panorama-flat", "panorama-east", "panorama-west"}; err != nil || !slices.Equal(names, want) {
 		t.Fatalf("contexts %v, want %v (%v)", names, want, err)
 	}
-	for name, cluster := range map[string]string{"panorama": "", "panorama-west": "west", "panorama-flat": apiserver.FlatClusters} {
+	for name, cluster := range map[string]string{"panorama": "", "panorama-west": "west", "panorama-flat": searchv1alpha1.FlatClusters} {
 		c := kc.Clusters[name]
-		if want := "https://prod.example.com:6443" + apiserver.ViewPath(cluster); c.Server != want {
+		if want := "https://prod.example.com:6443" + searchv1alpha1.ViewPath(cluster); c.Server != want {
 			t.Errorf("%s: server %q, want %q", name, c.Server, want)
 		}
 		if c.CertificateAuthority != filepath.Join(dir, "ca.pem") || c.TLSServerName != "kube.prod" {

@@ -11,12 +11,16 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// GroupName is the aggregated API group.
-const GroupName = "search.panorama.io"
+const (
+	// GroupName is the aggregated API group.
+	GroupName = "search.panorama.io"
+	// Version is the version served.
+	Version = "v1alpha1"
+)
 
 var (
 	// SchemeGroupVersion is the group and version served.
-	SchemeGroupVersion = schema.GroupVersion{Group: GroupName, Version: "v1alpha1"}
+	SchemeGroupVersion = schema.GroupVersion{Group: GroupName, Version: Version}
 
 	schemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 	// AddToScheme adds the group's types to a scheme.
@@ -24,7 +28,8 @@ var (
 )
 
 func addKnownTypes(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(SchemeGroupVersion, &CollectionResource{}, &CollectionResourceList{})
+	scheme.AddKnownTypes(SchemeGroupVersion,
+		&CollectionResource{}, &CollectionResourceList{}, &Counts{}, &History{})
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil
 }

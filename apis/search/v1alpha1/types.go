@@ -1,8 +1,11 @@
 package v1alpha1
 
 import (
+	"encoding/json"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 )
 
 // CollectionResourceType is one resource that a collection gathers.
@@ -32,4 +35,49 @@ type CollectionResourceList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []CollectionResource `json:"items"`
+}
+
+// Counts answers a list with the groupBy search parameter: how many of the
+// objects the list would return each group holds, at one revision.
+// +kubebuilder:object:root=true
+type Counts struct {
+	metav1.TypeMeta `json:",inline"`
+	// ResourceVersion is the revision counted at; RemainingItemCount the
+	// groups the limit left out.
+	metav1.ListMeta `json:"metadata"`
+	// GroupBy are the terms as the request spelled them.
+	GroupBy []string      `json:"groupBy"`
+	Items   []CountsGroup `json:"items"`
+}
+
+// CountsGroup is one group: its value of each term, by the term, leaving
+// out the terms whose label or field its objects lack.
+type CountsGroup struct {
+	Group map[string]string `json:"group"`
+	Count int64             `json:"count"`
+}
+
+// History answers the history subresource of an object: its versions,
+// oldest first.
+// +kubebuilder:object:root=true
+type History struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata"`
+	Items           []HistoryItem `json:"items"`
+}
+
+// HistoryItem is one change of the object.
+type HistoryItem struct {
+	// Revision is the Panorama revision of the change: the object's
+	// resourceVersion after it.
+	Revision int64 `json:"revision"`
+	// Time the change was written to Panorama; absent when not known.
+	// +optional
+	Time *metav1.MicroTime `json:"time,omitempty"`
+	// +optional
+	MemberResourceVersion string          `json:"memberResourceVersion,omitempty"`
+	Type                  watch.EventType `json:"type"`
+	// Patch is the JSON merge patch (RFC 7386) from the previous version:
+	// the whole object when ADDED, null when DELETED.
+	Patch json.RawMessage `json:"patch"`
 }
