@@ -91,7 +91,7 @@ spec:%s
 // rbacManifest makes the matrix's users: alice reads everything; bob
 // cluster east only; carol pods in namespace web of every cluster; dave
 // pods and deployments everywhere and secrets in namespace web (the
-// README's examples); tina pods only, everywhere; sam Secrets only,
+// docs/usage.md's examples); tina pods only, everywhere; sam Secrets only,
 // everywhere; mallory nothing. Anonymous requests are granted everything
 // by the host, as a misconfigured host might: Panorama must still serve
 // them nothing.
@@ -120,7 +120,7 @@ var rbacManifest = "apiVersion: v1\nkind: Namespace\nmetadata: {name: web}\n" +
 	grantGroup("anonymous-everything", "system:unauthenticated", []string{pathsRule, readRule(`"*"`), seeClusters,
 		`{apiGroups: [search.panorama.io], resources: [collectionresources], verbs: [get, list]}`})
 
-// pathsRule grants the views' paths on the host (README "Authorization").
+// pathsRule grants the views' paths on the host (docs/usage.md, "Authorization").
 const pathsRule = `{apiGroups: [search.panorama.io], resources: [clusters/proxy], verbs: [get, create]}`
 
 const seeClusters = `{apiGroups: [search.panorama.io], resources: [clusters], verbs: [get]}`

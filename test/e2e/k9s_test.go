@@ -16,7 +16,7 @@ import (
 // tmux against Panorama through the host: the pods view of one cluster, of
 // all clusters and of the flat view, describe, yaml, a change made in the member appearing
 // live, and logs answered at once rather than waited for. Its user, kim,
-// has what the README tells to grant every user (the views' paths, reads
+// has what docs/usage.md tells to grant every user (the views' paths, reads
 // and self reviews) and reads everything.
 func testK9s(t *testing.T, host *testenv.Env, dir string, east kubernetes.Interface) {
 	kubeconfig := userKubeconfig(t, host, dir, "kim")
