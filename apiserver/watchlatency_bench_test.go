@@ -26,10 +26,13 @@ const (
 	idleFor         = 10 * time.Second
 )
 
-// pollOnly hides the store's feed (storage.Follower) from the watch cache,
+// pollOnly hides the store's feed (storage.Log.Follow) from the watch cache,
 // which then finds other processes' writes by its poll alone: the
 // baseline.
 type pollOnly struct{ storage.Interface }
+
+// Follow follows nothing.
+func (pollOnly) Follow(ctx context.Context, _ int64, _ time.Duration, _ func(int64)) { <-ctx.Done() }
 
 // BenchmarkWatchLatency measures, on MariaDB and PostgreSQL, how long a
 // write by one store (the controller manager's) takes to reach a watch of

@@ -80,9 +80,87 @@ type Event struct {
 	Prev []byte
 }
 
-// Interface is what both sides use. Implementations are safe for concurrent
-// use; several processes may share one database.
-type Interface interface {
+// The storage contract comes in roles, each taken by the side that uses
+// it: the API server reads (Reader) and tails the change log (Log); the
+// synchronizers write (Writer); the controller manager also keeps the
+// store (Maintainer). Implementations are safe for concurrent use; several
+// processes may share one database.
+
+// Reader reads the current objects and their history. Over a replica
+// (sqlstore.Replicated) reads may be late: the read freshness methods say
+// what a read must show and what it would.
+type Reader interface {
+	// Get returns one object; ErrNotFound when absent.
+	Get(ctx context.Context, key Key) (*Object, error)
+	// List returns the objects matching q at one revision, a page at a time.
+	List(ctx context.Context, q *ListQuery) (*ListResult, error)
+	// Count counts the objects matching q's query by its groups, at the
+	// current revision.
+	Count(ctx context.Context, q *CountQuery) (*CountResult, error)
+	// MemberVersions maps namespace/name to member resourceVersion for one
+	// resource of one cluster: what a synchronizer needs to resume or diff.
+	MemberVersions(ctx context.Context, cluster string, gvr schema.GroupVersionResource) (map[NamespacedName]string, error)
+	// Fields returns the fields every stored object is indexed with: what
+	// field selectors may use.
+	Fields(ctx context.Context) (*FieldSet, error)
+	// ObjectHistory returns the versions of one object that its history and
+	// the log hold, oldest first, the last limit of them (all when limit is
+	// 0); ErrNotFound when there are none.
+	ObjectHistory(ctx context.Context, key Key, limit int) ([]Version, error)
+	// RevisionAt returns the last revision committed at or before t; a
+	// TooOldError when the history does not reach back to t.
+	RevisionAt(ctx context.Context, t time.Time) (int64, error)
+
+	// LatestRevision returns the revision a consistent read must show, and
+	// the compacted one: the last committed, the primary's where reads go
+	// to a replica, whose log (Log.Revision) may be behind it.
+	LatestRevision(ctx context.Context) (current, compacted int64, err error)
+	// ReadableRevision waits, up to ReadWait, for reads to show rev, and
+	// returns the revision a read would then show, below rev when the
+	// store has not reached it.
+	ReadableRevision(ctx context.Context, rev int64) (int64, error)
+	// ReadWait is how long a read waits for a replica to reach the
+	// revision it must show before it reads the primary; 0 when reads show
+	// every commit at once.
+	ReadWait() time.Duration
+}
+
+// Log is the change log: every change, in revision order, from the
+// compacted revision on.
+type Log interface {
+	// Revision returns the revision the log has reached and the compacted
+	// one.
+	Revision(ctx context.Context) (current, compacted int64, err error)
+	// Events returns up to limit log entries after revision since, oldest
+	// first, and the compacted revision it read with them; a TooOldError
+	// when since is below it. A tail learns of compactions from it.
+	Events(ctx context.Context, since int64, limit int) (events []Event, compacted int64, err error)
+	// History returns the last (at most limit) log entries of one resource
+	// up to and including revision upTo, oldest first, with Prev filled, and
+	// the compacted revision: a watch cache starting at upTo remembers them.
+	History(ctx context.Context, gvr schema.GroupVersionResource, upTo int64, limit int) ([]Event, int64, error)
+	// SecretsRewritten returns a count that moves each time states of
+	// Secrets (SecretsResource) that the log holds are rewritten in place
+	// (DropSecretData, ForgetCluster), which Events never reports: a cache
+	// of the log's Secrets reads them again when it moves. Another
+	// process's rewrites are seen within a second, as Fields sees
+	// declarations.
+	SecretsRewritten(ctx context.Context) (int64, error)
+	// Changed returns a channel closed at the next write by this process, so
+	// in-process readers need not wait for a poll.
+	Changed() <-chan struct{}
+	// Follow calls wake with the revision the log has reached each time it
+	// learns that it moved past from (and past every revision it woke
+	// with before), until ctx ends; it returns when ctx ends. It learns of
+	// writes by other processes sharing the database, which Changed does
+	// not see: from the database, if it can push its commits, else by
+	// reading the revision every probe interval (never when probe <= 0,
+	// leaving the caller to its poll).
+	Follow(ctx context.Context, from int64, probe time.Duration, wake func(revision int64))
+}
+
+// Writer writes what member clusters hold.
+type Writer interface {
 	// Apply writes a batch of changes to one resource of one cluster in one
 	// transaction. Upserts whose member resourceVersion equals the stored one,
 	// and deletes of absent objects, are skipped; so are upserts and deletes
@@ -95,48 +173,6 @@ type Interface interface {
 	// DeleteResource removes every object of one resource of one cluster;
 	// gvr zero removes every resource of the cluster. Each removal is logged.
 	DeleteResource(ctx context.Context, cluster string, gvr schema.GroupVersionResource) (int64, error)
-	// DeleteOrphans removes every object of the cluster/resource pairs not
-	// in keep: what is left of resources deselected, or clusters deleted,
-	// while no synchronizer ran. A pair with a zero GVR keeps every resource
-	// of its cluster. Each removal is logged. The removals of a cluster are
-	// fenced (WithEpoch) by its epoch in epochs, NeverOwned when absent
-	// from it, 0 not at all; those of a cluster fenced off are skipped:
-	// it was taken over since the caller judged it orphaned.
-	DeleteOrphans(ctx context.Context, keep []ClusterResource, epochs map[string]int64) (int64, error)
-	// Get returns one object; ErrNotFound when absent.
-	Get(ctx context.Context, key Key) (*Object, error)
-	// List returns the objects matching q at one revision, a page at a time.
-	List(ctx context.Context, q *ListQuery) (*ListResult, error)
-	// Count counts the objects matching q's query by its groups, at the
-	// current revision.
-	Count(ctx context.Context, q *CountQuery) (*CountResult, error)
-	// MemberVersions maps namespace/name to member resourceVersion for one
-	// resource of one cluster: what a synchronizer needs to resume or diff.
-	MemberVersions(ctx context.Context, cluster string, gvr schema.GroupVersionResource) (map[NamespacedName]string, error)
-	// Events returns up to limit log entries after revision since, oldest
-	// first, and the compacted revision it read with them; a TooOldError
-	// when since is below it. A tail learns of compactions from it.
-	Events(ctx context.Context, since int64, limit int) (events []Event, compacted int64, err error)
-	// History returns the last (at most limit) log entries of one resource
-	// up to and including revision upTo, oldest first, with Prev filled, and
-	// the compacted revision: a watch cache starting at upTo remembers them.
-	History(ctx context.Context, gvr schema.GroupVersionResource, upTo int64, limit int) ([]Event, int64, error)
-	// Revision returns the current and the compacted revision.
-	Revision(ctx context.Context) (current, compacted int64, err error)
-	// Compact drops log entries up to and including revision; with
-	// keepHistory, each is first kept as a history entry (a reverse merge
-	// patch), which ObjectHistory and lists with History read.
-	Compact(ctx context.Context, revision int64, keepHistory bool) error
-	// ExpireHistory drops the history of the changes committed before t:
-	// revisions before then answer a TooOldError to history reads.
-	ExpireHistory(ctx context.Context, before time.Time) error
-	// ObjectHistory returns the versions of one object that its history and
-	// the log hold, oldest first, the last limit of them (all when limit is
-	// 0); ErrNotFound when there are none.
-	ObjectHistory(ctx context.Context, key Key, limit int) ([]Version, error)
-	// RevisionAt returns the last revision committed at or before t; a
-	// TooOldError when the history does not reach back to t.
-	RevisionAt(ctx context.Context, t time.Time) (int64, error)
 	// DropSecretData removes the contents of the cluster's core/v1
 	// Secrets (StripSecretData) from every state stored of them: a current
 	// object that holds some is written again without, as a change that
@@ -153,16 +189,22 @@ type Interface interface {
 	// watches to see the deletions, and compaction keeps none of them as
 	// history. Fenced as writes are (WithEpoch).
 	ForgetCluster(ctx context.Context, cluster string) error
-	// SecretsRewritten returns a count that moves each time states of
-	// Secrets (SecretsResource) that the log holds are rewritten in place
-	// (DropSecretData, ForgetCluster), which Events never reports: a cache
-	// of the log's Secrets reads them again when it moves. Another
-	// process's rewrites are seen within a second, as Fields sees
-	// declarations.
-	SecretsRewritten(ctx context.Context) (int64, error)
-	// Fields returns the fields every stored object is indexed with: what
-	// field selectors may use.
-	Fields(ctx context.Context) (*FieldSet, error)
+}
+
+// Maintainer keeps the store: who owns which cluster, what the log and the
+// history keep, which fields are indexed, what is left of clusters gone.
+type Maintainer interface {
+	Owner
+	// Revision returns the revision the log has reached and the compacted
+	// one, as Log's: what Compact goes by.
+	Revision(ctx context.Context) (current, compacted int64, err error)
+	// Compact drops log entries up to and including revision; with
+	// keepHistory, each is first kept as a history entry (a reverse merge
+	// patch), which ObjectHistory and lists with History read.
+	Compact(ctx context.Context, revision int64, keepHistory bool) error
+	// ExpireHistory drops the history of the changes committed before t:
+	// revisions before then answer a TooOldError to history reads.
+	ExpireHistory(ctx context.Context, before time.Time) error
 	// DeclareFields makes decls, beyond the built-in fields, the indexed
 	// fields: the field attributes of every stored object are rewritten,
 	// in batches that hold up writers for one batch at a time, before
@@ -170,23 +212,24 @@ type Interface interface {
 	// controller manager calls it at start too, so that a change of the
 	// built-in fields (BuiltinFieldsRevision) reindexes.
 	DeclareFields(ctx context.Context, decls []FieldDeclaration) error
-	// Changed returns a channel closed at the next write by this process, so
-	// in-process readers need not wait for a poll.
-	Changed() <-chan struct{}
+	// DeleteOrphans removes every object of the cluster/resource pairs not
+	// in keep: what is left of resources deselected, or clusters deleted,
+	// while no synchronizer ran. A pair with a zero GVR keeps every resource
+	// of its cluster. Each removal is logged. The removals of a cluster are
+	// fenced (WithEpoch) by its epoch in epochs, NeverOwned when absent
+	// from it, 0 not at all; those of a cluster fenced off are skipped:
+	// it was taken over since the caller judged it orphaned.
+	DeleteOrphans(ctx context.Context, keep []ClusterResource, epochs map[string]int64) (int64, error)
 	Close() error
 }
 
-// Follower is implemented by stores that learn of writes by other processes
-// sharing the database sooner than a poll of the log would: Changed covers
-// only this process's own.
-type Follower interface {
-	// Follow calls wake with the revision the log has reached each time it
-	// learns that it moved past from (and past every revision it woke
-	// with before), until ctx ends; it returns when ctx ends. A database
-	// that can push its commits does; others may have the revision read
-	// every probe interval (never when probe <= 0), or leave the caller to
-	// its poll.
-	Follow(ctx context.Context, from int64, probe time.Duration, wake func(revision int64))
+// Interface is every role: what the controller manager, which syncs and
+// keeps the store and serves the API in the all-in-one binary, opens.
+type Interface interface {
+	Reader
+	Log
+	Writer
+	Maintainer
 }
 
 // ClusterResource names one resource of one member cluster.

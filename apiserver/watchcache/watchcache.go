@@ -6,7 +6,7 @@
 // The tail follows "events after the last revision applied": in-process
 // writes wake it at once (storage.Interface.Changed), and writes by other
 // processes sharing the database as soon as the store learns of them
-// (storage.Follower: PostgreSQL notifies, MySQL/MariaDB is probed every
+// (storage.Log.Follow: PostgreSQL notifies, MySQL/MariaDB is probed every
 // Options.ProbeInterval), or a read waits for a revision the cache has not
 // applied (it nudges the tail); the poll is the safety net behind them.
 //

@@ -14,7 +14,7 @@ import (
 	"github.com/panorama-io/panorama/storage"
 )
 
-// How readers in other processes learn of writes (storage.Follower).
+// How readers in other processes learn of writes (storage.Log.Follow).
 // PostgreSQL pushes them: each write transaction notifies notifyChannel
 // with its revision, which PostgreSQL delivers at commit, in commit order,
 // to every session that listens. MySQL/MariaDB cannot push, so a reader
@@ -41,7 +41,7 @@ const (
 	maxReconnect = 10 * time.Second
 )
 
-var _ storage.Follower = (*Store)(nil)
+var _ storage.Log = (*Store)(nil)
 
 // pushes reports whether the database delivers notifications at commit:
 // PostgreSQL does, but not to a session on a standby, which it refuses
@@ -58,7 +58,7 @@ func (s *Store) notifyInTx(tx *gorm.DB, rev int64) error {
 	return tx.Exec("SELECT pg_notify(?, ?)", notifyChannel, strconv.FormatInt(rev, 10)).Error
 }
 
-// Follow implements storage.Follower.
+// Follow implements storage.Log.
 func (s *Store) Follow(ctx context.Context, from int64, probe time.Duration, wake func(int64)) {
 	last := from
 	moved := func(rev int64) {

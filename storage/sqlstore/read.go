@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"errors"
+	"time"
 
 	"gorm.io/gorm"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -57,10 +58,26 @@ func (s *Store) MemberVersions(ctx context.Context, cluster string, gvr schema.G
 	return out, nil
 }
 
-// Revision implements storage.Interface.
+// Revision implements storage.Log.
 func (s *Store) Revision(ctx context.Context) (current, compacted int64, err error) {
 	return revisions(s.db.WithContext(ctx))
 }
+
+// LatestRevision implements storage.Reader: a Store reads where it writes,
+// so its reads show what its log has reached.
+func (s *Store) LatestRevision(ctx context.Context) (current, compacted int64, err error) {
+	return s.Revision(ctx)
+}
+
+// ReadableRevision implements storage.Reader: a read shows the current
+// revision at once, which there is no waiting for.
+func (s *Store) ReadableRevision(ctx context.Context, _ int64) (int64, error) {
+	current, _, err := s.Revision(ctx)
+	return current, err
+}
+
+// ReadWait implements storage.Reader: reads never wait.
+func (s *Store) ReadWait() time.Duration { return 0 }
 
 func revisions(db *gorm.DB) (current, compacted int64, err error) {
 	var rows []metaRow

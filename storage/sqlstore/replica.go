@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log"
 	"math"
 	"sync/atomic"
 	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/klog/v2"
 
 	"github.com/panorama-io/panorama/storage"
 )
@@ -127,10 +127,7 @@ type Replicated struct {
 	fallbacks    atomic.Int64
 }
 
-var (
-	_ storage.Interface = (*Replicated)(nil)
-	_ storage.Follower  = (*Replicated)(nil)
-)
+var _ storage.Interface = (*Replicated)(nil)
 
 // NewReplicated reads from standby, a Store opened on a hot standby of
 // primary's database, and writes to primary; it closes both.
@@ -170,10 +167,10 @@ func (r *Replicated) reader(ctx context.Context, need int64) *Store {
 	}
 }
 
-// ReadableRevision waits, up to the read wait, for the standby to reach
-// rev, and returns the revision a read would then show: the standby's, or
-// the primary's if the standby is still behind (the read would fall back
-// to it). The API server checks a NotOlderThan list with it.
+// ReadableRevision implements storage.Reader: it waits, up to the read
+// wait, for the standby to reach rev, and returns the revision a read
+// would then show: the standby's, or the primary's if the standby is still
+// behind (the read would fall back to it).
 func (r *Replicated) ReadableRevision(ctx context.Context, rev int64) (int64, error) {
 	s := r.reader(ctx, rev)
 	cur, _, err := s.Revision(ctx)
@@ -198,7 +195,7 @@ func (r *Replicated) measureLag(ctx context.Context) {
 	defer t.Stop()
 	for {
 		if err := r.measure(ctx); err != nil && ctx.Err() == nil {
-			log.Printf("measuring the replica's lag: %v", err)
+			klog.FromContext(ctx).Error(err, "Measuring the replica's lag failed")
 		}
 		select {
 		case <-ctx.Done():
@@ -246,6 +243,17 @@ func (r *Replicated) DeleteResource(ctx context.Context, cluster string, gvr sch
 // DeleteOrphans implements storage.Interface on the primary.
 func (r *Replicated) DeleteOrphans(ctx context.Context, keep []storage.ClusterResource, epochs map[string]int64) (int64, error) {
 	return r.primary.DeleteOrphans(ctx, keep, epochs)
+}
+
+// Own implements storage.Owner on the primary.
+func (r *Replicated) Own(ctx context.Context, cluster string) (int64, error) {
+	return r.primary.Own(ctx, cluster)
+}
+
+// Epochs implements storage.Owner on the primary, whose epochs fence the
+// writes.
+func (r *Replicated) Epochs(ctx context.Context) (map[string]int64, error) {
+	return r.primary.Epochs(ctx)
 }
 
 // Compact implements storage.Interface on the primary.
@@ -330,14 +338,15 @@ func (r *Replicated) History(ctx context.Context, gvr schema.GroupVersionResourc
 	return r.standby.History(ctx, gvr, upTo, limit)
 }
 
-// LatestRevision returns the primary's revisions: what a consistent read
-// must show, where Revision is what the standby has replayed.
+// LatestRevision implements storage.Reader: the primary's revisions, what
+// a consistent read must show, where Revision is what the standby has
+// replayed.
 func (r *Replicated) LatestRevision(ctx context.Context) (current, compacted int64, err error) {
 	return r.primary.Revision(ctx)
 }
 
-// ReadWait is how long a read waits for the standby before it reads the
-// primary (--storage-read-wait).
+// ReadWait implements storage.Reader: how long a read waits for the
+// standby before it reads the primary (--storage-read-wait).
 func (r *Replicated) ReadWait() time.Duration { return r.wait }
 
 // Revision implements storage.Interface: the standby's, which its log
@@ -355,7 +364,7 @@ func (r *Replicated) Fields(ctx context.Context) (*storage.FieldSet, error) {
 // process (none, in an API server).
 func (r *Replicated) Changed() <-chan struct{} { return r.primary.Changed() }
 
-// Follow implements storage.Follower on the standby, which cannot listen
+// Follow implements storage.Log on the standby, which cannot listen
 // for notifications (PostgreSQL refuses LISTEN during recovery): its
 // revision is probed.
 func (r *Replicated) Follow(ctx context.Context, from int64, probe time.Duration, wake func(int64)) {
