@@ -1,6 +1,10 @@
 // Package v1alpha1 is the aggregated API group search.panorama.io that the
-// Panorama API server serves: the virtual "resources" path over every synced
-// resource and "collectionresources", several kinds in one list.
+// Panorama API server serves: the views (ViewPath), where every synced
+// resource is served as a member API server would; the answers Panorama
+// adds to that API, Counts (a list with groupBy) and History (the history
+// subresource); and "collectionresources", several kinds in one list.
+// Clients such as the kubeconfig writer import this package, not the
+// server.
 // +kubebuilder:object:generate=true
 // +groupName=search.panorama.io
 package v1alpha1
