@@ -330,7 +330,7 @@ func TestClusterSync(t *testing.T) {
 		// nothing was lost or doubled.
 		var got []string
 		eventually(t, func() error {
-			events, _, err := store.Events(ctx, before, 1000)
+			events, _, err := store.Changes(ctx, before, 1000)
 			if err != nil {
 				return err
 			}

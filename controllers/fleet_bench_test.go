@@ -358,7 +358,7 @@ func waitLogged(b *testing.B, ctx context.Context, store storage.Interface, rev 
 	seen := 0
 	deadline := time.Now().Add(10 * time.Minute)
 	for seen < want {
-		events, _, err := store.Events(ctx, rev, 5000)
+		events, _, err := store.Changes(ctx, rev, 5000)
 		if err != nil {
 			b.Error(err)
 			return 0

@@ -46,10 +46,10 @@ func TestCompactor(t *testing.T) {
 			if compacted >= current {
 				t.Fatalf("compacted to %d with the current revision %d: nothing left to resume from", compacted, current)
 			}
-			if _, _, err := s.Events(ctx, compacted-1, 10); !storage.IsTooOld(err) {
+			if _, _, err := s.Changes(ctx, compacted-1, 10); !storage.IsTooOld(err) {
 				t.Fatalf("events below the compaction at %d: %v", compacted, err)
 			}
-			if ev, _, err := s.Events(ctx, compacted, 100); err != nil || len(ev) != int(current-compacted) {
+			if ev, _, err := s.Changes(ctx, compacted, 100); err != nil || len(ev) != int(current-compacted) {
 				t.Fatalf("events after the compaction at %d: %d, %v", compacted, len(ev), err)
 			}
 			return

@@ -67,8 +67,9 @@ func DeleteAt(namespace, name, rv string) Change {
 	return Change{Namespace: namespace, Name: name, ResourceVersion: rv}
 }
 
-// Event is one entry of the change log.
-type Event struct {
+// LoggedChange is one entry of the change log: a change as written, at its
+// revision. (Change is a write to make.)
+type LoggedChange struct {
 	Revision int64
 	Type     watch.EventType
 	Key      Key
@@ -131,17 +132,17 @@ type Log interface {
 	// Revision returns the revision the log has reached and the compacted
 	// one.
 	Revision(ctx context.Context) (current, compacted int64, err error)
-	// Events returns up to limit log entries after revision since, oldest
+	// Changes returns up to limit log entries after revision since, oldest
 	// first, and the compacted revision it read with them; a TooOldError
 	// when since is below it. A tail learns of compactions from it.
-	Events(ctx context.Context, since int64, limit int) (events []Event, compacted int64, err error)
+	Changes(ctx context.Context, since int64, limit int) (changes []LoggedChange, compacted int64, err error)
 	// History returns the last (at most limit) log entries of one resource
 	// up to and including revision upTo, oldest first, with Prev filled, and
 	// the compacted revision: a watch cache starting at upTo remembers them.
-	History(ctx context.Context, gvr schema.GroupVersionResource, upTo int64, limit int) ([]Event, int64, error)
+	History(ctx context.Context, gvr schema.GroupVersionResource, upTo int64, limit int) ([]LoggedChange, int64, error)
 	// SecretsRewritten returns a count that moves each time states of
 	// Secrets (SecretsResource) that the log holds are rewritten in place
-	// (DropSecretData, ForgetCluster), which Events never reports: a cache
+	// (DropSecretData, ForgetCluster), which Changes never reports: a cache
 	// of the log's Secrets reads them again when it moves. Another
 	// process's rewrites are seen within a second, as Fields sees
 	// declarations.

@@ -393,11 +393,11 @@ type failingLog struct {
 	failing atomic.Bool
 }
 
-func (s *failingLog) Events(ctx context.Context, since int64, limit int) ([]storage.Event, int64, error) {
+func (s *failingLog) Changes(ctx context.Context, since int64, limit int) ([]storage.LoggedChange, int64, error) {
 	if s.failing.Load() {
 		return nil, 0, errors.New("the log is unreachable")
 	}
-	return s.Interface.Events(ctx, since, limit)
+	return s.Interface.Changes(ctx, since, limit)
 }
 
 // TestPageAppliedDistrustsAStalledTail: once the tail has not read the

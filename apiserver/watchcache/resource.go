@@ -90,7 +90,7 @@ func (r *resource) decode(data []byte, key storage.Key, rev int64) (*storage.Obj
 // tail is r's only writer (Cache.tail): the object the change replaces
 // stays current until it is applied, so its pre-image is made before
 // taking the lock that lists and watches wait on.
-func (r *resource) applyLocking(e *storage.Event) error {
+func (r *resource) applyLocking(e *storage.LoggedChange) error {
 	o, err := r.decode(e.Object, e.Key, e.Revision)
 	if err != nil {
 		return err
@@ -106,7 +106,7 @@ func (r *resource) applyLocking(e *storage.Event) error {
 }
 
 // apply applies a new change to a resource not published yet.
-func (r *resource) apply(e *storage.Event) error {
+func (r *resource) apply(e *storage.LoggedChange) error {
 	o, err := r.decode(e.Object, e.Key, e.Revision)
 	if err != nil {
 		return err
@@ -141,7 +141,7 @@ func (r *resource) applyChange(ch change) {
 // object of the key's entry before it when that is in history too
 // (history is the whole log of the resource over its range). Decoded apart, a resource
 // just synced would hold each object twice.
-func (r *resource) remember(history []storage.Event, compacted int64) error {
+func (r *resource) remember(history []storage.LoggedChange, compacted int64) error {
 	last := map[storage.Key]*change{}
 	for i := range history {
 		e := &history[i]

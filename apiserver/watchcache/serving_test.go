@@ -412,11 +412,11 @@ type compactingStore struct {
 	overtaken atomic.Bool
 }
 
-func (s *compactingStore) Events(ctx context.Context, since int64, limit int) ([]storage.Event, int64, error) {
+func (s *compactingStore) Changes(ctx context.Context, since int64, limit int) ([]storage.LoggedChange, int64, error) {
 	if s.overtaken.CompareAndSwap(true, false) {
 		return nil, 0, &storage.TooOldError{Requested: since, Compacted: since + 1}
 	}
-	return s.Interface.Events(ctx, since, limit)
+	return s.Interface.Changes(ctx, since, limit)
 }
 
 // TestReset: when compaction overtakes the tail, watches end and the

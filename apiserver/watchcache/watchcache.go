@@ -249,7 +249,7 @@ func (c *Cache) switchFields(fields *storage.FieldSet) {
 func (c *Cache) step(ctx context.Context) (int, error) {
 	c.tail.Lock()
 	defer c.tail.Unlock()
-	events, compacted, err := c.store.Events(ctx, c.revision, tailBatch)
+	events, compacted, err := c.store.Changes(ctx, c.revision, tailBatch)
 	if err != nil {
 		return 0, err
 	}
@@ -485,7 +485,7 @@ func (c *Cache) fill(ctx context.Context, r *resource, at int64) error {
 func (c *Cache) catchUp(ctx context.Context, r *resource, from, to int64) (int64, error) {
 read:
 	for from < to {
-		events, _, err := c.store.Events(ctx, from, tailBatch)
+		events, _, err := c.store.Changes(ctx, from, tailBatch)
 		if err != nil {
 			return from, err
 		}

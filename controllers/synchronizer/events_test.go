@@ -140,7 +140,7 @@ func TestPrune(t *testing.T) {
 		if strings.Join(names, " ") != "east/new east/recurring west/expired-1" {
 			t.Fatalf("after the prune storage holds %v", names)
 		}
-		log, _, err := store.Events(ctx, rev, 100)
+		log, _, err := store.Changes(ctx, rev, 100)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -336,7 +336,7 @@ func TestRetentionChangeKeepsEvents(t *testing.T) {
 	if second := ensure(2 * time.Hour); second == first {
 		t.Fatal("the synchronizer did not restart with the new retention")
 	}
-	log, _, err := store.Events(context.Background(), rev, 100)
+	log, _, err := store.Changes(context.Background(), rev, 100)
 	if err != nil {
 		t.Fatal(err)
 	}

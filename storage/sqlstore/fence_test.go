@@ -103,7 +103,7 @@ func TestFencedWrites(t *testing.T) {
 		if len(got) != len(want) || got[storage.NamespacedName{Namespace: "default", Name: "a"}] != "1" || got[storage.NamespacedName{Namespace: "default", Name: "d"}] != "4" {
 			t.Fatalf("stored %v, want %v", got, want)
 		}
-		events, _, err := second.Events(ctx, 0, 100)
+		events, _, err := second.Changes(ctx, 0, 100)
 		if err != nil || len(events) != 2 || events[0].Key.Name != "a" || events[1].Key.Name != "d" {
 			t.Fatalf("log %+v, %v; want the adds of a and d", events, err)
 		}
@@ -186,7 +186,7 @@ func TestFencedSweep(t *testing.T) {
 			}
 		}
 		// Nothing else was logged: the fenced deletes wrote nothing.
-		evs, _, err := sweeper.Events(ctx, before, 100)
+		evs, _, err := sweeper.Changes(ctx, before, 100)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -135,7 +135,7 @@ func storedStates(t *testing.T, s storage.Interface, cluster string, gvr schema.
 	if err != nil {
 		t.Fatal(err)
 	}
-	events, _, err := s.Events(ctx, compacted, 10000)
+	events, _, err := s.Changes(ctx, compacted, 10000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +238,7 @@ func TestDropSecretData(t *testing.T) {
 				if !tc.resync {
 					// The current object was written again, at the member's
 					// resourceVersion, as a change that watches see.
-					events, _, err := s.Events(ctx, before, 100)
+					events, _, err := s.Changes(ctx, before, 100)
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -93,7 +93,7 @@ func (c *churner) next() (changes []storage.Change, written func()) {
 func checkChurn(t *testing.T, s storage.Interface, churners []*churner) {
 	t.Helper()
 	ctx := context.Background()
-	events, _, err := s.Events(ctx, 0, 1_000_000)
+	events, _, err := s.Changes(ctx, 0, 1_000_000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func tail(ctx context.Context, s storage.Interface, stop <-chan struct{}, want f
 			stopped = true
 		default:
 		}
-		events, _, err := s.Events(ctx, last, 1000)
+		events, _, err := s.Changes(ctx, last, 1000)
 		if err != nil {
 			return seen, err
 		}

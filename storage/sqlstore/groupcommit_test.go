@@ -44,11 +44,11 @@ type sentBatch struct {
 // Apply returned.
 func checkLog(t *testing.T, s storage.Interface, batches []*sentBatch) {
 	t.Helper()
-	events, _, err := s.Events(context.Background(), 0, 1_000_000)
+	events, _, err := s.Changes(context.Background(), 0, 1_000_000)
 	if err != nil {
 		t.Fatal(err)
 	}
-	byRev := map[int64]storage.Event{}
+	byRev := map[int64]storage.LoggedChange{}
 	for i, e := range events {
 		if e.Revision != int64(i+1) {
 			t.Fatalf("log entry %d has revision %d: not contiguous", i, e.Revision)
@@ -149,7 +149,7 @@ func TestConcurrentWritersGetOwnCommitOrderedRevisions(t *testing.T) {
 					finished = true
 				default:
 				}
-				events, _, err := s.Events(ctx, last, 1000)
+				events, _, err := s.Changes(ctx, last, 1000)
 				if err != nil {
 					tailDone <- err
 					return

@@ -75,7 +75,7 @@ func TestLogStoresEachVersionOnce(t *testing.T) {
 
 		check := func(since int64) {
 			t.Helper()
-			events, _, err := s.Events(ctx, since, 100)
+			events, _, err := s.Changes(ctx, since, 100)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -88,7 +88,7 @@ func TestLogStoresEachVersionOnce(t *testing.T) {
 			// One entry at a time: the entry replacing each is not among
 			// those read.
 			for rev := since; rev < cur; rev++ {
-				one, _, err := s.Events(ctx, rev, 1)
+				one, _, err := s.Changes(ctx, rev, 1)
 				if err != nil || len(one) != 1 {
 					t.Fatalf("the event after %d: %v, %v", rev, one, err)
 				}
@@ -155,7 +155,7 @@ func TestLogStoresEachVersionOnce(t *testing.T) {
 // checkEventObject fails unless e carries the object Get served at its
 // revision, or for a delete the last one served with the deletion's
 // revision.
-func checkEventObject(t *testing.T, e storage.Event, served map[int64][]byte) {
+func checkEventObject(t *testing.T, e storage.LoggedChange, served map[int64][]byte) {
 	t.Helper()
 	if e.Type != watch.Deleted {
 		if !bytes.Equal(e.Object, served[e.Revision]) {
@@ -187,7 +187,7 @@ func TestDeletedEventKeepsLargeIntegers(t *testing.T) {
 		if _, err := s.Apply(ctx, "east", podsGVR, []storage.Change{storage.Delete("default", "a")}); err != nil {
 			t.Fatal(err)
 		}
-		events, _, err := s.Events(ctx, created, 10)
+		events, _, err := s.Changes(ctx, created, 10)
 		if err != nil || len(events) != 1 || events[0].Type != watch.Deleted {
 			t.Fatalf("events after %d: %+v, %v", created, events, err)
 		}

@@ -95,9 +95,9 @@ func revisions(db *gorm.DB) (current, compacted int64, err error) {
 	return current, compacted, nil
 }
 
-// Events implements storage.Interface.
-func (s *Store) Events(ctx context.Context, since int64, limit int) ([]storage.Event, int64, error) {
-	var out []storage.Event
+// Changes implements storage.Log.
+func (s *Store) Changes(ctx context.Context, since int64, limit int) ([]storage.LoggedChange, int64, error) {
+	var out []storage.LoggedChange
 	var compacted int64
 	err := s.read(ctx, func(tx *gorm.DB) error {
 		var err error
@@ -114,7 +114,7 @@ func (s *Store) Events(ctx context.Context, since int64, limit int) ([]storage.E
 		if err := s.resolveLog(tx, rows); err != nil {
 			return err
 		}
-		out = make([]storage.Event, len(rows))
+		out = make([]storage.LoggedChange, len(rows))
 		for i := range rows {
 			out[i] = rows[i].event()
 		}
@@ -124,8 +124,8 @@ func (s *Store) Events(ctx context.Context, since int64, limit int) ([]storage.E
 }
 
 // History implements storage.Interface.
-func (s *Store) History(ctx context.Context, gvr schema.GroupVersionResource, upTo int64, limit int) ([]storage.Event, int64, error) {
-	var out []storage.Event
+func (s *Store) History(ctx context.Context, gvr schema.GroupVersionResource, upTo int64, limit int) ([]storage.LoggedChange, int64, error) {
+	var out []storage.LoggedChange
 	var compacted int64
 	err := s.read(ctx, func(tx *gorm.DB) error {
 		var err error
@@ -141,7 +141,7 @@ func (s *Store) History(ctx context.Context, gvr schema.GroupVersionResource, up
 		if err := s.resolveLog(tx, rows); err != nil {
 			return err
 		}
-		out = make([]storage.Event, len(rows))
+		out = make([]storage.LoggedChange, len(rows))
 		for i := range rows {
 			e := rows[len(rows)-1-i].event()
 			e.Prev = rows[len(rows)-1-i].PrevObject

@@ -26,7 +26,7 @@ import (
 // else the primary's current one, a primary-key read. It waits up to
 // ReadWait for the standby to reach it, then reads the primary instead.
 //
-// The log itself (Events, History), the revision the watch cache starts
+// The log itself (Changes, History), the revision the watch cache starts
 // from, and the watch cache's follow of new writes are the standby's: a
 // cache fed by the standby is consistent with the standby, only late.
 
@@ -328,13 +328,13 @@ func (r *Replicated) MemberVersions(ctx context.Context, cluster string, gvr sch
 	return r.reader(ctx, 0).MemberVersions(ctx, cluster, gvr)
 }
 
-// Events implements storage.Interface from the standby's log.
-func (r *Replicated) Events(ctx context.Context, since int64, limit int) ([]storage.Event, int64, error) {
-	return r.standby.Events(ctx, since, limit)
+// Changes implements storage.Log from the standby's log.
+func (r *Replicated) Changes(ctx context.Context, since int64, limit int) ([]storage.LoggedChange, int64, error) {
+	return r.standby.Changes(ctx, since, limit)
 }
 
 // History implements storage.Interface from the standby's log.
-func (r *Replicated) History(ctx context.Context, gvr schema.GroupVersionResource, upTo int64, limit int) ([]storage.Event, int64, error) {
+func (r *Replicated) History(ctx context.Context, gvr schema.GroupVersionResource, upTo int64, limit int) ([]storage.LoggedChange, int64, error) {
 	return r.standby.History(ctx, gvr, upTo, limit)
 }
 

@@ -97,7 +97,7 @@ func TestReplicaReadsNeverOlderThanSeen(t *testing.T) {
 	if err != nil || cur != rev1 {
 		t.Fatalf("replay paused: revision %d (%v), want the standby's %d", cur, err, rev1)
 	}
-	events, _, err := r.Events(ctx, 0, 100)
+	events, _, err := r.Changes(ctx, 0, 100)
 	if err != nil {
 		t.Fatal(err)
 	}

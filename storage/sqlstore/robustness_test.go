@@ -178,7 +178,7 @@ func TestDeleteOrphans(t *testing.T) {
 				}
 			}
 		}
-		evs, _, err := s.Events(ctx, 0, 100)
+		evs, _, err := s.Changes(ctx, 0, 100)
 		if err != nil || len(evs) != 9 {
 			t.Fatalf("want 6 adds and 3 logged deletes, got %d events, %v", len(evs), err)
 		}
@@ -268,7 +268,7 @@ func TestEntriesWithoutCreationTime(t *testing.T) {
 		}
 		defer s.Close()
 		// Reading entries without a creation time works as before.
-		if evs, _, err := s.Events(ctx, atPin.Revision, 1000); err != nil || int64(len(evs)) != cur-atPin.Revision {
+		if evs, _, err := s.Changes(ctx, atPin.Revision, 1000); err != nil || int64(len(evs)) != cur-atPin.Revision {
 			t.Fatalf("events after the pin: %d, %v", len(evs), err)
 		}
 		if evs, _, err := s.History(ctx, podsGVR, cur, 10); err != nil || len(evs) != 10 {

@@ -83,8 +83,8 @@ type eventRow struct {
 
 func (eventRow) TableName() string { return eventsTable }
 
-func (e *eventRow) event() storage.Event {
-	return storage.Event{
+func (e *eventRow) event() storage.LoggedChange {
+	return storage.LoggedChange{
 		Revision: e.Revision,
 		Type:     watch.EventType(e.Type),
 		Key:      e.key(),

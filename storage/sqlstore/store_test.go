@@ -75,7 +75,7 @@ func TestApplyGetAndEvents(t *testing.T) {
 		if _, err := s.Get(ctx, storage.Key{Cluster: "east", GVR: podsGVR, Namespace: "default", Name: "b"}); !errors.Is(err, storage.ErrNotFound) {
 			t.Fatalf("deleted object: %v", err)
 		}
-		events, _, err := s.Events(ctx, 0, 100)
+		events, _, err := s.Changes(ctx, 0, 100)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,7 +94,7 @@ func TestApplyGetAndEvents(t *testing.T) {
 		if !slices.Equal(summary, want) {
 			t.Fatalf("events:\n%s\nwant:\n%s", strings.Join(summary, "\n"), strings.Join(want, "\n"))
 		}
-		if ev, _, _ := s.Events(ctx, 3, 1); len(ev) != 1 || ev[0].Revision != 4 {
+		if ev, _, _ := s.Changes(ctx, 3, 1); len(ev) != 1 || ev[0].Revision != 4 {
 			t.Fatalf("events after 3, limit 1: %+v", ev)
 		}
 		// The last two changes up to 5, with the state before each.
@@ -127,7 +127,7 @@ func TestApplyGetAndEvents(t *testing.T) {
 		if len(res.Objects) != 1 || res.Objects[0].Cluster != "west" || res.Revision != 8 {
 			t.Fatalf("after delete resource: %d objects at %d", len(res.Objects), res.Revision)
 		}
-		if events, _, _ = s.Events(ctx, 6, 10); len(events) != 2 || events[0].Type != watch.Deleted || events[1].Type != watch.Deleted {
+		if events, _, _ = s.Changes(ctx, 6, 10); len(events) != 2 || events[0].Type != watch.Deleted || events[1].Type != watch.Deleted {
 			t.Fatalf("delete events: %+v", events)
 		}
 		if rev, err = s.DeleteResource(ctx, "west", schema.GroupVersionResource{}); err != nil || rev != 9 {
@@ -384,10 +384,10 @@ func TestCompaction(t *testing.T) {
 		if cur, compacted, _ := s.Revision(ctx); cur != 11 || compacted != 8 {
 			t.Fatalf("revision %d compacted %d", cur, compacted)
 		}
-		if _, _, err := s.Events(ctx, 7, 10); !storage.IsTooOld(err) {
+		if _, _, err := s.Changes(ctx, 7, 10); !storage.IsTooOld(err) {
 			t.Fatalf("events below compaction: %v", err)
 		}
-		if ev, compacted, err := s.Events(ctx, 8, 10); err != nil || len(ev) != 3 || compacted != 8 {
+		if ev, compacted, err := s.Changes(ctx, 8, 10); err != nil || len(ev) != 3 || compacted != 8 {
 			t.Fatalf("events from the compacted revision: %d, compacted %d, %v", len(ev), compacted, err)
 		}
 		// The first page was at revision 10 > 8: its continuation still works

@@ -303,15 +303,15 @@ func shardHolders(kube kubernetes.Interface) (map[int]string, error) {
 // podRevisions lists the revisions of every pod change in the log, in order.
 func podRevisions(s storage.Interface) ([]int64, error) {
 	var out []int64
-	err := eachPodChange(s, func(e *storage.Event) { out = append(out, e.Revision) })
+	err := eachPodChange(s, func(e *storage.LoggedChange) { out = append(out, e.Revision) })
 	return out, err
 }
 
 // eachPodChange calls fn with every pod change in the log, in order.
-func eachPodChange(s storage.Interface, fn func(*storage.Event)) error {
+func eachPodChange(s storage.Interface, fn func(*storage.LoggedChange)) error {
 	var since int64
 	for {
-		events, _, err := s.Events(context.Background(), since, 10_000)
+		events, _, err := s.Changes(context.Background(), since, 10_000)
 		if err != nil {
 			return err
 		}
@@ -361,7 +361,7 @@ func divergence(want map[string]string, clients []map[string]dynamic.Interface, 
 		v.mu.Unlock()
 	}
 	changes := map[string][]string{}
-	err := eachPodChange(stores[0], func(e *storage.Event) {
+	err := eachPodChange(stores[0], func(e *storage.LoggedChange) {
 		k := soakKey(e.Key.Cluster, e.Key.Namespace, e.Key.Name)
 		if differing[k] {
 			var u unstructured.Unstructured
