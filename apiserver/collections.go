@@ -90,8 +90,9 @@ func (h *Handler) ServeCollections(w http.ResponseWriter, r *http.Request) {
 	out.Kind = "CollectionResource"
 	var rev, limit int64
 	var readable int
+	all := &request{r: r, view: memberView("")} // collections are of every cluster
 	for _, res := range resources {
-		req, err := parseRequest(r.URL.Query(), res.GVR, "", "", false)
+		req, err := parseListOptions(r.URL.Query(), res.GVR, "", "", false)
 		if err == nil && len(req.groupBy) > 0 {
 			err = badRequest("groupBy is not supported for collections: count each type")
 		}
@@ -102,7 +103,7 @@ func (h *Handler) ServeCollections(w http.ResponseWriter, r *http.Request) {
 		// A type the user may read nowhere is left out; 403 only when
 		// every type is.
 		var denied *apierrors.StatusError
-		if err := h.restrict(w, r, "list", res.GVR.GroupResource(), &req.query); errors.As(err, &denied) && apierrors.IsForbidden(denied) {
+		if err := h.prepare(w, all, "list", res, &req.query); errors.As(err, &denied) && apierrors.IsForbidden(denied) {
 			warn(w, fmt.Sprintf("%s left out: %s", memberResource(res.GVR.GroupResource()), denied.ErrStatus.Message))
 			continue
 		} else if err != nil {
@@ -110,7 +111,6 @@ func (h *Handler) ServeCollections(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		readable++
-		h.warnNotReady(w, req.query.Clusters)
 		if req.query.Continue != "" {
 			writeError(w, badRequest("continue is not supported for collections"), collectionsGR)
 			return

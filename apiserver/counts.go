@@ -62,7 +62,7 @@ func parseGroupBy(terms []string) ([]storage.GroupBy, error) {
 // a count cannot do: it is of the current revision (resourceVersion "" or
 // "0", which allows any), in one answer, ordered by count. The list's
 // limit bounds the groups (kubectl sends 500), capped at storage.MaxLimit.
-func (r *request) countQuery() (*storage.CountQuery, error) {
+func (r *listOptions) countQuery() (*storage.CountQuery, error) {
 	switch {
 	case r.opts.ResourceVersion != "" && r.opts.ResourceVersion != "0":
 		return nil, badRequest("groupBy counts at the current revision: resourceVersion must be unset or 0")
@@ -76,35 +76,24 @@ func (r *request) countQuery() (*storage.CountQuery, error) {
 	return q, nil
 }
 
-// count answers a parsed, authorized list with groupBy.
-func (h *Handler) count(w http.ResponseWriter, r *http.Request, res storage.Resource, req *request) {
-	gr := res.GVR.GroupResource()
-	q, err := req.countQuery()
+// count answers a list with groupBy, its query prepared.
+func (h *Handler) count(w http.ResponseWriter, req *request, opts *listOptions) {
+	gr := req.res.GVR.GroupResource()
+	result, err := h.countGroups(req, opts)
 	if err != nil {
 		writeError(w, err, gr)
 		return
 	}
-	flatGroups, err := flatOf(r).count(q, res.Namespaced) // flatview.go
-	if err != nil {
-		writeError(w, err, gr)
-		return
-	}
-	result, err := h.counts(r.Context(), req, q)
-	if err != nil {
-		writeError(w, err, gr)
-		return
-	}
-	flatGroups(result)
 	meta := metav1.ListMeta{ResourceVersion: strconv.FormatInt(result.Revision, 10)}
 	if n := result.RemainingGroups; n > 0 {
 		meta.RemainingItemCount = &n
 		warn(w, fmt.Sprintf("%d more groups left out: raise limit (at most %d) or narrow the selection", n, storage.MaxLimit))
 	}
-	terms := make([]string, len(req.groupBy))
-	for i, g := range req.groupBy {
+	terms := make([]string, len(opts.groupBy))
+	for i, g := range opts.groupBy {
 		terms[i] = g.String()
 	}
-	if wantsTable(r) {
+	if wantsTable(req.r) {
 		writeJSONAs(w, http.StatusOK, tableContentType, countsTable(terms, result.Groups, meta))
 		return
 	}
@@ -121,6 +110,25 @@ func (h *Handler) count(w http.ResponseWriter, r *http.Request, res storage.Reso
 	writeJSON(w, http.StatusOK, out)
 }
 
+// countGroups counts the groups of a list with groupBy, in the view's
+// terms.
+func (h *Handler) countGroups(req *request, opts *listOptions) (*storage.CountResult, error) {
+	q, err := opts.countQuery()
+	if err != nil {
+		return nil, err
+	}
+	translate, err := req.view.count(q, req.res.Namespaced)
+	if err != nil {
+		return nil, err
+	}
+	result, err := h.counts(req.r.Context(), opts, q)
+	if err != nil {
+		return nil, err
+	}
+	translate(result)
+	return result, nil
+}
+
 // counts counts in the watch cache when it holds the resource: by
 // intersecting its index's bitmaps, a millisecond or so even at a
 // million objects. With resourceVersion "0" the cache counts as it is;
@@ -129,12 +137,12 @@ func (h *Handler) count(w http.ResponseWriter, r *http.Request, res storage.Reso
 // from its summary (Summarizable) in milliseconds at any size, or by going
 // over the rows, seconds at a million; a count of the latter kind starts
 // loading the resource into the cache, so that the next ones are fast.
-func (h *Handler) counts(ctx context.Context, req *request, q *storage.CountQuery) (*storage.CountResult, error) {
+func (h *Handler) counts(ctx context.Context, opts *listOptions, q *storage.CountQuery) (*storage.CountResult, error) {
 	if q.Summarizable() && !h.cache.Holds(q.Query.GVR) {
 		return h.store.Count(ctx, q)
 	}
 	var atLeast int64
-	if req.version.match == mostRecent {
+	if opts.version.match == mostRecent {
 		var err error
 		if atLeast, _, err = latestRevision(ctx, h.store); err != nil {
 			return nil, err

@@ -18,11 +18,19 @@ const aggregatedDiscoveryType = "application/json;g=apidiscovery.k8s.io;v=v2;as=
 var servedVerbs = metav1.Verbs{"get", "list", "watch"}
 
 // serveDiscovery answers /api, /api/v1, /apis, /apis/{group} and
-// /apis/{group}/{version} under a prefix from what is synced there. It
-// reports false for other paths.
-func (h *Handler) serveDiscovery(w http.ResponseWriter, r *http.Request, cluster, path string) bool {
-	if !isDiscovery(path) {
-		return false
+// /apis/{group}/{version} under a view from what is synced there, to who
+// sees the view.
+func (h *Handler) serveDiscovery(w http.ResponseWriter, req *request) {
+	r, cluster, path := req.r, req.cluster, req.rest
+	if cluster != "" {
+		// Only users who may see a cluster learn it exists.
+		if !h.seesCluster(r, cluster) {
+			writeError(w, clusterNotFound(cluster), schema.GroupResource{})
+			return
+		}
+		if _, ready, message := h.registry.Cluster(cluster); !ready {
+			warn(w, notReadyMessage(cluster, message))
+		}
 	}
 	parts := strings.Split(strings.Trim(path, "/"), "/")
 	resources := append(h.registry.Resources(cluster), selfReviewResources...)
@@ -31,7 +39,7 @@ func (h *Handler) serveDiscovery(w http.ResponseWriter, r *http.Request, cluster
 	case len(parts) == 1 && parts[0] == "api":
 		if aggregated {
 			h.writeAggregated(w, resources, true)
-			return true
+			return
 		}
 		versions := &metav1.APIVersions{TypeMeta: metav1.TypeMeta{Kind: "APIVersions"}, Versions: []string{},
 			ServerAddressByClientCIDRs: []metav1.ServerAddressByClientCIDR{{ClientCIDR: "0.0.0.0/0"}}}
@@ -42,7 +50,7 @@ func (h *Handler) serveDiscovery(w http.ResponseWriter, r *http.Request, cluster
 	case len(parts) == 1 && parts[0] == "apis":
 		if aggregated {
 			h.writeAggregated(w, resources, false)
-			return true
+			return
 		}
 		list := &metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}, Groups: []metav1.APIGroup{}}
 		list.Groups = append(list.Groups, apiGroups(resources)...)
@@ -52,7 +60,7 @@ func (h *Handler) serveDiscovery(w http.ResponseWriter, r *http.Request, cluster
 			if g.Name == parts[1] {
 				g.TypeMeta = metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}
 				writeJSON(w, http.StatusOK, g)
-				return true
+				return
 			}
 		}
 		writeError(w, notFound(), schema.GroupResource{})
@@ -69,13 +77,10 @@ func (h *Handler) serveDiscovery(w http.ResponseWriter, r *http.Request, cluster
 		}
 		if len(list.APIResources) == 0 {
 			writeError(w, notFound(), schema.GroupResource{})
-			return true
+			return
 		}
 		writeJSON(w, http.StatusOK, list)
-	default:
-		return false
 	}
-	return true
 }
 
 // isDiscovery reports whether path is one serveDiscovery answers.

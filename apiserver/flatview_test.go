@@ -188,9 +188,9 @@ func TestFlatQuery(t *testing.T) {
 	if err := (&flatView{clusters: clusters}).query(&q, true); err == nil {
 		t.Error("involvedObject.namespace!= was taken")
 	}
-	var nilView *flatView
+	outside := memberView("")
 	q = storage.ListQuery{GVR: schema.GroupVersionResource{Version: "v1", Resource: "nodes"}, Names: []string{"east.a"}}
-	if err := nilView.query(&q, false); err != nil || !slices.Equal(q.Names, []string{"east.a"}) || len(q.Clusters) > 0 {
+	if err := outside.query(&q, false); err != nil || !slices.Equal(q.Names, []string{"east.a"}) || len(q.Clusters) > 0 {
 		t.Errorf("no view changed the query: %+v %v", q, err)
 	}
 }
@@ -489,12 +489,10 @@ func TestFlatViewAround(t *testing.T) {
 	}
 }
 
-// TestFlatViewDottedNamespace: member namespaces have no dots, so that
-// flat namespaces split back into one cluster and namespace. Namespace
-// "b.c" of cluster "a", which a member may claim, would read as namespace
-// "c" of cluster "a.b": its objects, and the Namespace itself, are left
-// out of the flat view, and never shown as, or in place of, a.b's.
-func TestFlatViewDottedNamespace(t *testing.T) {
+// dottedNamespaces serves pod x in namespace "b.c" of cluster "a" and in
+// namespace "c" of cluster "a.b", and both Namespaces: what the flat view
+// spells alike. It returns the flat view's URL of a member path.
+func dottedNamespaces(t *testing.T) (flat func(path string) string, registry *Registry) {
 	store, cfg, registry := testServer(t)
 	namespaces := schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 	put := func(cluster string, gvr schema.GroupVersionResource, kind, namespace, name string) {
@@ -511,7 +509,33 @@ func TestFlatViewDottedNamespace(t *testing.T) {
 		put(cluster, podsGVR, "Pod", ns, "x")
 		put(cluster, namespaces, "Namespace", "", ns)
 	}
-	flat := func(path string) string { return viewURL(cfg, "/clusters/"+FlatClusters+path) }
+	return func(path string) string { return viewURL(cfg, "/clusters/"+FlatClusters+path) }, registry
+}
+
+// TestFlatCountsDottedNamespace: a count of the flat view counts what its
+// list returns, whatever it groups by: objects of a dotted member
+// namespace, which the list leaves out, are in no group.
+func TestFlatCountsDottedNamespace(t *testing.T) {
+	flat, _ := dottedNamespaces(t)
+	for path, want := range map[string]string{
+		"/api/v1/pods?groupBy=cluster":           "a.b=1",
+		"/api/v1/pods?groupBy=namespace":         "a.b.c=1",
+		"/api/v1/pods?groupBy=cluster,namespace": "a.b/a.b.c=1",
+		"/api/v1/pods?groupBy=label:app":         "<none>=1",
+	} {
+		if code, _, body := getCounts(t, flat(path), "", ""); code != http.StatusOK || body.groups() != want {
+			t.Errorf("%s: %d %+v, want %s", path, code, body, want)
+		}
+	}
+}
+
+// TestFlatViewDottedNamespace: member namespaces have no dots, so that
+// flat namespaces split back into one cluster and namespace. Namespace
+// "b.c" of cluster "a", which a member may claim, would read as namespace
+// "c" of cluster "a.b": its objects, and the Namespace itself, are left
+// out of the flat view, and never shown as, or in place of, a.b's.
+func TestFlatViewDottedNamespace(t *testing.T) {
+	flat, registry := dottedNamespaces(t)
 	checkItems(t, flat, map[string]string{
 		"/api/v1/pods":                      "a.b.c/x a.b/c/x",
 		"/api/v1/pods?resourceVersion=0":    "a.b.c/x a.b/c/x",

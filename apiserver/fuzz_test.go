@@ -84,7 +84,7 @@ func FuzzParseRequest(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, query, cluster, namespace string, watch bool) {
 		values, _ := url.ParseQuery(query) // as http.Request.URL.Query: what parses
-		r, err := parseRequest(values, podsGVR, cluster, namespace, watch)
+		r, err := parseListOptions(values, podsGVR, cluster, namespace, watch)
 		if err != nil {
 			var bad badRequest
 			var invalid *storage.InvalidError

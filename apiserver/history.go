@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
+	apirequest "k8s.io/apiserver/pkg/endpoints/request"
 
 	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
 	"github.com/panorama-io/panorama/storage"
@@ -53,18 +54,11 @@ type HistoryItem struct {
 	Patch json.RawMessage `json:"patch"`
 }
 
-// serveHistory answers the history of one object, its last limit versions
-// when asked, to who may list its resource where it is; it reports false
-// for any other request.
-func (h *Handler) serveHistory(w http.ResponseWriter, r *http.Request, cluster, rest string) bool {
-	cluster, rest = flatOf(r).memberPath(r, cluster, rest) // flatview.go
-	info, err := memberRequestInfo(r, rest)
-	if err != nil || !info.IsResourceRequest || info.Subresource != historySubresource || info.Name == "" {
-		return false
-	}
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		return false // refused as any other write
-	}
+// serveHistory answers the history of one object, info in member terms
+// of cluster, its last limit versions when asked, to who may list its
+// resource where it is.
+func (h *Handler) serveHistory(w http.ResponseWriter, req *request, cluster string, info *apirequest.RequestInfo) {
+	r := req.r
 	gvr := schema.GroupVersionResource{Group: info.APIGroup, Version: info.APIVersion, Resource: info.Resource}
 	gr := gvr.GroupResource()
 	res, ok := h.registry.Lookup(cluster, gvr)
@@ -74,25 +68,28 @@ func (h *Handler) serveHistory(w http.ResponseWriter, r *http.Request, cluster, 
 	}
 	if cluster == "" {
 		if !ok {
-			return false
+			serveNotFound(w, req)
+			return
 		}
-		writeError(w, badf("the history is of one cluster's object: ask %s/%s", ViewPath("<cluster>"), strings.TrimPrefix(rest, "/")), gr)
-		return true
+		writeError(w, badf("the history is of one cluster's object: ask %s/%s", ViewPath("<cluster>"), strings.TrimPrefix(info.Path, "/")), gr)
+		return
 	}
 	// Authorized before the cluster and the type are looked up, so that a
 	// cluster that does not exist is refused as one the user may not read.
 	if err := h.authorizeIn(r.Context(), "list", gr, cluster, namespace); err != nil {
 		writeError(w, err, gr)
-		return true
+		return
 	}
 	if !ok {
-		return false // 404, as any path the view does not serve
+		serveNotFound(w, req) // as any path the view does not serve
+		return
 	}
 	limit := 0
+	var err error
 	if s := r.URL.Query().Get("limit"); s != "" {
 		if limit, err = strconv.Atoi(s); err != nil || limit < 0 {
 			writeError(w, badf("limit %q: want a non-negative integer (the last versions; 0 for all)", s), gr)
-			return true
+			return
 		}
 	}
 	key := storage.Key{Cluster: cluster, GVR: res.GVR, Namespace: namespace, Name: info.Name}
@@ -118,7 +115,6 @@ func (h *Handler) serveHistory(w http.ResponseWriter, r *http.Request, cluster, 
 		}
 		writeJSON(w, http.StatusOK, out)
 	})
-	return true
 }
 
 // historyTable is the Table of a history: one row a version.
@@ -177,7 +173,7 @@ func parseAsOf(s string, now time.Time) (*asOf, error) {
 
 // resolveAsOf sets the revision of a list asOf a time: the last one
 // committed then. A continued list has its token's.
-func (h *Handler) resolveAsOf(ctx context.Context, req *request) error {
+func (h *Handler) resolveAsOf(ctx context.Context, req *listOptions) error {
 	if req.asOf == nil || req.asOf.rev > 0 || req.query.Continue != "" {
 		return nil
 	}

@@ -45,21 +45,24 @@ type openAPISource struct {
 	cluster, hash string
 }
 
-// serveOpenAPI answers GET <view>/openapi/v3 and the documents under it.
-// It reports false for other requests.
-func (h *Handler) serveOpenAPI(w http.ResponseWriter, r *http.Request, cluster, rest string) bool {
+// isOpenAPI reports whether rest is /openapi/v3 or a path under it.
+func isOpenAPI(rest string) bool {
 	sub, ok := strings.CutPrefix(rest, "/openapi/v3")
-	if !ok || (sub != "" && sub[0] != '/') || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
-		return false
-	}
+	return ok && (sub == "" || sub[0] == '/')
+}
+
+// serveOpenAPI answers GET <view>/openapi/v3 and the documents under it.
+func (h *Handler) serveOpenAPI(w http.ResponseWriter, req *request) {
+	r, cluster, rest := req.r, req.cluster, req.rest
+	sub := strings.TrimPrefix(rest, "/openapi/v3")
 	if cluster != "" && !h.seesCluster(r, cluster) {
 		writeError(w, clusterNotFound(cluster), schema.GroupResource{})
-		return true
+		return
 	}
 	sources, err := h.openAPISources(r.Context(), cluster)
 	if err != nil {
 		writeError(w, err, schema.GroupResource{})
-		return true
+		return
 	}
 	path := strings.Trim(sub, "/")
 	if path == "" {
@@ -75,26 +78,26 @@ func (h *Handler) serveOpenAPI(w http.ResponseWriter, r *http.Request, cluster, 
 		data, err := json.Marshal(index)
 		if err != nil {
 			writeError(w, err, schema.GroupResource{})
-			return true
+			return
 		}
 		serveOpenAPIContent(w, r, "application/json", data, storage.Digest(data))
-		return true
+		return
 	}
 	srcs, ok := sources[path]
 	if !ok {
 		writeError(w, notFound(), schema.GroupResource{})
-		return true
+		return
 	}
 	contentType, protobuf, ok := openAPIContentType(r.Header.Get("Accept"))
 	w.Header().Add("Vary", "Accept")
 	if !ok {
 		writeError(w, notAcceptable("only application/json and "+protobufOpenAPIType+" are served"), schema.GroupResource{})
-		return true
+		return
 	}
 	data, hash, err := h.openAPI.document(r.Context(), h.store, path, srcs, protobuf)
 	if err != nil {
 		writeError(w, err, schema.GroupResource{})
-		return true
+		return
 	}
 	// As kube-apiserver: a URL with the hash of what it answers names that
 	// content for good. Another hash (the document changed since the index
@@ -104,7 +107,6 @@ func (h *Handler) serveOpenAPI(w http.ResponseWriter, r *http.Request, cluster, 
 		w.Header().Set("Expires", time.Now().AddDate(1, 0, 0).UTC().Format(http.TimeFormat))
 	}
 	serveOpenAPIContent(w, r, contentType, data, hash)
-	return true
 }
 
 func notAcceptable(message string) error {

@@ -53,6 +53,13 @@ func (s *readCountingStore) Revision(ctx context.Context) (int64, int64, error) 
 	return s.Interface.Revision(ctx)
 }
 
+// LatestRevision is the read of the store's revision that a consistent
+// read makes (storage.Reader), counted as one of Revision.
+func (s *readCountingStore) LatestRevision(ctx context.Context) (int64, int64, error) {
+	s.count("Revision")
+	return s.Interface.LatestRevision(ctx)
+}
+
 func (s *readCountingStore) Count(ctx context.Context, q *storage.CountQuery) (*storage.CountResult, error) {
 	s.count("Count")
 	return s.Interface.Count(ctx, q)

@@ -28,8 +28,8 @@ const SearchLabelPrefix = searchv1alpha1.GroupName + "/"
 // ones): the selection when a path and a parameter disagree.
 const matchNothing = ""
 
-// request is a parsed list, watch or get.
-type request struct {
+// listOptions are the parameters of a list or watch, parsed.
+type listOptions struct {
 	query          storage.ListQuery
 	opts           metainternalversion.ListOptions
 	onlyMetadata   bool
@@ -49,11 +49,11 @@ func (e badRequest) Error() string { return string(e) }
 
 func badf(format string, args ...any) error { return badRequest(fmt.Sprintf(format, args...)) }
 
-// parseRequest validates the query like kube-apiserver (ListOptions
+// parseListOptions validates the query like kube-apiserver (ListOptions
 // validation) and adds the search parameters, from the URL or from
 // search.panorama.io/ label requirements.
-func parseRequest(values url.Values, gvr schema.GroupVersionResource, cluster, namespace string, watch bool) (*request, error) {
-	r := &request{query: storage.ListQuery{GVR: gvr}}
+func parseListOptions(values url.Values, gvr schema.GroupVersionResource, cluster, namespace string, watch bool) (*listOptions, error) {
+	r := &listOptions{query: storage.ListQuery{GVR: gvr}}
 	if err := metainternalscheme.ParameterCodec.DecodeParameters(values, metav1.SchemeGroupVersion, &r.opts); err != nil {
 		return nil, badRequest(err.Error())
 	}
@@ -66,7 +66,7 @@ func parseRequest(values url.Values, gvr schema.GroupVersionResource, cluster, n
 
 	search := url.Values{}
 	for k, vs := range values {
-		if searchParams[k] {
+		if isSearchParam(k) {
 			search[k] = vs
 		}
 	}
@@ -79,7 +79,7 @@ func parseRequest(values url.Values, gvr schema.GroupVersionResource, cluster, n
 				kept = append(kept, req)
 				continue
 			}
-			if !searchParams[key] {
+			if !isSearchParam(key) {
 				return nil, badf("unknown search label %q; known: %s", req.Key(), strings.Join(searchParamNames(), ", "))
 			}
 			switch req.Operator() {
@@ -150,88 +150,124 @@ func parseRequest(values url.Values, gvr schema.GroupVersionResource, cluster, n
 	return r, nil
 }
 
-var searchParams = map[string]bool{
-	"clusters": true, "namespaces": true, "names": true, "fuzzyName": true,
-	"ownerUID": true, "ownerName": true, "ownerGR": true, "ownerSeniority": true,
-	"since": true, "before": true, "orderby": true, "withRemainingCount": true, "onlyMetadata": true, "groupBy": true, "images": true, "asOf": true,
+// searchParam is one search parameter: its name, in the URL or after
+// SearchLabelPrefix in a label selector, and how its values, split at
+// commas, are read into a list's options: by many when it takes a list,
+// by one when it takes one value. Adding one is adding a row.
+type searchParam struct {
+	name string
+	many func(o *listOptions, values []string) error
+	one  func(o *listOptions, value string) error
 }
 
+// searchParams are every search parameter, in the order they are read.
+var searchParams = []searchParam{
+	{name: "clusters", many: func(o *listOptions, vs []string) error { o.query.Clusters = vs; return nil }},
+	{name: "namespaces", many: func(o *listOptions, vs []string) error { o.query.Namespaces = vs; return nil }},
+	{name: "names", many: func(o *listOptions, vs []string) error { o.query.Names = vs; return nil }},
+	{name: "fuzzyName", one: func(o *listOptions, s string) error { o.query.FuzzyName = s; return nil }},
+	{name: "ownerUID", one: func(o *listOptions, s string) error { o.query.OwnerUID = s; return nil }},
+	{name: "ownerName", one: func(o *listOptions, s string) error { o.query.OwnerName = s; return nil }},
+	{name: "ownerGR", one: applyOwnerGR},
+	{name: "ownerSeniority", one: applyOwnerSeniority},
+	{name: "since", one: func(o *listOptions, s string) error { return applyTime(&o.query.CreatedSince, "since", s) }},
+	{name: "before", one: func(o *listOptions, s string) error { return applyTime(&o.query.CreatedBefore, "before", s) }},
+	{name: "orderby", many: applyOrderBy},
+	{name: "withRemainingCount", one: func(o *listOptions, s string) error {
+		return applyBool(&o.query.WithRemainingCount, "withRemainingCount", s)
+	}},
+	{name: "onlyMetadata", one: func(o *listOptions, s string) error { return applyBool(&o.onlyMetadata, "onlyMetadata", s) }},
+	{name: "groupBy", many: func(o *listOptions, vs []string) (err error) { o.groupBy, err = parseGroupBy(vs); return err }},
+	{name: "images", many: func(o *listOptions, vs []string) error { o.query.Images = vs; return nil }},
+	{name: "asOf", one: applyAsOf},
+}
+
+// isSearchParam reports whether name is a search parameter's.
+func isSearchParam(name string) bool {
+	return slices.ContainsFunc(searchParams, func(p searchParam) bool { return p.name == name })
+}
+
+// searchParamNames are the search parameters' names, for messages.
 func searchParamNames() []string {
-	return []string{"clusters", "namespaces", "names", "fuzzyName", "ownerUID", "ownerName", "ownerGR", "ownerSeniority",
-		"since", "before", "orderby", "withRemainingCount", "onlyMetadata", "groupBy", "images", "asOf"}
+	names := make([]string, len(searchParams))
+	for i, p := range searchParams {
+		names[i] = p.name
+	}
+	return names
 }
 
-func (r *request) applySearch(v url.Values) error {
-	q := &r.query
-	list := func(key string) []string {
-		var out []string
-		for _, s := range v[key] {
-			for _, part := range strings.Split(s, ",") {
-				if part = strings.TrimSpace(part); part != "" {
-					out = append(out, part)
-				}
-			}
-		}
-		return out
-	}
-	one := func(key string) (string, error) {
-		vs := list(key)
-		if len(vs) > 1 {
-			return "", badf("%s takes one value", key)
-		}
-		if len(vs) == 0 {
-			return "", nil
-		}
-		return vs[0], nil
-	}
-	q.Clusters, q.Namespaces, q.Names, q.Images = list("clusters"), list("namespaces"), list("names"), list("images")
-	var err error
-	if q.FuzzyName, err = one("fuzzyName"); err != nil {
-		return err
-	}
-	if q.OwnerUID, err = one("ownerUID"); err != nil {
-		return err
-	}
-	if q.OwnerName, err = one("ownerName"); err != nil {
-		return err
-	}
-	if gr, err := one("ownerGR"); err != nil {
-		return err
-	} else if gr != "" {
-		parsed := schema.ParseGroupResource(gr)
-		q.OwnerGroupResource = &parsed
-	}
-	if s, err := one("ownerSeniority"); err != nil {
-		return err
-	} else if s != "" {
-		if q.OwnerSeniority, err = strconv.Atoi(s); err != nil {
-			return badf("ownerSeniority %q is not an integer", s)
-		}
-	}
-	for key, dst := range map[string]**time.Time{"since": &q.CreatedSince, "before": &q.CreatedBefore} {
-		s, err := one(key)
-		if err != nil {
-			return err
-		}
-		if s != "" {
-			t, err := parseTime(s)
-			if err != nil {
-				return badf("%s %q: want RFC3339, a date (2006-01-02) or Unix seconds", key, s)
-			}
-			*dst = &t
-		}
-	}
-	if s, err := one("asOf"); err != nil {
-		return err
-	} else if s != "" {
-		if r.asOf, err = parseAsOf(s, time.Now()); err != nil {
+// applySearch reads the search parameters of v into o.
+func (o *listOptions) applySearch(v url.Values) error {
+	for _, p := range searchParams {
+		if err := p.apply(o, splitValues(v[p.name])); err != nil {
 			return err
 		}
 	}
-	if r.groupBy, err = parseGroupBy(list("groupBy")); err != nil {
-		return err
+	return nil
+}
+
+func (p *searchParam) apply(o *listOptions, vs []string) error {
+	switch {
+	case p.many != nil:
+		return p.many(o, vs)
+	case len(vs) > 1:
+		return badf("%s takes one value", p.name)
+	case len(vs) == 1:
+		return p.one(o, vs[0])
 	}
-	for _, term := range list("orderby") {
+	return nil
+}
+
+// splitValues are the values of a parameter, split at commas, without
+// blanks.
+func splitValues(vs []string) []string {
+	var out []string
+	for _, s := range vs {
+		for _, part := range strings.Split(s, ",") {
+			if part = strings.TrimSpace(part); part != "" {
+				out = append(out, part)
+			}
+		}
+	}
+	return out
+}
+
+func applyOwnerGR(o *listOptions, s string) error {
+	gr := schema.ParseGroupResource(s)
+	o.query.OwnerGroupResource = &gr
+	return nil
+}
+
+func applyOwnerSeniority(o *listOptions, s string) (err error) {
+	if o.query.OwnerSeniority, err = strconv.Atoi(s); err != nil {
+		return badf("ownerSeniority %q is not an integer", s)
+	}
+	return nil
+}
+
+func applyTime(dst **time.Time, name, s string) error {
+	t, err := parseTime(s)
+	if err != nil {
+		return badf("%s %q: want RFC3339, a date (2006-01-02) or Unix seconds", name, s)
+	}
+	*dst = &t
+	return nil
+}
+
+func applyBool(dst *bool, name, s string) (err error) {
+	if *dst, err = strconv.ParseBool(s); err != nil {
+		return badf("%s %q is not a boolean", name, s)
+	}
+	return nil
+}
+
+func applyAsOf(o *listOptions, s string) (err error) {
+	o.asOf, err = parseAsOf(s, time.Now())
+	return err
+}
+
+func applyOrderBy(o *listOptions, terms []string) error {
+	for _, term := range terms {
 		field, dir, _ := strings.Cut(strings.ReplaceAll(term, ".", " "), " ")
 		f, ok := storage.ParseOrderField(field)
 		if !ok {
@@ -239,22 +275,11 @@ func (r *request) applySearch(v url.Values) error {
 		}
 		switch strings.TrimSpace(dir) {
 		case "", "asc":
-			q.OrderBy = append(q.OrderBy, storage.OrderBy{Field: f})
+			o.query.OrderBy = append(o.query.OrderBy, storage.OrderBy{Field: f})
 		case "desc":
-			q.OrderBy = append(q.OrderBy, storage.OrderBy{Field: f, Desc: true})
+			o.query.OrderBy = append(o.query.OrderBy, storage.OrderBy{Field: f, Desc: true})
 		default:
 			return badf("orderby %q: direction is asc or desc", term)
-		}
-	}
-	for key, dst := range map[string]*bool{"withRemainingCount": &q.WithRemainingCount, "onlyMetadata": &r.onlyMetadata} {
-		s, err := one(key)
-		if err != nil {
-			return err
-		}
-		if s != "" {
-			if *dst, err = strconv.ParseBool(s); err != nil {
-				return badf("%s %q is not a boolean", key, s)
-			}
 		}
 	}
 	return nil

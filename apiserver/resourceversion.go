@@ -27,7 +27,7 @@ import (
 //	Exact         no continue         400          400                 Exact N
 //
 // A match with continue is 400 too. The 400s of the match rows are
-// apimachinery's ListOptions validation, which parseRequest runs first.
+// apimachinery's ListOptions validation, which parseListOptions runs first.
 // Served as:
 //
 //   - MostRecent: the store's latest state, a consistent read: the watch

@@ -8,7 +8,7 @@ import (
 
 // TestParseReadVersion checks every row of kube's resourceVersion tables
 // (https://kubernetes.io/docs/reference/using-api/api-concepts/#resource-versions)
-// as parseRequest reads them: the semantics, the revision, which source
+// as parseListOptions reads them: the semantics, the revision, which source
 // serves a list (cache, or store at a revision, 0 the latest) and the
 // requests kube answers 400.
 func TestParseReadVersion(t *testing.T) {
@@ -70,7 +70,7 @@ func TestParseReadVersion(t *testing.T) {
 			t.Fatal(err)
 		}
 		var got string
-		r, err := parseRequest(values, podsGVR, "", "", tc.watch)
+		r, err := parseListOptions(values, podsGVR, "", "", tc.watch)
 		switch {
 		case err != nil:
 			got = fmt.Sprint(toStatus(err, podsGVR.GroupResource()).Status().Code)

@@ -83,43 +83,41 @@ func verbsOf(res storage.Resource) metav1.Verbs {
 	return servedVerbs
 }
 
+// isReview reports whether req is of a self review type.
+func isReview(req *request) bool {
+	if !strings.HasPrefix(req.rest, "/apis/"+authorizationv1.GroupName+"/") || req.info == nil {
+		return false
+	}
+	_, ok := selfReview(req.info)
+	return ok
+}
+
 // serveReview answers a self review under a view; other methods on its
-// path are 405, as in kube. It reports false for other paths.
-func (h *Handler) serveReview(w http.ResponseWriter, r *http.Request, cluster, rest string) bool {
-	if !strings.HasPrefix(rest, "/apis/"+authorizationv1.GroupName+"/") {
-		return false
-	}
-	info, err := memberRequestInfo(r, rest)
-	if err != nil {
-		return false
-	}
-	res, ok := selfReview(info)
-	if !ok {
-		return false
-	}
+// path are 405, as in kube.
+func (h *Handler) serveReview(w http.ResponseWriter, req *request) {
+	res, _ := selfReview(req.info)
 	gr := res.GVR.GroupResource()
-	if r.Method != http.MethodPost {
-		writeError(w, apierrors.NewMethodNotSupported(gr, info.Verb), gr)
-		return true
+	if req.r.Method != http.MethodPost {
+		writeError(w, apierrors.NewMethodNotSupported(gr, req.info.Verb), gr)
+		return
 	}
-	if cluster != "" && !h.seesCluster(r, cluster) {
-		writeError(w, clusterNotFound(cluster), schema.GroupResource{})
-		return true
+	if req.cluster != "" && !h.seesCluster(req.r, req.cluster) {
+		writeError(w, clusterNotFound(req.cluster), schema.GroupResource{})
+		return
 	}
-	obj, err := decodeReview(r, res)
+	obj, err := decodeReview(req.r, res)
 	if err != nil {
 		writeError(w, err, gr)
-		return true
+		return
 	}
 	switch review := obj.(type) {
 	case *authorizationv1.SelfSubjectAccessReview:
-		review.Status = h.accessReview(r, cluster, review.Spec)
+		review.Status = h.accessReview(req, review.Spec)
 	case *authorizationv1.SelfSubjectRulesReview:
-		c, ns := flatOf(r).rulesScope(cluster, review.Spec.Namespace) // flatview.go
-		review.Status = h.rulesReview(r, c, ns)
+		c, ns := req.view.rulesScope(review.Spec.Namespace)
+		review.Status = h.rulesReview(req.r, c, ns)
 	}
 	writeJSON(w, http.StatusCreated, obj)
-	return true
 }
 
 // decodeReview reads a review of res's kind (JSON, YAML or protobuf, the
@@ -150,9 +148,8 @@ func decodeReview(r *http.Request, res storage.Resource) (runtime.Object, error)
 	return obj, nil
 }
 
-// accessReview decides one self access review in the view of cluster (""
-// for all clusters).
-func (h *Handler) accessReview(r *http.Request, cluster string, spec authorizationv1.SelfSubjectAccessReviewSpec) authorizationv1.SubjectAccessReviewStatus {
+// accessReview decides one self access review in the view of req.
+func (h *Handler) accessReview(req *request, spec authorizationv1.SelfSubjectAccessReviewSpec) authorizationv1.SubjectAccessReviewStatus {
 	if na := spec.NonResourceAttributes; na != nil {
 		if na.Verb == "get" && (isDiscovery(na.Path) || na.Path == "/version") {
 			return authorizationv1.SubjectAccessReviewStatus{Allowed: true, Reason: "discovery and /version are open to who sees the view"}
@@ -160,7 +157,7 @@ func (h *Handler) accessReview(r *http.Request, cluster string, spec authorizati
 		return authorizationv1.SubjectAccessReviewStatus{Reason: "a view serves only get of discovery and /version as non-resource paths"}
 	}
 	a := spec.ResourceAttributes
-	cluster, a, ok := flatOf(r).reviewed(cluster, a) // flatview.go
+	cluster, a, ok := req.view.reviewed(a)
 	switch {
 	case !ok:
 		return authorizationv1.SubjectAccessReviewStatus{Reason: fmt.Sprintf("the flat view names namespaces <cluster>.<namespace>, and %q is none", a.Namespace)}
@@ -180,7 +177,7 @@ func (h *Handler) accessReview(r *http.Request, cluster string, spec authorizati
 	if cluster != "" {
 		clusters = []string{cluster}
 	}
-	d, err := h.decide(r.Context(), a.Verb, resource, clusters, namespaces)
+	d, err := h.decide(req.r.Context(), a.Verb, resource, clusters, namespaces)
 	st := authorizationv1.SubjectAccessReviewStatus{}
 	if err != nil {
 		st.EvaluationError = err.Error()

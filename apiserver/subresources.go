@@ -40,15 +40,34 @@ var memberOnly = map[string]struct{ cannot, command string }{
 }
 
 // refuseSubresource answers a request for a subresource of a resource the
-// view serves, to users who may read that resource there; it reports
-// false for any other request, which the caller serves (or refuses) as
-// before, so that users who may not read learn nothing new.
-func (h *Handler) refuseSubresource(w http.ResponseWriter, r *http.Request, cluster, rest string) bool {
-	cluster, rest = flatOf(r).memberPath(r, cluster, rest) // flatview.go
-	info, err := memberRequestInfo(r, rest)
-	if err != nil || !info.IsResourceRequest || info.Subresource == "" {
-		return false
+// view serves, info in member terms of cluster, to users who may read
+// that resource there; other requests are refused as any path the view
+// does not serve, so that users who may not read learn nothing new.
+func (h *Handler) refuseSubresource(w http.ResponseWriter, req *request, cluster string, info *apirequest.RequestInfo) {
+	if !h.mayRefuseSubresource(req.r, cluster, info) {
+		if !req.reads() {
+			refuseMethod(w, req)
+			return
+		}
+		serveNotFound(w, req)
+		return
 	}
+	gvr := schema.GroupVersionResource{Group: info.APIGroup, Version: info.APIVersion, Resource: info.Resource}
+	r := req.r
+	st := &metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusMethodNotAllowed, Reason: metav1.StatusReasonMethodNotAllowed,
+		Message: subresourceMessage(cluster, info),
+		Details: &metav1.StatusDetails{Group: gvr.Group, Kind: info.Resource, Name: info.Name},
+	}
+	if (info.Subresource == "exec" || info.Subresource == "attach") && refuseOverWebSocket(w, r, st) {
+		return
+	}
+	writeStatus(w, st)
+}
+
+// mayRefuseSubresource reports whether the view serves the resource of a
+// subresource and the user may read it there.
+func (h *Handler) mayRefuseSubresource(r *http.Request, cluster string, info *apirequest.RequestInfo) bool {
 	gvr := schema.GroupVersionResource{Group: info.APIGroup, Version: info.APIVersion, Resource: info.Resource}
 	if _, ok := h.registry.Lookup(cluster, gvr); !ok {
 		return false
@@ -57,19 +76,8 @@ func (h *Handler) refuseSubresource(w http.ResponseWriter, r *http.Request, clus
 	if cluster != "" {
 		clusters = []string{cluster}
 	}
-	if ok, _ := h.allowedInAny(r.Context(), "get", memberResource(gvr.GroupResource()), clusters, info.Namespace); !ok {
-		return false
-	}
-	st := &metav1.Status{
-		Status: metav1.StatusFailure, Code: http.StatusMethodNotAllowed, Reason: metav1.StatusReasonMethodNotAllowed,
-		Message: subresourceMessage(cluster, info),
-		Details: &metav1.StatusDetails{Group: gvr.Group, Kind: info.Resource, Name: info.Name},
-	}
-	if (info.Subresource == "exec" || info.Subresource == "attach") && refuseOverWebSocket(w, r, st) {
-		return true
-	}
-	writeStatus(w, st)
-	return true
+	ok, _ := h.allowedInAny(r.Context(), "get", memberResource(gvr.GroupResource()), clusters, info.Namespace)
+	return ok
 }
 
 // refuseOverWebSocket answers a WebSocket exec or attach (kubectl's first

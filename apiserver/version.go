@@ -78,31 +78,31 @@ func (r *Registry) clusterVersion(name string) string {
 	return ""
 }
 
+// isVersion reports whether rest is the path of /version.
+func isVersion(rest string) bool { return rest == "/version" || rest == "/version/" }
+
 // serveVersion answers GET <view>/version, which kubectl version and k9s
 // ask before anything else: a member's version under a cluster's view,
-// Panorama's across clusters. It reports false for other requests.
-func (h *Handler) serveVersion(w http.ResponseWriter, r *http.Request, cluster, rest string) bool {
-	if (rest != "/version" && rest != "/version/") || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
-		return false
-	}
+// Panorama's across clusters.
+func (h *Handler) serveVersion(w http.ResponseWriter, req *request) {
+	cluster := req.cluster
 	if cluster == "" {
 		writeJSON(w, http.StatusOK, panoramaVersion)
-		return true
+		return
 	}
-	if !h.seesCluster(r, cluster) {
+	if !h.seesCluster(req.r, cluster) {
 		writeError(w, clusterNotFound(cluster), schema.GroupResource{})
-		return true
+		return
 	}
 	gitVersion := h.registry.clusterVersion(cluster)
 	if gitVersion == "" {
 		_, _, message := h.registry.Cluster(cluster)
 		writeError(w, apierrors.NewServiceUnavailable(fmt.Sprintf("the version of cluster %q is not known yet: %s", cluster, message)), schema.GroupResource{})
-		return true
+		return
 	}
 	info := &version.Info{GitVersion: gitVersion}
 	if v, err := utilversion.ParseGeneric(gitVersion); err == nil {
 		info.Major, info.Minor = fmt.Sprint(v.Major()), fmt.Sprint(v.Minor())
 	}
 	writeJSON(w, http.StatusOK, info)
-	return true
 }

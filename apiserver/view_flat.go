@@ -1,10 +1,10 @@
 package apiserver
 
 import (
-	"context"
+	"cmp"
 	"fmt"
-	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
+	apirequest "k8s.io/apiserver/pkg/endpoints/request"
 
 	"github.com/panorama-io/panorama/apiserver/watchcache"
 	"github.com/panorama-io/panorama/storage"
@@ -101,26 +102,16 @@ type flatView struct {
 	namespaceObjects bool
 }
 
-type flatViewKey struct{}
+// newFlatView is the flat view of a request that came when the registry
+// knew clusters.
+func newFlatView(clusters []string) *flatView { return &flatView{clusters: clusters} }
 
-// withFlatView marks r as a request of the flat view.
-func withFlatView(r *http.Request, clusters []string) *http.Request {
-	return r.WithContext(context.WithValue(r.Context(), flatViewKey{}, &flatView{clusters: clusters}))
-}
-
-// flatOf is the flat view of r, nil outside it: every method of a nil view
-// leaves things as they are.
-func flatOf(r *http.Request) *flatView {
-	v, _ := r.Context().Value(flatViewKey{}).(*flatView)
-	return v
-}
+// cluster is "": the flat view reads every cluster.
+func (v *flatView) cluster() string { return "" }
 
 // query translates q, as parsed from a request of the flat view, into
 // member terms.
 func (v *flatView) query(q *storage.ListQuery, namespaced bool) error {
-	if v == nil {
-		return nil
-	}
 	v.namespaceObjects = q.GVR.GroupResource() == namespacesResource
 	if len(q.Namespaces) > 0 {
 		q.Namespaces = v.narrow(q, "metadata.namespace", namespaceKeys(q.Namespaces))
@@ -232,9 +223,6 @@ func (v *flatView) nameKeys(flat []string) []memberKey {
 // was filtered, or that left objects out, has no remaining count, which
 // counted what it dropped.
 func (v *flatView) page(page *storage.ListResult) error {
-	if v == nil {
-		return nil
-	}
 	n := len(page.Objects)
 	page.Objects = slices.DeleteFunc(page.Objects, func(o storage.Object) bool {
 		return !v.flattens(&o) || (v.keep != nil && !v.keep(&o))
@@ -253,7 +241,7 @@ func (v *flatView) page(page *storage.ListResult) error {
 // event filters and translates a watch event of the flat view: false for
 // one to leave out. Bookmarks pass as they are.
 func (v *flatView) event(e *watchcache.Event) (bool, error) {
-	if v == nil || e.Object == nil {
+	if e.Object == nil {
 		return true, nil
 	}
 	if !v.flattens(e.Object) || (v.keep != nil && !v.keep(e.Object)) {
@@ -280,54 +268,119 @@ func (v *flatView) flattens(o *storage.Object) bool {
 }
 
 // count translates q, the count of a list of the flat view (whose query
-// it translated), and returns what translates its answer: the namespaces
-// it groups by become flat ones, so it groups by cluster too, a term
-// added when not asked and taken off the answer. A namespace that does
-// not flatten is left out of the groups. A query that the view must
-// filter (see above) cannot be counted by the store: 400.
+// it translated), and returns what translates its answer. A count counts
+// what its list returns: in flat namespaces, and never the objects of a
+// namespace that does not flatten. So a count of a namespaced resource
+// groups by cluster and namespace too, terms added when not asked; the
+// groups in a namespace that does not flatten are left out, and the
+// added terms taken off the answer, merging the groups they told apart.
+// A query that the view must filter (see above) cannot be counted by the
+// store: 400.
 func (v *flatView) count(q *storage.CountQuery, namespaced bool) (func(*storage.CountResult), error) {
-	unchanged := func(*storage.CountResult) {}
-	if v == nil {
-		return unchanged, nil
-	}
 	if v.keep != nil {
 		return nil, badRequest("the flat view cannot count this selection in one query: it selects other namespaces (or names) " +
 			"in each cluster, or leaves one out with !=; count each cluster apart (namespaces=east.a,east.b) or in its view (" +
 			ViewPath("<cluster>") + "/...)")
 	}
-	ns := slices.Index(q.GroupBy, storage.GroupBy{Kind: storage.GroupNamespace})
-	if ns < 0 || !namespaced {
-		return unchanged, nil // cluster-scoped objects have no namespace to translate
+	if !namespaced {
+		return func(*storage.CountResult) {}, nil // cluster-scoped objects have no namespace to translate
 	}
-	cl := slices.Index(q.GroupBy, storage.GroupBy{Kind: storage.GroupCluster})
-	added := cl < 0
-	if added {
-		if len(q.GroupBy) == storage.MaxGroupBy {
-			return nil, badf("the flat view counts namespaces by cluster too: at most %d terms besides cluster and namespace", storage.MaxGroupBy-2)
-		}
-		q.GroupBy = slices.Insert(slices.Clone(q.GroupBy), ns, storage.GroupBy{Kind: storage.GroupCluster})
-		cl, ns = ns, ns+1
+	terms, err := flatTerms(q.GroupBy)
+	if err != nil {
+		return nil, err
 	}
-	return func(res *storage.CountResult) {
-		groups := res.Groups[:0]
-		for _, g := range res.Groups {
-			if c, n := g.Values[cl], g.Values[ns]; c != nil && n != nil {
-				if strings.Contains(*n, ".") {
-					continue // see flattens
-				}
-				flat := flatNamespace(*c, *n)
-				g.Values[ns] = &flat
-			}
-			if added {
-				g.Values = slices.Delete(g.Values, cl, cl+1)
-			}
-			groups = append(groups, g)
+	limit := cmp.Or(q.Limit, storage.DefaultCountLimit)
+	if terms.merges() {
+		q.Limit = storage.MaxLimit // groups are merged, then limited
+	}
+	q.GroupBy = terms.all
+	return func(res *storage.CountResult) { terms.translate(res, limit) }, nil
+}
+
+// flatCount are the terms a flat count of a namespaced resource groups
+// by: those asked, then namespace and, just before it, cluster, when not
+// asked.
+type flatCount struct {
+	all                []storage.GroupBy
+	cluster, namespace int   // their positions in all
+	asked              []int // the positions of the terms asked
+}
+
+func flatTerms(asked []storage.GroupBy) (*flatCount, error) {
+	c := &flatCount{all: slices.Clone(asked)}
+	if c.namespace = slices.Index(c.all, storage.GroupBy{Kind: storage.GroupNamespace}); c.namespace < 0 {
+		c.all, c.namespace = append(c.all, storage.GroupBy{Kind: storage.GroupNamespace}), len(c.all)
+	}
+	if c.cluster = slices.Index(c.all, storage.GroupBy{Kind: storage.GroupCluster}); c.cluster < 0 {
+		c.all = slices.Insert(c.all, c.namespace, storage.GroupBy{Kind: storage.GroupCluster})
+		c.cluster, c.namespace = c.namespace, c.namespace+1
+	}
+	if len(c.all) > storage.MaxGroupBy {
+		return nil, badf("the flat view counts namespaces by cluster too: at most %d terms besides cluster and namespace", storage.MaxGroupBy-2)
+	}
+	for i, t := range c.all {
+		if slices.Contains(asked, t) {
+			c.asked = append(c.asked, i)
 		}
-		// By the flat values, which the order of cluster, then namespace
-		// is not ("a-b.x" sorts before "a.x").
-		slices.SortFunc(groups, func(a, b storage.CountGroup) int { return storage.CompareGroups(&a, &b) })
-		res.Groups = groups
-	}, nil
+	}
+	return c, nil
+}
+
+// merges reports whether taking the added terms off can merge groups:
+// unless namespace was asked, which with cluster tells one group.
+func (c *flatCount) merges() bool { return !slices.Contains(c.asked, c.namespace) }
+
+// translate makes res the answer in flat terms, at most limit groups.
+func (c *flatCount) translate(res *storage.CountResult, limit int) {
+	merged := map[string]int{} // a group's values, spelled, to its index
+	groups := res.Groups[:0]
+	for _, g := range res.Groups {
+		if cl, ns := g.Values[c.cluster], g.Values[c.namespace]; cl != nil && ns != nil {
+			if strings.Contains(*ns, ".") {
+				continue // see flattens
+			}
+			flat := flatNamespace(*cl, *ns)
+			g.Values[c.namespace] = &flat
+		}
+		g.Values = c.keep(g.Values)
+		key := groupKey(g.Values)
+		if i, ok := merged[key]; ok {
+			groups[i].Count += g.Count
+			continue
+		}
+		merged[key] = len(groups)
+		groups = append(groups, g)
+	}
+	// By the flat values and the merged counts, which the store's order
+	// is not ("a-b.x" sorts before "a.x").
+	slices.SortFunc(groups, func(a, b storage.CountGroup) int { return storage.CompareGroups(&a, &b) })
+	if len(groups) > limit {
+		res.RemainingGroups += int64(len(groups) - limit)
+		groups = groups[:limit]
+	}
+	res.Groups = groups
+}
+
+// keep is values without those of the terms added.
+func (c *flatCount) keep(values []*string) []*string {
+	out := make([]*string, len(c.asked))
+	for i, at := range c.asked {
+		out[i] = values[at]
+	}
+	return out
+}
+
+// groupKey spells a group's values, a missing one apart from any value.
+func groupKey(values []*string) string {
+	var b strings.Builder
+	for _, v := range values {
+		if v == nil {
+			b.WriteString("\x00")
+			continue
+		}
+		b.WriteString(strconv.Quote(*v))
+	}
+	return b.String()
 }
 
 // flatten gives o's JSON its flat namespace, or its flat name when it is
@@ -358,48 +411,46 @@ func flatten(o *storage.Object) error {
 // flatName is how the flat view names a cluster-scoped object of cluster.
 func flatName(cluster, name string) string { return cluster + "." + name }
 
-// memberPath is the cluster and member path that a path of the flat view
-// naming one object stands for, so that a refused subresource names the
-// member's cluster, namespace and object; anything else is left as it is.
-func (v *flatView) memberPath(r *http.Request, cluster, rest string) (string, string) {
-	if v == nil {
-		return cluster, rest
+// object is the cluster and member request that a request of the flat
+// view naming one object stands for, so that a refused subresource names
+// the member's cluster, namespace and object; anything else is left as it
+// is.
+func (v *flatView) object(info *apirequest.RequestInfo) (string, *apirequest.RequestInfo) {
+	if !info.IsResourceRequest || info.Name == "" {
+		return "", info
 	}
-	info, err := memberRequestInfo(r, rest)
-	if err != nil || !info.IsResourceRequest || info.Name == "" {
-		return cluster, rest
-	}
-	prefix := "/" + info.APIPrefix + "/" + info.APIVersion
-	if info.APIGroup != "" {
-		prefix = "/" + info.APIPrefix + "/" + info.APIGroup + "/" + info.APIVersion
-	}
-	tail := strings.TrimPrefix(rest, prefix)
+	member := *info
 	if info.Namespace != "" {
 		c, ns, ok := splitFlatNamespace(info.Namespace)
-		after, cut := strings.CutPrefix(tail, "/namespaces/"+info.Namespace)
-		if !ok || !cut {
-			return cluster, rest
+		if !ok {
+			return "", info
 		}
-		return c, prefix + "/namespaces/" + ns + after
+		if isNamespaceObject(info) {
+			member.Name = ns
+		}
+		member.Namespace = ns
+		member.Path = strings.Replace(info.Path, "/namespaces/"+info.Namespace, "/namespaces/"+ns, 1)
+		return c, &member
 	}
 	keys := splitFlatName(info.Name, v.clusters)
-	after, cut := strings.CutPrefix(tail, "/"+info.Resource+"/"+info.Name)
-	if len(keys) != 1 || !cut {
-		return cluster, rest
+	if len(keys) != 1 {
+		return "", info
 	}
-	return keys[0].cluster, prefix + "/" + info.Resource + "/" + keys[0].value + after
+	member.Name = keys[0].value
+	member.Path = strings.Replace(info.Path, "/"+info.Resource+"/"+info.Name, "/"+info.Resource+"/"+member.Name, 1)
+	return keys[0].cluster, &member
 }
 
 // reviewed is the cluster and the attributes, in member terms, that a self
 // access review of the flat view asks about; false when its namespace is
 // no flat namespace, where nothing can be read.
-func (v *flatView) reviewed(cluster string, a *authorizationv1.ResourceAttributes) (string, *authorizationv1.ResourceAttributes, bool) {
-	if v == nil || a.Namespace == "" {
-		return cluster, a, true
+func (v *flatView) reviewed(a *authorizationv1.ResourceAttributes) (string, *authorizationv1.ResourceAttributes, bool) {
+	if a.Namespace == "" {
+		return "", a, true
 	}
 	c, ns, ok := splitFlatNamespace(a.Namespace)
 	if !ok {
-		return cluster, a, false
+		return "", a, false
 	}
 	member := *a // the review's spec is sent back as asked
 	member.Namespace = ns
@@ -409,9 +460,9 @@ func (v *flatView) reviewed(cluster string, a *authorizationv1.ResourceAttribute
 // rulesScope is the cluster and member namespace that a self rules review
 // of the flat view asks about. A namespace that is no flat namespace is in
 // no cluster, whose view serves nothing but the reviews and discovery.
-func (v *flatView) rulesScope(cluster, namespace string) (string, string) {
-	if v == nil || namespace == "" {
-		return cluster, namespace
+func (v *flatView) rulesScope(namespace string) (string, string) {
+	if namespace == "" {
+		return "", namespace
 	}
 	if c, ns, ok := splitFlatNamespace(namespace); ok {
 		return c, ns
