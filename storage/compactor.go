@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"sigs.k8s.io/controller-runtime/pkg/log"
+	"k8s.io/klog/v2"
 )
 
 // RunCompactor compacts the change log every interval to the revision it
@@ -14,7 +14,7 @@ import (
 // history for retention (none when 0), which it then expires. It returns
 // when ctx ends.
 func RunCompactor(ctx context.Context, s Interface, interval, retention time.Duration) {
-	logger := log.FromContext(ctx).WithName("compactor")
+	logger := klog.FromContext(ctx).WithName("compactor")
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
 	var previous int64
@@ -26,19 +26,19 @@ func RunCompactor(ctx context.Context, s Interface, interval, retention time.Dur
 		}
 		current, compacted, err := s.Revision(ctx)
 		if err != nil {
-			logger.Error(err, "reading the revision")
+			logger.Error(err, "Reading the revision failed")
 			continue
 		}
 		if previous > compacted {
 			if err := s.Compact(ctx, previous, retention > 0); err != nil {
-				logger.Error(err, "compacting", "revision", previous)
+				logger.Error(err, "Compacting the change log failed", "revision", previous)
 				continue
 			}
-			logger.V(1).Info("compacted", "revision", previous)
+			logger.V(1).Info("Compacted the change log", "revision", previous)
 		}
 		if retention > 0 {
 			if err := s.ExpireHistory(ctx, time.Now().Add(-retention)); err != nil {
-				logger.Error(err, "expiring history", "retention", retention)
+				logger.Error(err, "Expiring history failed", "retention", retention)
 			}
 		}
 		previous = current

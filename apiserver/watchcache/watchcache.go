@@ -32,7 +32,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
-	"sigs.k8s.io/controller-runtime/pkg/log"
+	"k8s.io/klog/v2"
 
 	"github.com/panorama-io/panorama/storage"
 )
@@ -40,9 +40,9 @@ import (
 // Defaults.
 const (
 	DefaultPollInterval = time.Second
-	// DefaultProbeInterval keeps a write's watch event well under 100 ms
-	// behind it on databases that cannot notify, at one primary-key read
-	// of the revision per interval.
+	// DefaultProbeInterval keeps a write's watch event close behind it on
+	// databases that cannot notify (BenchmarkWatchLatency), at one
+	// primary-key read of the revision per interval.
 	DefaultProbeInterval = 25 * time.Millisecond
 	DefaultRingSize      = 10000
 	// DefaultWatchBuffer is small, as kube-apiserver's watch channels are:
@@ -150,7 +150,7 @@ func New(store storage.Interface, opts Options) *Cache {
 
 // Run tails the log until ctx ends.
 func (c *Cache) Run(ctx context.Context) error {
-	logger := log.FromContext(ctx).WithName("watchcache")
+	logger := klog.FromContext(ctx).WithName("watchcache")
 	cur, compacted, err := c.store.Revision(ctx)
 	if err != nil {
 		return err
@@ -183,11 +183,11 @@ func (c *Cache) Run(ctx context.Context) error {
 		case storage.IsTooOld(err):
 			// Compaction overtook the tail: what was missed is unknown, so
 			// every resource starts again from a fresh list.
-			logger.Info("change log compacted past the cache; resetting")
+			logger.Info("Change log compacted past the cache, resetting")
 			c.reset(ctx)
 			continue
 		case err != nil:
-			logger.Error(err, "reading the change log")
+			logger.Error(err, "Reading the change log failed")
 		}
 		c.sendBookmarks()
 		if n == tailBatch {
@@ -214,11 +214,11 @@ func (c *Cache) Run(ctx context.Context) error {
 // resume from the log as it now is, or relist.
 func (c *Cache) followStore(ctx context.Context, logger logr.Logger) {
 	if fields, err := c.store.Fields(ctx); err == nil && fields.Version != c.fieldsVersion() {
-		logger.Info("indexed fields changed; reloading the resources they describe otherwise", "version", fields.Version)
+		logger.Info("Indexed fields changed, reloading the resources they describe otherwise", "version", fields.Version)
 		c.switchFields(fields)
 	}
 	if n, err := c.store.SecretsRewritten(ctx); err == nil && n != c.secretsRewritten {
-		logger.Info("Secrets' logged states were rewritten; reloading them")
+		logger.Info("Logged states of Secrets were rewritten, reloading them")
 		c.secretsRewritten = n
 		c.tail.Lock()
 		c.dropWhere(func(r *resource) bool { return r.gvr.GroupResource() == storage.SecretsResource.GroupResource() })
@@ -261,7 +261,7 @@ func (c *Cache) step(ctx context.Context) (int, error) {
 		e := &events[i]
 		if r := c.tailing[e.Key.GVR]; r != nil {
 			if err := r.applyLocking(e); err != nil {
-				log.FromContext(ctx).Error(err, "decoding a logged object", "revision", e.Revision)
+				klog.FromContext(ctx).Error(err, "Decoding a logged object failed", "revision", e.Revision)
 			}
 		}
 	}
