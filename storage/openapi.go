@@ -59,8 +59,8 @@ type OpenAPIEntry struct {
 
 // OpenAPIDocument is what a document object holds. The document is a
 // string of the member's bytes, not a nested object: storing an object
-// would decode it into maps, ten times its size in memory (kube-apiserver's
-// api/v1 is 1.6 MB of JSON), and serve it re-encoded.
+// would decode it into maps, many times its size in memory (and
+// kube-apiserver's api/v1 is a large document), and serve it re-encoded.
 type OpenAPIDocument struct {
 	Hash     string `json:"hash"`
 	Document string `json:"document"`

@@ -108,9 +108,8 @@ func (r *resource) count(q *storage.CountQuery, atLeast int64) (counts map[group
 }
 
 // The relative costs, in slots an intersection reads, of intersecting a
-// group's set and of reading an object's labels and fields: measured by
-// BenchmarkCachedCount at 1M pods, an object costs about 1.8µs to read
-// (map lookups), a slot a few ns, an intersection's setup some 100ns.
+// group's set and of reading an object's labels and fields (map lookups),
+// as BenchmarkCachedCount measures them.
 // (Variables for the tests of both ways.)
 var (
 	intersectionCost = 50.0

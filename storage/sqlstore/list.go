@@ -288,8 +288,8 @@ const maxImageValues = storage.MaxListValues
 // rare image at 100,000 pods: BenchmarkStore). It reads them from the
 // count summary's rollup cells of images (summary.go), one a cluster and
 // image, not from the attributes: there, MariaDB read the index of images
-// from its start to the matches, 3.1-3.4 s for an image on 1 pod in 200
-// of a million (make bench-count-1m). Past maxImageValues images it
+// from its start to the matches (BenchmarkCount, make bench-count-1m).
+// Past maxImageValues images it
 // returns nil, and the page tests each row's images.
 func (s *Store) imageValues(tx *gorm.DB, q *storage.ListQuery) ([]string, error) {
 	gvr := q.GVR
@@ -352,11 +352,11 @@ func keyFilter(db *gorm.DB, q *storage.ListQuery) *gorm.DB {
 // dialect makes no ranges of the index for it itself (clusterRanges).
 // MariaDB reads such a page in the order of resources_key, whose first
 // column after the resource is the cluster, and skips the rows of every
-// other namespace: those before the namespace in every cluster read. A
-// page of one namespace of 50 among a million ConfigMaps took 0.6–1.8 s.
-// Given the clusters too, it reads one range per cluster and namespace
-// (3 ms). The clusters are those the resource has now, read from the
-// same index one entry per cluster ("index for group-by"): a superset of
+// other namespace: those before the namespace in every cluster read (a
+// page of one namespace in BenchmarkFleet under make bench-1m). Given the
+// clusters too, it reads one range per cluster and namespace. The
+// clusters are those the resource has now, read from the same index one
+// entry per cluster ("index for group-by"): a superset of
 // those with rows at an older revision, which resources holds only for
 // objects unchanged since.
 // maxClusterRanges bounds the ranges clusterRanges has a page read, which

@@ -86,8 +86,8 @@ type madeRow struct {
 
 // newRows makes the rows of the ops that store an object, op i at revision
 // base+i+1. Encoding and compressing objects is most of a write's CPU
-// (pprof of an initial sync: 150 ms of 10,000 ConfigMaps' 0.8 s), spent
-// while the write holds the revision counter and the database waits: a
+// (a CPU profile of BenchmarkFleet's initial sync), spent while the write
+// holds the revision counter and the database waits: a
 // batch big enough is encoded by encodeWorkers goroutines.
 func newRows(fs *storage.FieldSet, cluster string, gvr schema.GroupVersionResource, base int64, ops []op) ([]madeRow, error) {
 	out := make([]madeRow, len(ops))
