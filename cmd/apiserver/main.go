@@ -5,11 +5,13 @@ package main
 import (
 	"cmp"
 	"errors"
-	"flag"
 	"os"
 
 	"github.com/spf13/pflag"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/component-base/logs"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	_ "k8s.io/component-base/logs/json/register" // --logging-format=json
 	"k8s.io/klog/v2"
 
 	"github.com/panorama-io/panorama/apiserver"
@@ -27,12 +29,16 @@ const (
 func main() {
 	opts := apiserver.NewOptions()
 	var storageOpts sqlstore.Options
+	logOpts := logs.NewOptions()
 	opts.AddFlags(pflag.CommandLine)
 	storageOpts.AddFlags(pflag.CommandLine)
 	storageOpts.AddReadFlags(pflag.CommandLine)
-	klog.InitFlags(nil)
-	pflag.CommandLine.AddGoFlagSet(flag.CommandLine)
+	logsapi.AddFlags(logOpts, pflag.CommandLine)
 	pflag.Parse()
+	// No feature gate: the logging features are at their defaults.
+	if err := logsapi.ValidateAndApply(logOpts, nil); err != nil {
+		fail("invalid flags", err)
+	}
 	storageOpts.DSN = cmp.Or(storageOpts.DSN, os.Getenv(dsnEnv))
 	storageOpts.ReadDSN = cmp.Or(storageOpts.ReadDSN, os.Getenv(readDSNEnv))
 	opts.Complete()

@@ -10,15 +10,15 @@ import (
 	"os"
 
 	"github.com/spf13/pflag"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/component-base/logs"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	_ "k8s.io/component-base/logs/json/register" // --logging-format=json
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	clusterv1alpha1 "github.com/panorama-io/panorama/apis/cluster/v1alpha1"
 	"github.com/panorama-io/panorama/controllers"
 	"github.com/panorama-io/panorama/storage/sqlstore"
 )
@@ -35,6 +35,7 @@ func main() {
 		metrics                    metricsOptions
 		storageOpts                sqlstore.Options
 		opts                       controllers.Options
+		logOpts                    = logs.NewOptions()
 	)
 	fs := pflag.CommandLine
 	metrics.AddFlags(fs)
@@ -43,36 +44,28 @@ func main() {
 	fs.StringVar(&leaderNamespace, "leader-election-namespace", "", "Namespace of the leader election lease and the sharding Leases (default: the pod's namespace).")
 	opts.AddFlags(fs)
 	storageOpts.AddFlags(fs)
-	zapOpts := zap.Options{}
-	zapOpts.BindFlags(flag.CommandLine)
-	fs.AddGoFlagSet(flag.CommandLine) // --kubeconfig and the zap flags
+	logsapi.AddFlags(logOpts, fs)
+	fs.AddGoFlagSet(flag.CommandLine) // --kubeconfig
 	pflag.Parse()
+	// No feature gate: the logging features are at their defaults.
+	if err := logsapi.ValidateAndApply(logOpts, nil); err != nil {
+		fail("invalid flags", err)
+	}
+	ctrl.SetLogger(klog.NewKlogr())
 	storageOpts.DSN = cmp.Or(storageOpts.DSN, os.Getenv(dsnEnv))
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
-	log := ctrl.Log.WithName("setup")
 	opts.Sharding.Namespace = leaderNamespace
 	if err := opts.Validate(); err != nil {
-		log.Error(err, "invalid flags")
-		os.Exit(1)
+		fail("invalid flags", err)
 	}
 
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		panic(err)
-	}
-	if err := clusterv1alpha1.AddToScheme(scheme); err != nil {
-		panic(err)
-	}
 	ctx := ctrl.SetupSignalHandler()
 	store, err := sqlstore.Open(ctx, storageOpts)
 	if err != nil {
-		log.Error(err, "opening storage")
-		os.Exit(1)
+		fail("opening storage", err)
 	}
 	defer store.Close()
 
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
-		Scheme:                  scheme,
+	mgr, err := controllers.NewManager(ctrl.GetConfigOrDie(), store, opts, ctrl.Options{
 		Metrics:                 metrics.serverOptions(),
 		HealthProbeBindAddress:  probeAddr,
 		LeaderElection:          leaderElect,
@@ -83,27 +76,28 @@ func main() {
 		LeaderElectionReleaseOnCancel: true,
 	})
 	if err != nil {
-		log.Error(err, "creating manager")
-		os.Exit(1)
-	}
-	if err := controllers.SetupWithManager(mgr, store, opts); err != nil {
-		log.Error(err, "setting up controllers")
-		os.Exit(1)
+		fail("building the manager", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		os.Exit(1)
+		fail("adding the health check", err)
 	}
 	if err := mgr.AddReadyzCheck("storage", func(req *http.Request) error {
 		_, _, err := store.Revision(req.Context())
 		return err
 	}); err != nil {
-		os.Exit(1)
+		fail("adding the readiness check", err)
 	}
-	log.Info("starting controller manager", "storage", storageOpts.Driver)
+	klog.InfoS("starting controller manager", "storage", storageOpts.Driver)
 	if err := mgr.Start(ctx); err != nil {
-		log.Error(err, "running manager")
-		os.Exit(1)
+		fail("running manager", err)
 	}
+}
+
+// fail logs err and ends the process; deferred calls do not run.
+func fail(what string, err error) {
+	klog.ErrorS(err, what)
+	klog.Flush()
+	os.Exit(1)
 }
 
 // metricsOptions are the flags of the /metrics endpoint, as kubebuilder

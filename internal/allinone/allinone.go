@@ -6,19 +6,18 @@ package allinone
 import (
 	"context"
 	"errors"
-	"flag"
 	"os"
 
 	"github.com/spf13/pflag"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/component-base/logs"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	_ "k8s.io/component-base/logs/json/register" // --logging-format=json
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	clusterv1alpha1 "github.com/panorama-io/panorama/apis/cluster/v1alpha1"
 	"github.com/panorama-io/panorama/apiserver"
 	"github.com/panorama-io/panorama/controllers"
 	"github.com/panorama-io/panorama/storage/sqlstore"
@@ -29,28 +28,30 @@ import (
 // own (its metrics server is off here).
 func init() { legacyregistry.Registerer().MustRegister(controllers.Collectors()...) }
 
-// Options are both components' flags.
+// Options are both components' flags and the logging flags.
 type Options struct {
 	Server      *apiserver.Options
 	Storage     sqlstore.Options
 	Controllers controllers.Options
+	Logs        *logs.Options
 }
 
 // NewOptions returns the defaults.
 func NewOptions() *Options {
-	return &Options{Server: apiserver.NewOptions()}
+	return &Options{Server: apiserver.NewOptions(), Logs: logs.NewOptions()}
 }
 
-// AddFlags binds every flag of both components.
+// AddFlags binds every flag of both components and the logging flags.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Server.AddFlags(fs)
 	o.Storage.AddFlags(fs)
 	o.Controllers.AddFlags(fs)
+	logsapi.AddFlags(o.Logs, fs)
 }
 
-// ParseFlags binds both components' flags (and klog's) to the command line,
-// with extra ones of the caller, parses, completes and validates them; a
-// flag in error ends the process, as flag parsing does.
+// ParseFlags binds the flags to the command line, with extra ones of the
+// caller, parses, completes and validates them and applies the logging
+// flags; a flag in error ends the process, as flag parsing does.
 func ParseFlags(extra func(*pflag.FlagSet)) *Options {
 	o := NewOptions()
 	fs := pflag.CommandLine
@@ -58,11 +59,11 @@ func ParseFlags(extra func(*pflag.FlagSet)) *Options {
 	if extra != nil {
 		extra(fs)
 	}
-	klog.InitFlags(nil)
-	fs.AddGoFlagSet(flag.CommandLine)
 	pflag.Parse()
 	o.Complete()
-	if err := o.Validate(); err != nil {
+	// Logging is applied first, so that an error is logged as asked; no
+	// feature gate: the logging features are at their defaults.
+	if err := errors.Join(logsapi.ValidateAndApply(o.Logs, nil), o.Validate()); err != nil {
 		klog.ErrorS(err, "invalid flags")
 		klog.Flush()
 		os.Exit(1)
@@ -87,20 +88,10 @@ func Run(ctx context.Context, o *Options, host *rest.Config) error {
 		return errors.Join(errors.New("opening storage"), err)
 	}
 	defer store.Close()
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return err
-	}
-	if err := clusterv1alpha1.AddToScheme(scheme); err != nil {
-		return err
-	}
 	// Metrics are the API server's (/metrics on its secure port, see init).
-	mgr, err := ctrl.NewManager(host, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	mgr, err := controllers.NewManager(host, store, o.Controllers, ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}})
 	if err != nil {
-		return errors.Join(errors.New("creating the controller manager"), err)
-	}
-	if err := controllers.SetupWithManager(mgr, store, o.Controllers); err != nil {
-		return errors.Join(errors.New("setting up controllers"), err)
+		return err
 	}
 	srv, err := o.Server.New(store)
 	if err != nil {
