@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
+	"github.com/panorama-io/panorama/apiserver/watchcache"
 	"github.com/panorama-io/panorama/storage"
 )
 
@@ -92,8 +93,8 @@ func (h *Handler) ServeCollections(w http.ResponseWriter, r *http.Request) {
 	var readable int
 	all := &request{r: r, view: memberView("")} // collections are of every cluster
 	for _, res := range resources {
-		req, err := parseListOptions(r.URL.Query(), res.GVR, "", "", false)
-		if err == nil && len(req.groupBy) > 0 {
+		opts, err := parseListOptions(r.URL.Query(), res.GVR, "", "", false)
+		if err == nil && len(opts.groupBy) > 0 {
 			err = badRequest("groupBy is not supported for collections: count each type")
 		}
 		if err != nil {
@@ -103,7 +104,7 @@ func (h *Handler) ServeCollections(w http.ResponseWriter, r *http.Request) {
 		// A type the user may read nowhere is left out; 403 only when
 		// every type is.
 		var denied *apierrors.StatusError
-		if err := h.prepare(w, all, "list", res, &req.query); errors.As(err, &denied) && apierrors.IsForbidden(denied) {
+		if err := h.prepare(w, all, "list", res, &opts.query); errors.As(err, &denied) && apierrors.IsForbidden(denied) {
 			warn(w, fmt.Sprintf("%s left out: %s", memberResource(res.GVR.GroupResource()), denied.ErrStatus.Message))
 			continue
 		} else if err != nil {
@@ -111,28 +112,28 @@ func (h *Handler) ServeCollections(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		readable++
-		if req.query.Continue != "" {
+		if opts.query.Continue != "" {
 			writeError(w, badRequest("continue is not supported for collections"), collectionsGR)
 			return
 		}
 		if limit == 0 {
-			limit = req.query.Limit
+			limit = opts.query.Limit
 		}
-		if rev == 0 && req.asOf != nil { // history.go
-			if err := h.resolveAsOf(r.Context(), req); err != nil {
+		if rev == 0 && opts.asOf != nil { // history.go
+			if err := h.resolveAsOf(r.Context(), opts); err != nil {
 				writeError(w, err, collectionsGR)
 				return
 			}
-			rev = req.query.Revision
+			rev = opts.query.Revision
 		}
 		// Every resource at the first one's revision: one consistent answer.
-		req.query.Revision, req.query.Limit = rev, 0
+		opts.query.Revision, opts.query.Limit = rev, 0
 		if limit > 0 {
-			if req.query.Limit = limit - int64(len(out.Items)); req.query.Limit <= 0 {
+			if opts.query.Limit = limit - int64(len(out.Items)); opts.query.Limit <= 0 {
 				break
 			}
 		}
-		page, err := h.store.List(r.Context(), &req.query)
+		page, err := h.reads().List(r.Context(), &opts.query, watchcache.Freshness{})
 		if err != nil {
 			writeError(w, err, collectionsGR)
 			return

@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -10,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
+	"github.com/panorama-io/panorama/apiserver/watchcache"
 	"github.com/panorama-io/panorama/storage"
 )
 
@@ -121,40 +121,12 @@ func (h *Handler) countGroups(req *request, opts *listOptions) (*storage.CountRe
 	if err != nil {
 		return nil, err
 	}
-	result, err := h.counts(req.r.Context(), opts, q)
+	result, err := h.reads().Count(req.r.Context(), q, watchcache.Freshness{Any: opts.version.match == anyVersion})
 	if err != nil {
 		return nil, err
 	}
 	translate(result)
 	return result, nil
-}
-
-// counts counts in the watch cache when it holds the resource: by
-// intersecting its index's bitmaps, a millisecond or so even at a
-// million objects. With resourceVersion "0" the cache counts as it is;
-// unset, it first reaches the store's current revision, a consistent read
-// as kube-apiserver serves them from its cache. Else the store counts:
-// from its summary (Summarizable) in milliseconds at any size, or by going
-// over the rows, seconds at a million; a count of the latter kind starts
-// loading the resource into the cache, so that the next ones are fast.
-func (h *Handler) counts(ctx context.Context, opts *listOptions, q *storage.CountQuery) (*storage.CountResult, error) {
-	if q.Summarizable() && !h.cache.Holds(q.Query.GVR) {
-		return h.store.Count(ctx, q)
-	}
-	var atLeast int64
-	if opts.version.match == mostRecent {
-		var err error
-		if atLeast, _, err = latestRevision(ctx, h.store); err != nil {
-			return nil, err
-		}
-		if !cacheMayServe(ctx, h.store, h.cache, atLeast) {
-			return h.store.Count(ctx, q)
-		}
-	}
-	if res, ok, err := h.cache.Count(ctx, q, atLeast); ok || err != nil {
-		return res, err
-	}
-	return h.store.Count(ctx, q)
 }
 
 // countsTable is the Table of a count: a column per term, headed by the

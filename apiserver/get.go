@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/panorama-io/panorama/apiserver/watchcache"
 	"github.com/panorama-io/panorama/storage"
 )
 
@@ -59,7 +60,7 @@ func (h *Handler) get(w http.ResponseWriter, req *request) {
 func (h *Handler) getObjects(req *request, q *storage.ListQuery) ([]storage.Object, error) {
 	gr, name := req.res.GVR.GroupResource(), req.info.Name
 	if req.cluster != "" {
-		o, err := h.store.Get(req.r.Context(), storage.Key{Cluster: req.cluster, GVR: req.res.GVR, Namespace: req.namespace, Name: name})
+		o, err := h.reads().Get(req.r.Context(), storage.Key{Cluster: req.cluster, GVR: req.res.GVR, Namespace: req.namespace, Name: name})
 		if err == storage.ErrNotFound {
 			err = apierrors.NewNotFound(gr, name)
 		}
@@ -68,7 +69,7 @@ func (h *Handler) getObjects(req *request, q *storage.ListQuery) ([]storage.Obje
 		}
 		return []storage.Object{*o}, nil
 	}
-	page, err := h.store.List(req.r.Context(), q)
+	page, err := h.reads().List(req.r.Context(), q, watchcache.Freshness{})
 	if err == nil {
 		err = req.view.page(page)
 	}

@@ -40,6 +40,10 @@ type Handler struct {
 	openAPI openAPICache // openapi.go
 }
 
+// reads reads objects from the watch cache or the store, whichever may
+// answer (watchcache.Reads).
+func (h *Handler) reads() *watchcache.Reads { return watchcache.NewReads(h.store, h.cache) }
+
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	req, ok := h.resolve(withCheckBudget(r)) // authz.go: the bound on checks
 	if !ok {

@@ -1,9 +1,7 @@
 package apiserver
 
 import (
-	"context"
 	"strconv"
-	"time"
 
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,7 +30,7 @@ import (
 //
 //   - MostRecent: the store's latest state, a consistent read: the watch
 //     cache's once it has applied the store's latest revision
-//     (Handler.listPage), else the store's.
+//     (watchcache.Reads), else the store's.
 //   - Any: the watch cache's state, which follows the store's log; from
 //     the store when the cache cannot answer (owner filters). A continue
 //     token fixes the revision itself: its page is read as Exact N's.
@@ -138,68 +136,11 @@ func (v readVersion) storeRevision() int64 {
 	return 0
 }
 
-// replicaReader is a store that reads from a replica (sqlstore.Replicated):
-// ReadableRevision waits briefly for the replica to reach rev and returns
-// the revision a read would then show, the primary's if it is still
-// behind.
-type replicaReader interface {
-	ReadableRevision(ctx context.Context, rev int64) (int64, error)
-}
-
-// latestReader is a store whose Revision is what a replica has replayed
-// (sqlstore.Replicated): LatestRevision is the primary's, and ReadWait how
-// long a read waits for the replica to reach it before reading the
-// primary.
-type latestReader interface {
-	LatestRevision(ctx context.Context) (current, compacted int64, err error)
-	ReadWait() time.Duration
-}
-
-// latestRevision returns the revision a consistent read must show, the
-// primary's where the store reads from a replica, and the compacted one.
-// The watch cache, which tails the store, answers such a read once it has
-// applied that revision.
-func latestRevision(ctx context.Context, store storage.Interface) (current, compacted int64, err error) {
-	if r, ok := store.(latestReader); ok {
-		return r.LatestRevision(ctx)
+// freshness is what a list asks of the state it reads.
+func (v readVersion) freshness(q *storage.ListQuery) watchcache.Freshness {
+	f := watchcache.Freshness{Any: v.fromCache(q)}
+	if !v.watch && v.match == notOlderThan {
+		f.NotOlderThan = v.rev
 	}
-	return store.Revision(ctx)
-}
-
-// cacheMayServe reports whether the watch cache may be asked for a read
-// at revision rev, the store's latest. The cache waits up to 3 s for a
-// revision it has not applied, as kube-apiserver's does; but over a
-// replica, which the cache tails, that is the replica's lag, and a read
-// is not held longer than the store itself would hold it (ReadWait)
-// before the store answers from the primary.
-func cacheMayServe(ctx context.Context, store storage.Interface, cache *watchcache.Cache, rev int64) bool {
-	r, ok := store.(latestReader)
-	if !ok {
-		return true
-	}
-	waitCtx, cancel := context.WithTimeout(ctx, r.ReadWait())
-	defer cancel()
-	return cache.WaitForRevision(waitCtx, rev) == nil
-}
-
-// checkStore fails a NotOlderThan list when the store has not reached the
-// revision asked for: 504, Too large resource version, which clients retry.
-func (v readVersion) checkStore(ctx context.Context, store storage.Interface) error {
-	if v.watch || v.match != notOlderThan {
-		return nil
-	}
-	var cur int64
-	var err error
-	if r, ok := store.(replicaReader); ok {
-		cur, err = r.ReadableRevision(ctx, v.rev)
-	} else {
-		cur, _, err = store.Revision(ctx)
-	}
-	if err != nil {
-		return err
-	}
-	if cur < v.rev {
-		return &storage.TooLargeError{Requested: v.rev, Current: cur}
-	}
-	return nil
+	return f
 }

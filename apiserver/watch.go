@@ -30,7 +30,7 @@ func (h *Handler) watch(w http.ResponseWriter, req *request) {
 	}
 	ctx, cancel := context.WithTimeout(req.r.Context(), timeout)
 	defer cancel()
-	watcher, err := h.cache.Watch(ctx, &opts.query, watchcache.WatchOptions{
+	watcher, err := h.reads().Watch(ctx, &opts.query, watchcache.WatchOptions{
 		ResourceVersion: opts.version.rev, SendInitialEvents: opts.version.sendInitialEvents,
 		Bookmarks: opts.allowBookmarks, BookmarkInterval: bookmarkInterval, User: req.user(),
 	})

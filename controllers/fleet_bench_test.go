@@ -399,10 +399,11 @@ func pagePaths(b *testing.B, served storage.Interface, cache *watchcache.Cache) 
 			return page
 		}},
 		{"watch cache path", "cache-", func(ctx context.Context, q *storage.ListQuery) *storage.ListResult {
-			page, ok, err := cache.ReadPage(ctx, q, func(ctx context.Context) (int64, int64, bool, error) {
-				cur, compacted, err := served.Revision(ctx)
-				return cur, compacted, true, err
-			})
+			cur, compacted, err := served.Revision(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			page, ok, err := cache.Page(ctx, q, cur, compacted)
 			if err != nil || !ok {
 				b.Fatalf("a page from the watch cache: ok %v, %v", ok, err)
 			}

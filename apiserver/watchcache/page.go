@@ -88,26 +88,6 @@ func (c *Cache) PageApplied(ctx context.Context, q *storage.ListQuery) (page *st
 	return c.page(ctx, q, at, after, at)
 }
 
-// Latest reads what a page at the latest revision needs of the store: its
-// current and compacted revisions, and whether the cache is to answer
-// (false: the store does).
-type Latest func(ctx context.Context) (current, compacted int64, serve bool, err error)
-
-// ReadPage returns a page of q as the API server reads one: the page that
-// continues a list from PageApplied, without the store, where it can;
-// else from Page, at the revisions latest reads. ok is false when the
-// store is to list.
-func (c *Cache) ReadPage(ctx context.Context, q *storage.ListQuery, latest Latest) (page *storage.ListResult, ok bool, err error) {
-	if page, ok, err := c.PageApplied(ctx, q); ok || err != nil {
-		return page, ok, err
-	}
-	current, compacted, serve, err := latest(ctx)
-	if err != nil || !serve {
-		return nil, false, err
-	}
-	return c.Page(ctx, q, current, compacted)
-}
-
 // pageStart is the revision of q's page, 0 for the latest, and the key
 // it starts after, if any.
 func pageStart(q *storage.ListQuery) (at int64, after *storage.Key, err error) {

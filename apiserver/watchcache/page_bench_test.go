@@ -93,7 +93,7 @@ func BenchmarkCachedSearch(b *testing.B) {
 }
 
 // pagedList times a list of all n pods in pages of 500 from the cache as
-// the API server reads them (ReadPage) against the cache's unpaged list,
+// the API server reads them (Reads.List) against the cache's unpaged list,
 // each the best of three, timed in turn.
 func pagedList(b *testing.B, s storage.Interface, c *watchcache.Cache, n int) {
 	ctx := context.Background()
@@ -102,10 +102,13 @@ func pagedList(b *testing.B, s storage.Interface, c *watchcache.Cache, n int) {
 		q := &storage.ListQuery{GVR: storagetest.Pods, Limit: limit}
 		listed := 0
 		for {
-			page, ok, err := c.ReadPage(ctx, q, func(ctx context.Context) (int64, int64, bool, error) {
-				cur, compacted, err := s.Revision(ctx)
-				return cur, compacted, true, err
-			})
+			page, ok, err := c.PageApplied(ctx, q)
+			if !ok && err == nil {
+				var cur, compacted int64
+				if cur, compacted, err = s.Revision(ctx); err == nil {
+					page, ok, err = c.Page(ctx, q, cur, compacted)
+				}
+			}
 			if err != nil || !ok {
 				b.Fatalf("a page from the cache: ok %v, %v", ok, err)
 			}
