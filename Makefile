@@ -53,10 +53,24 @@ build: ## Binaries into bin/.
 test-assets: ## Builds kube-apiserver, etcd, kubectl, helm and k9s (cached).
 	hack/test-assets.sh
 
+# The three tiers: test-unit (no control plane, SQLite alone), test (the
+# databases and control planes, all but test/e2e) and test-e2e.
+E2E_PKG := ./test/e2e/
+NON_E2E_PKGS = $$(go list ./... | grep -v '/test/e2e$$')
+
+.PHONY: test-unit
+test-unit: ## Unit tier (go test -short): no control plane, no database server, SQLite alone; a couple of minutes.
+	go test -short -count=1 -timeout 10m $(NON_E2E_PKGS)
+
 .PHONY: test
-test: ## Every test, against real control planes and real databases.
+test: ## Every test but test/e2e, against real control planes and real databases.
 	export KUBEBUILDER_ASSETS="$$(hack/test-assets.sh)"; \
-	go vet ./... && go test $(GOTEST_FLAGS) ./...
+	go vet ./... && go test $(GOTEST_FLAGS) $(NON_E2E_PKGS)
+
+.PHONY: test-e2e
+test-e2e: ## The end-to-end tests (test/e2e): the binaries, kubectl, helm and k9s against control planes, the soak test and the scale-out proof.
+	export KUBEBUILDER_ASSETS="$$(hack/test-assets.sh)"; \
+	go test $(GOTEST_FLAGS) $(E2E_PKG)
 
 FUZZTIME ?= 30s
 

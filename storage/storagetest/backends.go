@@ -3,7 +3,9 @@
 // a database of its own.
 //
 // A server that cannot be reached skips its backend, unless
-// PANORAMA_REQUIRE_DB=1 (as CI sets), where it fails the test.
+// PANORAMA_REQUIRE_DB=1 (as CI sets), where it fails the test. The unit
+// tier (go test -short, make test-unit) runs on SQLite alone: there, every
+// test of a server is skipped (SkipServerInUnitTier).
 //
 // Beyond the backends every test runs on, Galera and PostgresReplica
 // reach the MariaDB Galera cluster of hack/galera.sh and the PostgreSQL
@@ -93,8 +95,18 @@ func ForEach(t *testing.T, fn func(t *testing.T, b Backend)) {
 	}
 }
 
+// SkipServerInUnitTier skips a test that needs a database server in the
+// unit tier (go test -short), which runs on SQLite alone.
+func SkipServerInUnitTier(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs a database server, which the unit tier (go test -short, make test-unit) does not use: make test runs it")
+	}
+}
+
 func freshDatabase(t testing.TB, driver, adminDSN, create, drop string) string {
 	t.Helper()
+	SkipServerInUnitTier(t)
 	admin, err := sql.Open(driver, adminDSN)
 	if err == nil {
 		err = admin.Ping()

@@ -43,6 +43,7 @@ func Galera(t testing.TB) []sqlstore.Options {
 // the test is skipped.
 func GaleraScript(t testing.TB, args ...string) {
 	t.Helper()
+	SkipServerInUnitTier(t)
 	if os.Getenv("PANORAMA_TEST_GALERA") != "" {
 		t.Skip("kills and restarts nodes of the cluster of hack/galera.sh only, not of PANORAMA_TEST_GALERA")
 	}
@@ -65,6 +66,7 @@ var PostgresReplicaAddr = envOr("PANORAMA_TEST_POSTGRES_REPLICA", "host=127.0.0.
 // PANORAMA_REQUIRE_DB.
 func PostgresReplica(t testing.TB) sqlstore.Options {
 	t.Helper()
+	SkipServerInUnitTier(t)
 	replica, err := sql.Open("pgx", PostgresReplicaAddr+" dbname=postgres")
 	if err == nil {
 		err = replica.Ping()
