@@ -1,11 +1,13 @@
-# Builds the three commands into one distroless image; the Helm chart runs
-# /panorama (SQLite, all in one) or /controller-manager and /apiserver.
+# Builds the three shipped commands into one distroless image; the Helm
+# chart runs /panorama (SQLite, all in one) or /controller-manager and
+# /apiserver. Not cmd/panorama-demo: it links envtest and runs its own
+# control planes, on a workstation (make run).
 FROM golang:1.26 AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN CGO_ENABLED=0 go build -trimpath -o /out/ ./cmd/...
+RUN CGO_ENABLED=0 go build -trimpath -o /out/ ./cmd/controller-manager ./cmd/apiserver ./cmd/panorama
 
 FROM gcr.io/distroless/static:nonroot
 COPY --from=build /out/ /

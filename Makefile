@@ -99,6 +99,8 @@ run: ## A local demo: member clusters, controller manager and API server, SQLite
 	go run ./cmd/panorama-demo
 
 .PHONY: verify
-verify: generate manifests ## Fails when generated files are stale or git tracks a binary.
+verify: generate manifests ## Fails when generated files are stale, a Go file is not gofmt'ed or git tracks a binary.
 	git diff --exit-code -- apis config charts
+	unformatted="$$(git ls-files -z '*.go' | xargs -0 gofmt -l)"; \
+	if [ -n "$$unformatted" ]; then echo "not gofmt'ed (gofmt -w):" $$unformatted; exit 1; fi
 	hack/check-tracked-files.sh
