@@ -355,6 +355,9 @@ func TestPageBeforeTheLoad(t *testing.T) {
 // TestPageLimitIsCapped: a limit above storage.MaxLimit pages by
 // MaxLimit, as the store does, however large.
 func TestPageLimitIsCapped(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes storage.MaxLimit objects: not in the unit tier (go test -short); make test runs it")
+	}
 	s := storagetest.Backends()[0].Open(t)
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(8, 8))
