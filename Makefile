@@ -59,7 +59,7 @@ E2E_PKG := ./test/e2e/
 NON_E2E_PKGS = $$(go list ./... | grep -v '/test/e2e$$')
 
 .PHONY: test-unit
-test-unit: ## Unit tier (go test -short): no control plane, no database server, SQLite alone; a couple of minutes.
+test-unit: ## Unit tier (go test -short): no control plane, no database server, SQLite alone.
 	go test -short -count=1 -timeout 10m $(NON_E2E_PKGS)
 
 .PHONY: test

@@ -22,8 +22,8 @@ import (
 )
 
 // Limits on what a member sends about its OpenAPI, which is untrusted
-// input: kube-apiserver 1.37's largest document (api/v1) is 1.6 MB, apps/v1
-// 0.7 MB, all 49 of its group versions 6.8 MB; its index a few KiB. The
+// input: a few times kube-apiserver's largest document (docs/operations.md,
+// "Measurements behind the design": OpenAPI documents), and its index. The
 // log entry of a changed document holds it twice (object and pre-image),
 // which must stay under MariaDB's default max_allowed_packet (16 MiB). A
 // document over the limit is left out, the rest stored.
