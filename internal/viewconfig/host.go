@@ -6,10 +6,11 @@ import (
 	"slices"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/panorama-io/panorama/apis/cluster/v1alpha1"
 )
@@ -51,17 +52,19 @@ func FromKubeconfig(rules *clientcmd.ClientConfigLoadingRules, contextName strin
 // whose Ready condition is True, sorted, and why each other one is left
 // out.
 func ReadyClusters(ctx context.Context, host *rest.Config) (ready []string, notReady map[string]string, err error) {
-	scheme := runtime.NewScheme()
-	if err := clusterv1alpha1.AddToScheme(scheme); err != nil {
-		return nil, nil, err
-	}
-	c, err := client.New(host, client.Options{Scheme: scheme})
+	// The dynamic client: Panorama generates no typed clientset, and
+	// controller-runtime's client is the controllers' own.
+	dyn, err := dynamic.NewForConfig(host)
 	if err != nil {
 		return nil, nil, err
 	}
-	var list clusterv1alpha1.ClusterList
-	if err := c.List(ctx, &list); err != nil {
+	u, err := dyn.Resource(clusterv1alpha1.GroupVersion.WithResource("clusters")).List(ctx, metav1.ListOptions{})
+	if err != nil {
 		return nil, nil, fmt.Errorf("listing Clusters of the host: %w", err)
+	}
+	var list clusterv1alpha1.ClusterList
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.UnstructuredContent(), &list); err != nil {
+		return nil, nil, fmt.Errorf("decoding the host's Clusters: %w", err)
 	}
 	notReady = map[string]string{}
 	for _, cl := range list.Items {
