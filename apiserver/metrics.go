@@ -3,13 +3,13 @@ package apiserver
 import (
 	"net/http"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/component-base/metrics/legacyregistry"
+
+	"github.com/panorama-io/panorama/internal/deprecatedmetric"
 )
 
 // Panorama's reads are served by its own handler, not by the generic API
@@ -18,57 +18,23 @@ import (
 // no client input widens them.
 var (
 	requestDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "panorama_request_duration_seconds",
+		Name:    "panorama_apiserver_request_duration_seconds",
 		Help:    "Time to answer a get or list of stored objects, by verb, group, resource and HTTP code.",
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
-	}, []string{"verb", "group", "resource", "code"})
+	}, requestLabels)
 	watches = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "panorama_watches",
+		Name: "panorama_apiserver_watches",
 		Help: "Watches open, by group and resource.",
-	}, []string{"group", "resource"})
+	}, watchLabels)
+
+	requestLabels = []string{"verb", "group", "resource", "code"}
+	watchLabels   = []string{"group", "resource"}
 )
 
-func init() { legacyregistry.Registerer().MustRegister(requestDuration, watches) }
-
-// replicaLagger is a store that reads from a replica (sqlstore.Replicated).
-type replicaLagger interface {
-	ReplicaLag() (revisions int64, seconds float64)
-	Fallbacks() int64
-}
-
-var (
-	lagOnce sync.Once
-	// lagStore is the replica-reading store of the latest server built.
-	lagStore atomic.Pointer[replicaLagger]
-)
-
-// exportReplicaLag exports the lag of the replica store reads from, if it
-// reads from one.
-func exportReplicaLag(store any) {
-	l, ok := store.(replicaLagger)
-	if !ok {
-		return
-	}
-	lagStore.Store(&l)
-	lagOnce.Do(func() {
-		lag := func(f func(l replicaLagger) float64) func() float64 {
-			return func() float64 { return f(*lagStore.Load()) }
-		}
-		legacyregistry.Registerer().MustRegister(
-			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-				Name: "panorama_storage_replica_lag_seconds",
-				Help: "How long ago the oldest commit the read replica (--storage-read-dsn) has not replayed was made; 0 when it has replayed all.",
-			}, lag(func(l replicaLagger) float64 { _, s := l.ReplicaLag(); return s })),
-			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-				Name: "panorama_storage_replica_lag_revisions",
-				Help: "Revisions the read replica (--storage-read-dsn) is behind the primary.",
-			}, lag(func(l replicaLagger) float64 { r, _ := l.ReplicaLag(); return float64(r) })),
-			prometheus.NewCounterFunc(prometheus.CounterOpts{
-				Name: "panorama_storage_replica_fallbacks_total",
-				Help: "Reads served by the primary because the read replica had not reached their revision within --storage-read-wait.",
-			}, lag(func(l replicaLagger) float64 { return float64(l.Fallbacks()) })),
-		)
-	})
+func init() {
+	legacyregistry.Registerer().MustRegister(requestDuration, watches,
+		deprecatedmetric.Renamed("panorama_request_duration_seconds", "panorama_apiserver_request_duration_seconds", requestLabels, requestDuration),
+		deprecatedmetric.Renamed("panorama_watches", "panorama_apiserver_watches", watchLabels, watches))
 }
 
 // statusRecorder keeps the code a handler answered with.

@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/component-base/metrics/legacyregistry"
 )
 
 // TestRequestMetrics checks that gets and lists are timed by verb and
@@ -56,6 +58,18 @@ func TestRequestMetrics(t *testing.T) {
 	for deadline := time.Now().Add(10 * time.Second); open() != before; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%v watches open after the only one ended", open()-before)
+		}
+	}
+
+	// The names from before the subsystem still report the same series.
+	for old, current := range map[string]string{
+		"panorama_request_duration_seconds": "panorama_apiserver_request_duration_seconds",
+		"panorama_watches":                  "panorama_apiserver_watches",
+	} {
+		was, errOld := testutil.GatherAndCount(legacyregistry.DefaultGatherer, old)
+		is, errCurrent := testutil.GatherAndCount(legacyregistry.DefaultGatherer, current)
+		if err := errors.Join(errOld, errCurrent); err != nil || was != is || is == 0 {
+			t.Errorf("%s has %d series, %s %d (%v); want as many, and some", old, was, current, is, err)
 		}
 	}
 }

@@ -166,7 +166,6 @@ func (o *Options) New(store storage.Interface) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	exportReplicaLag(store)
 	host, err := dynamic.NewForConfig(cfg.ClientConfig)
 	if err != nil {
 		return nil, err

@@ -7,23 +7,27 @@ import (
 
 	clusterv1alpha1 "github.com/panorama-io/panorama/apis/cluster/v1alpha1"
 	"github.com/panorama-io/panorama/controllers/synchronizer"
-	"github.com/panorama-io/panorama/storage/sqlstore"
+	"github.com/panorama-io/panorama/internal/deprecatedmetric"
 )
 
 // clusterCondition mirrors the Clusters' conditions, so that alerts need
 // no exporter of the host's custom resources.
-var clusterCondition = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-	Name: "panorama_cluster_condition",
-	Help: "1 when a Cluster's condition (Ready, Synced) is True, else 0, by cluster and condition; set by the reconciling controller manager.",
-}, []string{"cluster", "condition"})
+var (
+	clusterCondition = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "panorama_controller_cluster_condition",
+		Help: "1 when a Cluster's condition (Ready, Synced) is True, else 0, by cluster and condition; set by the reconciling controller manager.",
+	}, []string{"cluster", "condition"})
+	clusterConditionRenamed = deprecatedmetric.Renamed("panorama_cluster_condition", "panorama_controller_cluster_condition",
+		[]string{"cluster", "condition"}, clusterCondition)
+)
 
-func init() { metrics.Registry.MustRegister(clusterCondition, sqlstore.WriteConflictsCollector()) }
+func init() { metrics.Registry.MustRegister(clusterCondition, clusterConditionRenamed) }
 
 // Collectors are the controller manager's own metrics, for a registry
 // other than controller-runtime's too (the all-in-one binary serves the
-// API server's): its writes' too.
+// API server's). Storage's are storage's (sqlstore.Collectors).
 func Collectors() []prometheus.Collector {
-	return append(synchronizer.Collectors(), clusterCondition, sqlstore.WriteConflictsCollector())
+	return append(synchronizer.Collectors(), clusterCondition, clusterConditionRenamed)
 }
 
 // recordConditions sets a reconciled Cluster's condition gauges.

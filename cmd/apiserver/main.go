@@ -12,6 +12,7 @@ import (
 	"k8s.io/component-base/logs"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	_ "k8s.io/component-base/logs/json/register" // --logging-format=json
+	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 
 	"github.com/panorama-io/panorama/apiserver"
@@ -25,6 +26,9 @@ const (
 	dsnEnv     = "PANORAMA_STORAGE_DSN"
 	readDSNEnv = "PANORAMA_STORAGE_READ_DSN"
 )
+
+// Storage's metrics are served with the API server's.
+func init() { legacyregistry.Registerer().MustRegister(sqlstore.Collectors()...) }
 
 func main() {
 	opts := apiserver.NewOptions()

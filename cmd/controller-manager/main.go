@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -27,6 +28,9 @@ import (
 // which every user of the node sees (ps), the environment of a process is
 // its owner's to read, and the chart sets it from a Secret.
 const dsnEnv = "PANORAMA_STORAGE_DSN"
+
+// Storage's metrics are served with controller-runtime's.
+func init() { ctrlmetrics.Registry.MustRegister(sqlstore.Collectors()...) }
 
 func main() {
 	var (

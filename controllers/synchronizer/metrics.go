@@ -3,6 +3,8 @@ package synchronizer
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/panorama-io/panorama/internal/deprecatedmetric"
 )
 
 var (
@@ -20,9 +22,10 @@ var (
 		Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
 	}, []string{"cluster", "resource"})
 	syncedObjects = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "panorama_synced_objects",
+		Name: "panorama_sync_objects",
 		Help: "Objects stored, by cluster and resource.",
 	}, []string{"cluster", "resource"})
+	syncedObjectsRenamed = deprecatedmetric.Renamed("panorama_synced_objects", "panorama_sync_objects", []string{"cluster", "resource"}, syncedObjects)
 )
 
 func init() {
@@ -32,7 +35,7 @@ func init() {
 // Collectors are the synchronizers' metrics, for a registry other than
 // controller-runtime's too (the all-in-one binary serves the API server's).
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{syncEvents, syncErrors, syncLag, syncedObjects}
+	return []prometheus.Collector{syncEvents, syncErrors, syncLag, syncedObjects, syncedObjectsRenamed}
 }
 
 // ForgetCluster drops the series of a cluster no longer synced, so that

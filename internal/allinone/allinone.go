@@ -25,8 +25,10 @@ import (
 
 // The API server's /metrics is the process's: it serves the controller
 // manager's metrics too, which controller-runtime keeps in a registry of its
-// own (its metrics server is off here).
-func init() { legacyregistry.Registerer().MustRegister(controllers.Collectors()...) }
+// own (its metrics server is off here), and storage's.
+func init() {
+	legacyregistry.Registerer().MustRegister(append(controllers.Collectors(), sqlstore.Collectors()...)...)
+}
 
 // Options are both components' flags and the logging flags.
 type Options struct {

@@ -1,6 +1,18 @@
 package sqlstore
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Collectors are storage's metrics, for the registry of each process that
+// opens a store: the write conflicts of the process that writes, and the
+// lag of the read replica of the process that reads from one
+// (OpenForReads with a ReadDSN), exported once it opened one.
+func Collectors() []prometheus.Collector {
+	return []prometheus.Collector{writeConflicts, replicaMetrics{}}
+}
 
 // writeConflicts counts what conflict.go retries: on Galera, where
 // writers on different nodes conflict on the revision counter at
@@ -11,6 +23,36 @@ var writeConflicts = prometheus.NewCounter(prometheus.CounterOpts{
 	Help: "Write groups written again after the database refused them for a conflict (deadlock, Galera certification failure, serialization failure).",
 })
 
-// WriteConflictsCollector is storage's metric, for the registry of the
-// process that writes: the controller manager's.
-func WriteConflictsCollector() prometheus.Collector { return writeConflicts }
+var (
+	replicaLagSeconds = prometheus.NewDesc("panorama_storage_replica_lag_seconds",
+		"How long ago the oldest commit the read replica (--storage-read-dsn) has not replayed was made; 0 when it has replayed all.", nil, nil)
+	replicaLagRevisions = prometheus.NewDesc("panorama_storage_replica_lag_revisions",
+		"Revisions the read replica (--storage-read-dsn) is behind the primary.", nil, nil)
+	replicaFallbacks = prometheus.NewDesc("panorama_storage_replica_fallbacks_total",
+		"Reads served by the primary because the read replica had not reached their revision within --storage-read-wait.", nil, nil)
+)
+
+// lagged is the latest Replicated opened, whose replica replicaMetrics
+// report on.
+var lagged atomic.Pointer[Replicated]
+
+// replicaMetrics reports the lag and fallbacks of the latest Replicated
+// opened, and nothing in a process that opened none.
+type replicaMetrics struct{}
+
+func (replicaMetrics) Describe(ch chan<- *prometheus.Desc) {
+	ch <- replicaLagSeconds
+	ch <- replicaLagRevisions
+	ch <- replicaFallbacks
+}
+
+func (replicaMetrics) Collect(ch chan<- prometheus.Metric) {
+	r := lagged.Load()
+	if r == nil {
+		return
+	}
+	revisions, seconds := r.ReplicaLag()
+	ch <- prometheus.MustNewConstMetric(replicaLagSeconds, prometheus.GaugeValue, seconds)
+	ch <- prometheus.MustNewConstMetric(replicaLagRevisions, prometheus.GaugeValue, float64(revisions))
+	ch <- prometheus.MustNewConstMetric(replicaFallbacks, prometheus.CounterValue, float64(r.Fallbacks()))
+}

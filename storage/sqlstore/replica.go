@@ -134,6 +134,7 @@ var _ storage.Interface = (*Replicated)(nil)
 func NewReplicated(primary, standby *Store, wait time.Duration) *Replicated {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Replicated{primary: primary, standby: standby, wait: wait, stop: cancel, done: make(chan struct{})}
+	lagged.Store(r)
 	go r.measureLag(ctx)
 	return r
 }
