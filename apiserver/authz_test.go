@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
+	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
 	"github.com/panorama-io/panorama/storage"
 )
 
@@ -72,7 +73,7 @@ func as(cfg *rest.Config, name, cluster string) *rest.Config {
 	c := rest.CopyConfig(cfg)
 	c.Impersonate.UserName = name
 	if cluster != "" {
-		c.Host = strings.TrimSuffix(c.Host, ViewPath("")) + ViewPath(cluster)
+		c.Host = strings.TrimSuffix(c.Host, searchv1alpha1.ViewPath("")) + searchv1alpha1.ViewPath(cluster)
 	}
 	return c
 }
@@ -200,7 +201,7 @@ func TestCollectionAuthorization(t *testing.T) {
 		putObject(t, store, c, svcGVR, u)
 	}
 	get := func(user, query string) (int, string) {
-		req, _ := http.NewRequest(http.MethodGet, strings.TrimSuffix(cfg.Host, ViewPath(""))+CollectionsPath+"/networking?"+query, nil)
+		req, _ := http.NewRequest(http.MethodGet, strings.TrimSuffix(cfg.Host, searchv1alpha1.ViewPath(""))+CollectionsPath+"/networking?"+query, nil)
 		req.Header.Set("Impersonate-User", user)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -286,7 +287,7 @@ func fleet(n int) []string {
 // viewsMux routes h's paths as the server does.
 func viewsMux(h *Handler) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle(ViewsPrefix+"/", h)
+	mux.Handle(searchv1alpha1.ViewsPrefix+"/", h)
 	mux.Handle(ResourcesPrefix+"/", h)
 	mux.HandleFunc(CollectionsPath+"/", h.ServeCollections)
 	return mux
@@ -465,7 +466,7 @@ func TestAnonymousRefused(t *testing.T) {
 		{http.MethodGet, viewPathOf("/clusters/east/version"), ""},
 		{http.MethodGet, viewPathOf("/apis"), ""},
 		{http.MethodGet, viewPathOf("/version"), ""},
-		{http.MethodGet, ViewPath(FlatClusters) + "/api/v1/pods", ""},
+		{http.MethodGet, searchv1alpha1.ViewPath(searchv1alpha1.FlatClusters) + "/api/v1/pods", ""},
 		{http.MethodGet, ResourcesPrefix + "/clusters/east/api/v1/pods", ""},
 		{http.MethodGet, CollectionsPath + "/workloads", ""},
 		{http.MethodPost, viewPathOf("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"), `{"spec":{"resourceAttributes":{"verb":"list","resource":"pods"}}}`},

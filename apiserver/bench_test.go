@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
 	"github.com/panorama-io/panorama/storage"
 	"github.com/panorama-io/panorama/storage/storagetest"
 	"github.com/panorama-io/panorama/test/testenv"
@@ -62,7 +63,7 @@ func BenchmarkList(b *testing.B) {
 			b.ReportMetric(float64(panoramaTime)/float64(kubeTime), name+"-ratio")
 			b.Logf("%-28s %d objects: kube-apiserver %v, Panorama %v (%.2fx)", name, n,
 				kubeTime.Round(time.Millisecond), panoramaTime.Round(time.Millisecond), float64(panoramaTime)/float64(kubeTime))
-			flatTime := timeList(b, as(cfg, "admin", FlatClusters), cms, c.opts, n, decoded)
+			flatTime := timeList(b, as(cfg, "admin", searchv1alpha1.FlatClusters), cms, c.opts, n, decoded)
 			b.ReportMetric(float64(flatTime)/float64(panoramaTime), name+"-flat-ratio")
 			b.Logf("%-28s %d objects: flat view %v (%.2fx the view across clusters)", name, n,
 				flatTime.Round(time.Millisecond), float64(flatTime)/float64(panoramaTime))

@@ -23,28 +23,6 @@ import (
 // it asks for a Table, which the count answers with a column per group
 // term and a COUNT.
 
-// countsKind is the kind of the JSON answer.
-const countsKind = "Counts"
-
-// Counts is the JSON answer (search.panorama.io/v1alpha1, kind Counts).
-type Counts struct {
-	Kind       string `json:"kind"`
-	APIVersion string `json:"apiVersion"`
-	// Metadata: resourceVersion is the revision counted at;
-	// remainingItemCount the groups the limit left out.
-	Metadata metav1.ListMeta `json:"metadata"`
-	// GroupBy are the terms as the request spelled them.
-	GroupBy []string      `json:"groupBy"`
-	Items   []CountsGroup `json:"items"`
-}
-
-// CountsGroup is one group: its value of each term, by the term, leaving
-// out the terms whose label or field its objects lack.
-type CountsGroup struct {
-	Group map[string]string `json:"group"`
-	Count int64             `json:"count"`
-}
-
 // parseGroupBy reads the groupBy search parameter.
 func parseGroupBy(terms []string) ([]storage.GroupBy, error) {
 	out := make([]storage.GroupBy, 0, len(terms))
@@ -97,10 +75,10 @@ func (h *Handler) count(w http.ResponseWriter, req *request, opts *listOptions) 
 		writeJSONAs(w, http.StatusOK, tableContentType, countsTable(terms, result.Groups, meta))
 		return
 	}
-	out := Counts{Kind: countsKind, APIVersion: searchv1alpha1.SchemeGroupVersion.String(), Metadata: meta, GroupBy: terms,
-		Items: make([]CountsGroup, len(result.Groups))}
+	out := searchv1alpha1.Counts{TypeMeta: metav1.TypeMeta{Kind: "Counts", APIVersion: searchv1alpha1.SchemeGroupVersion.String()},
+		ListMeta: meta, GroupBy: terms, Items: make([]searchv1alpha1.CountsGroup, len(result.Groups))}
 	for i, g := range result.Groups {
-		out.Items[i] = CountsGroup{Group: map[string]string{}, Count: g.Count}
+		out.Items[i] = searchv1alpha1.CountsGroup{Group: map[string]string{}, Count: g.Count}
 		for j, v := range g.Values {
 			if v != nil {
 				out.Items[i].Group[terms[j]] = *v

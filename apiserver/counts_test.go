@@ -14,12 +14,13 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
 	"github.com/panorama-io/panorama/storage"
 )
 
 // countsBody is the JSON of a count, of its Table or of a Status.
 type countsBody struct {
-	Counts
+	searchv1alpha1.Counts
 	ColumnDefinitions []struct {
 		Name string `json:"name"`
 	} `json:"columnDefinitions"`
@@ -37,7 +38,7 @@ func getCounts(t *testing.T, url, user, accept string) (int, http.Header, counts
 
 // groups spells a count's items as "value/value=count ...", in order; a
 // term the group lacks reads <none>.
-func (b Counts) groups() string {
+func (b countsBody) groups() string {
 	var out []string
 	for _, it := range b.Items {
 		var values []string
@@ -92,14 +93,14 @@ func TestCounts(t *testing.T) {
 		{"/api/v1/pods?groupBy=cluster,namespace&limit=1", "", "east/ns=2", "2 more groups left out"},
 	} {
 		code, header, body := getCounts(t, viewURL(cfg, c.path), c.user, "")
-		if code != 200 || body.Kind != "Counts" || body.groups() != c.want || body.Metadata.ResourceVersion != fmt.Sprint(rev) {
+		if code != 200 || body.Kind != "Counts" || body.groups() != c.want || body.ListMeta.ResourceVersion != fmt.Sprint(rev) {
 			t.Errorf("%s as %q: %d %+v, want %s at %d", c.path, c.user, code, body, c.want, rev)
 		}
 		if warns := strings.Join(header.Values("Warning"), "\n"); !strings.Contains(warns, c.warn) {
 			t.Errorf("%s as %q: warnings %q, want %q", c.path, c.user, warns, c.warn)
 		}
-		if strings.Contains(c.path, "limit=1") && (body.Metadata.RemainingItemCount == nil || *body.Metadata.RemainingItemCount != 2) {
-			t.Errorf("%s: remainingItemCount %v, want 2", c.path, body.Metadata.RemainingItemCount)
+		if strings.Contains(c.path, "limit=1") && (body.ListMeta.RemainingItemCount == nil || *body.ListMeta.RemainingItemCount != 2) {
+			t.Errorf("%s: remainingItemCount %v, want 2", c.path, body.ListMeta.RemainingItemCount)
 		}
 	}
 	for _, c := range []struct{ path, user string }{
@@ -121,7 +122,7 @@ func TestCounts(t *testing.T) {
 		rows = append(rows, fmt.Sprint(r.Cells...))
 	}
 	if code != 200 || table.Kind != "Table" || strings.Join(cols, ",") != "namespace,label:app,Count" ||
-		strings.Join(rows, ",") != "nsweb2,nsdb1,other<none>1" || table.Metadata.ResourceVersion != fmt.Sprint(rev) {
+		strings.Join(rows, ",") != "nsweb2,nsdb1,other<none>1" || table.ListMeta.ResourceVersion != fmt.Sprint(rev) {
 		t.Errorf("table: %d %+v", code, table)
 	}
 
@@ -142,7 +143,7 @@ func TestCounts(t *testing.T) {
 		}
 	}
 	registry.Set(clusterServing("south", schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, "Deployment"))
-	if code, _, body := getCounts(t, strings.TrimSuffix(cfg.Host, ViewPath(""))+CollectionsPath+"/workloads?groupBy=cluster", "", ""); code != http.StatusBadRequest {
+	if code, _, body := getCounts(t, strings.TrimSuffix(cfg.Host, searchv1alpha1.ViewPath(""))+CollectionsPath+"/workloads?groupBy=cluster", "", ""); code != http.StatusBadRequest {
 		t.Errorf("collection with groupBy: %d %+v, want 400", code, body)
 	}
 	// The limit is kubectl's page size, capped rather than refused.
@@ -174,7 +175,7 @@ func TestCountsFromCache(t *testing.T) {
 	h.store = store
 	srv := httptest.NewServer(asUser(h))
 	t.Cleanup(srv.Close)
-	base := srv.URL + ViewPath("")
+	base := srv.URL + searchv1alpha1.ViewPath("")
 	pod := func(cluster, name, app string) int64 {
 		putObject(t, store, cluster, podsGVR, map[string]any{"apiVersion": "v1", "kind": "Pod",
 			"metadata": map[string]any{"name": name, "namespace": "ns", "resourceVersion": "1", "labels": map[string]any{"app": app}}})
@@ -188,7 +189,7 @@ func TestCountsFromCache(t *testing.T) {
 		t.Helper()
 		before := store.counts.Load()
 		code, _, body := getCounts(t, base+"/api/v1/pods?"+query, "", "")
-		if code != http.StatusOK || body.groups() != want || body.Metadata.ResourceVersion != fmt.Sprint(rev) {
+		if code != http.StatusOK || body.groups() != want || body.ListMeta.ResourceVersion != fmt.Sprint(rev) {
 			t.Errorf("%s: %d %+v, want %s at %d", query, code, body, want, rev)
 		}
 		if n := store.counts.Load() - before; n != fromStore {
@@ -233,7 +234,7 @@ func TestFlatViewCounts(t *testing.T) {
 		putObject(t, store, p.cluster, podsGVR, map[string]any{"apiVersion": "v1", "kind": "Pod",
 			"metadata": map[string]any{"name": p.name, "namespace": p.ns, "resourceVersion": "1"}})
 	}
-	flat := func(path string) string { return viewURL(cfg, "/clusters/"+FlatClusters+path) }
+	flat := func(path string) string { return viewURL(cfg, "/clusters/"+searchv1alpha1.FlatClusters+path) }
 	// listed groups a list's items as a count by namespace (and cluster)
 	// would, and spells them as Counts.groups does.
 	listed := func(query string, byCluster bool) string {

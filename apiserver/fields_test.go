@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	clusterv1alpha1 "github.com/panorama-io/panorama/apis/cluster/v1alpha1"
+	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
 	"github.com/panorama-io/panorama/storage"
 )
 
@@ -67,7 +68,7 @@ func TestImagesSearch(t *testing.T) {
 		}
 		registry.Set(cl)
 	}
-	base := strings.TrimSuffix(cfg.Host, ViewPath("")) + CollectionsPath + "/workloads?"
+	base := strings.TrimSuffix(cfg.Host, searchv1alpha1.ViewPath("")) + CollectionsPath + "/workloads?"
 	names := func(got map[string]any) string {
 		var out []string
 		items, _ := got["items"].([]any)

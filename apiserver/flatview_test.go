@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	clusterv1alpha1 "github.com/panorama-io/panorama/apis/cluster/v1alpha1"
+	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
 	"github.com/panorama-io/panorama/apiserver/watchcache"
 	"github.com/panorama-io/panorama/storage"
 )
@@ -246,7 +247,7 @@ func TestFlatView(t *testing.T) {
 	putPod(t, store, "east", "a")
 	putPod(t, store, "west", "a")
 	putPod(t, store, "east", "b")
-	flat := func(path string) string { return viewURL(cfg, "/clusters/"+FlatClusters+path) }
+	flat := func(path string) string { return viewURL(cfg, "/clusters/"+searchv1alpha1.FlatClusters+path) }
 
 	checkItems(t, flat, map[string]string{
 		"/api/v1/pods":                                                                 "east.ns/a easta,east.ns/b eastb,west.ns/a westa",
@@ -321,7 +322,7 @@ func TestFlatView(t *testing.T) {
 
 	// Informers key objects by namespace/name: across clusters they keep
 	// one pod a of two; in the flat view, both.
-	for cluster, want := range map[string]string{"": "ns/a,ns/b", FlatClusters: "east.ns/a,east.ns/b,west.ns/a"} {
+	for cluster, want := range map[string]string{"": "ns/a,ns/b", searchv1alpha1.FlatClusters: "east.ns/a,east.ns/b,west.ns/a"} {
 		inf := dynamicinformer.NewDynamicSharedInformerFactory(dynamic.NewForConfigOrDie(as(cfg, "admin", cluster)), 0).ForResource(podsGVR).Informer()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		go inf.Run(ctx.Done())
@@ -394,7 +395,7 @@ func TestFlatViewAround(t *testing.T) {
 		}
 		registry.Set(cl)
 	}
-	flat := func(path string) string { return viewURL(cfg, "/clusters/"+FlatClusters+path) }
+	flat := func(path string) string { return viewURL(cfg, "/clusters/"+searchv1alpha1.FlatClusters+path) }
 	checkItems(t, flat, map[string]string{
 		"/api/v1/namespaces": "east.ns ,eu.prod.ns ,west.ns ",
 		"/api/v1/nodes":      "east.n1.local ,eu.prod.n1.local ,west.n1.local ",
@@ -433,7 +434,7 @@ func TestFlatViewAround(t *testing.T) {
 		{"east", "west.ns", nil},
 		{"services", "east.ns", nil},
 	} {
-		got, _, err := listNames(t, as(cfg, c.user, FlatClusters), c.namespace)
+		got, _, err := listNames(t, as(cfg, c.user, searchv1alpha1.FlatClusters), c.namespace)
 		if c.want == nil {
 			if !apierrors.IsForbidden(err) {
 				t.Errorf("%+v: want 403, got %v %v", c, got, err)
@@ -457,19 +458,19 @@ func TestFlatViewAround(t *testing.T) {
 		{"nsuser", "ns", false, `"ns" is none`},
 		{"nsuser", "", false, "of no cluster"},
 	} {
-		st, err := accessReview(t, as(cfg, c.user, FlatClusters), read("list", "pods", c.namespace))
+		st, err := accessReview(t, as(cfg, c.user, searchv1alpha1.FlatClusters), read("list", "pods", c.namespace))
 		if err != nil || st.Allowed != c.allowed || !strings.Contains(st.Reason, c.reason) {
 			t.Errorf("%+v: %+v %v", c, st, err)
 		}
 	}
-	rules, err := kubernetes.NewForConfigOrDie(as(cfg, "nsuser", FlatClusters)).AuthorizationV1().SelfSubjectRulesReviews().Create(context.Background(),
+	rules, err := kubernetes.NewForConfigOrDie(as(cfg, "nsuser", searchv1alpha1.FlatClusters)).AuthorizationV1().SelfSubjectRulesReviews().Create(context.Background(),
 		&authorizationv1.SelfSubjectRulesReview{Spec: authorizationv1.SelfSubjectRulesReviewSpec{Namespace: "west.ns"}}, metav1.CreateOptions{})
 	if err != nil || !slices.ContainsFunc(rules.Status.ResourceRules, func(r authorizationv1.ResourceRule) bool { return slices.Contains(r.Resources, "pods") }) {
 		t.Errorf("rules of nsuser in west.ns: %+v %v", rules, err)
 	}
 
 	// A refused subresource names the member's cluster, namespace and name.
-	_, err = kubernetes.NewForConfigOrDie(as(cfg, "admin", FlatClusters)).CoreV1().Pods("east.ns").GetLogs("a", &corev1.PodLogOptions{}).Stream(context.Background())
+	_, err = kubernetes.NewForConfigOrDie(as(cfg, "admin", searchv1alpha1.FlatClusters)).CoreV1().Pods("east.ns").GetLogs("a", &corev1.PodLogOptions{}).Stream(context.Background())
 	if !apierrors.IsMethodNotSupported(err) || !strings.Contains(err.Error(), `ask cluster "east" directly: kubectl --context <context of east> logs -n ns pods/a`) {
 		t.Errorf("logs: %v", err)
 	}
@@ -477,13 +478,13 @@ func TestFlatViewAround(t *testing.T) {
 	// Discovery and /version as across clusters; the deprecated prefix has
 	// no flat view.
 	for path, want := range map[string]int{
-		ViewPath(FlatClusters) + "/version":                          http.StatusOK,
-		ViewPath(FlatClusters) + "/api/v1":                           http.StatusOK,
-		ViewPath(FlatClusters) + "/apis":                             http.StatusOK,
-		ResourcesPrefix + "/clusters/_flat/api/v1/pods":              http.StatusNotFound,
-		ViewPath(FlatClusters) + "/api/v1/namespaces/east.ns/pods/a": http.StatusOK,
+		searchv1alpha1.ViewPath(searchv1alpha1.FlatClusters) + "/version":                          http.StatusOK,
+		searchv1alpha1.ViewPath(searchv1alpha1.FlatClusters) + "/api/v1":                           http.StatusOK,
+		searchv1alpha1.ViewPath(searchv1alpha1.FlatClusters) + "/apis":                             http.StatusOK,
+		ResourcesPrefix + "/clusters/_flat/api/v1/pods":                                            http.StatusNotFound,
+		searchv1alpha1.ViewPath(searchv1alpha1.FlatClusters) + "/api/v1/namespaces/east.ns/pods/a": http.StatusOK,
 	} {
-		if code, _, body := getJSON(t, strings.TrimSuffix(cfg.Host, ViewPath(""))+path, ""); code != want {
+		if code, _, body := getJSON(t, strings.TrimSuffix(cfg.Host, searchv1alpha1.ViewPath(""))+path, ""); code != want {
 			t.Errorf("GET %s: %d %v, want %d", path, code, body, want)
 		}
 	}
@@ -509,7 +510,7 @@ func dottedNamespaces(t *testing.T) (flat func(path string) string, registry *Re
 		put(cluster, podsGVR, "Pod", ns, "x")
 		put(cluster, namespaces, "Namespace", "", ns)
 	}
-	return func(path string) string { return viewURL(cfg, "/clusters/"+FlatClusters+path) }, registry
+	return func(path string) string { return viewURL(cfg, "/clusters/"+searchv1alpha1.FlatClusters+path) }, registry
 }
 
 // TestFlatCountsDottedNamespace: a count of the flat view counts what its

@@ -188,7 +188,7 @@ func FuzzSplitPath(f *testing.F) {
 func viewPathOf(p string) string {
 	if after, ok := strings.CutPrefix(p, "/clusters/"); ok {
 		cluster, rest, _ := strings.Cut(after, "/")
-		return ViewPath(cluster) + "/" + rest
+		return searchv1alpha1.ViewPath(cluster) + "/" + rest
 	}
-	return ViewPath("") + p
+	return searchv1alpha1.ViewPath("") + p
 }

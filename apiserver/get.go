@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
 	"github.com/panorama-io/panorama/apiserver/watchcache"
 	"github.com/panorama-io/panorama/storage"
 )
@@ -90,5 +91,5 @@ func elsewhereMessage(gr, name string, objs []storage.Object) string {
 		clusters[i] = o.Cluster
 	}
 	return fmt.Sprintf("%s %q exists in %d clusters (%s); this is the one of %s, ask %s/... for another",
-		gr, name, len(objs), strings.Join(clusters, ", "), objs[0].Cluster, ViewPath("<name>"))
+		gr, name, len(objs), strings.Join(clusters, ", "), objs[0].Cluster, searchv1alpha1.ViewPath("<name>"))
 }

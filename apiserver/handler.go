@@ -18,7 +18,7 @@ import (
 	"github.com/panorama-io/panorama/storage"
 )
 
-// ResourcesPrefix is the deprecated prefix of the views (see ViewsPrefix):
+// ResourcesPrefix is the deprecated prefix of the views (see ViewsPrefix of search/v1alpha1):
 // across all clusters, and ResourcesPrefix + "/clusters/{name}" for one.
 var ResourcesPrefix = "/apis/" + searchv1alpha1.SchemeGroupVersion.String() + "/resources"
 

@@ -25,6 +25,7 @@ import (
 	"k8s.io/klog/v2"
 
 	clusterv1alpha1 "github.com/panorama-io/panorama/apis/cluster/v1alpha1"
+	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
 	"github.com/panorama-io/panorama/apiserver/watchcache"
 	"github.com/panorama-io/panorama/storage"
 	"github.com/panorama-io/panorama/storage/storagetest"
@@ -46,12 +47,12 @@ func testServerWith(t testing.TB, opts watchcache.Options) (storage.Interface, *
 // serveHandler serves h's paths as testServer does.
 func serveHandler(t testing.TB, h *Handler) (storage.Interface, *rest.Config, *Registry) {
 	mux := http.NewServeMux()
-	mux.Handle(ViewsPrefix+"/", h)
+	mux.Handle(searchv1alpha1.ViewsPrefix+"/", h)
 	mux.Handle(ResourcesPrefix+"/", h)
 	mux.HandleFunc(CollectionsPath+"/", h.ServeCollections)
 	srv := httptest.NewServer(asUser(mux))
 	t.Cleanup(srv.Close)
-	return h.store, &rest.Config{Host: srv.URL + ViewPath("")}, h.registry
+	return h.store, &rest.Config{Host: srv.URL + searchv1alpha1.ViewPath("")}, h.registry
 }
 
 // testHandler is a handler over a real store (SQLite) and watch cache, with
@@ -284,7 +285,7 @@ func TestCollections(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	base := strings.TrimSuffix(cfg.Host, ViewPath("")) + CollectionsPath
+	base := strings.TrimSuffix(cfg.Host, searchv1alpha1.ViewPath("")) + CollectionsPath
 	_, _, list := getJSON(t, base+"/", "")
 	if items := list["items"].([]any); len(items) != 2 || len(items[1].(map[string]any)["resourceTypes"].([]any)) != 2 {
 		t.Fatalf("collections: %v", list)

@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -12,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/watch"
 	apirequest "k8s.io/apiserver/pkg/endpoints/request"
 
 	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
@@ -27,32 +25,6 @@ import (
 
 // historySubresource is the path element that asks for an object's history.
 const historySubresource = "history"
-
-// historyKind is the kind of the JSON answer.
-const historyKind = "History"
-
-// History is the JSON answer (search.panorama.io/v1alpha1, kind History):
-// an object's versions, oldest first.
-type History struct {
-	Kind       string          `json:"kind"`
-	APIVersion string          `json:"apiVersion"`
-	Metadata   metav1.ListMeta `json:"metadata"`
-	Items      []HistoryItem   `json:"items"`
-}
-
-// HistoryItem is one change of the object.
-type HistoryItem struct {
-	// Revision is the Panorama revision of the change: the object's
-	// resourceVersion after it.
-	Revision int64 `json:"revision"`
-	// Time the change was written to Panorama; absent when not known.
-	Time                  *metav1.MicroTime `json:"time,omitempty"`
-	MemberResourceVersion string            `json:"memberResourceVersion,omitempty"`
-	Type                  watch.EventType   `json:"type"`
-	// Patch is the JSON merge patch (RFC 7386) from the previous version:
-	// the whole object when ADDED, null when DELETED.
-	Patch json.RawMessage `json:"patch"`
-}
 
 // serveHistory answers the history of one object, info in member terms
 // of cluster, its last limit versions when asked, to who may list its
@@ -71,7 +43,7 @@ func (h *Handler) serveHistory(w http.ResponseWriter, req *request, cluster stri
 			serveNotFound(w, req)
 			return
 		}
-		writeError(w, badf("the history is of one cluster's object: ask %s/%s", ViewPath("<cluster>"), strings.TrimPrefix(info.Path, "/")), gr)
+		writeError(w, badf("the history is of one cluster's object: ask %s/%s", searchv1alpha1.ViewPath("<cluster>"), strings.TrimPrefix(info.Path, "/")), gr)
 		return
 	}
 	// Authorized before the cluster and the type are looked up, so that a
@@ -106,9 +78,10 @@ func (h *Handler) serveHistory(w http.ResponseWriter, req *request, cluster stri
 			writeJSONAs(w, http.StatusOK, tableContentType, historyTable(versions))
 			return
 		}
-		out := History{Kind: historyKind, APIVersion: searchv1alpha1.SchemeGroupVersion.String(), Items: make([]HistoryItem, len(versions))}
+		out := searchv1alpha1.History{TypeMeta: metav1.TypeMeta{Kind: "History", APIVersion: searchv1alpha1.SchemeGroupVersion.String()},
+			Items: make([]searchv1alpha1.HistoryItem, len(versions))}
 		for i, v := range versions {
-			out.Items[i] = HistoryItem{Revision: v.Revision, MemberResourceVersion: v.MemberResourceVersion, Type: v.Type, Patch: v.Patch}
+			out.Items[i] = searchv1alpha1.HistoryItem{Revision: v.Revision, MemberResourceVersion: v.MemberResourceVersion, Type: v.Type, Patch: v.Patch}
 			if !v.Time.IsZero() {
 				out.Items[i].Time = &metav1.MicroTime{Time: v.Time}
 			}

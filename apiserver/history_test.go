@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
 	"github.com/panorama-io/panorama/storage"
 )
 
@@ -19,7 +20,7 @@ type historyBody struct {
 	Reason  string `json:"reason"`
 	Message string `json:"message"`
 	Items   []struct {
-		HistoryItem
+		searchv1alpha1.HistoryItem
 		Metadata struct {
 			Name            string            `json:"name"`
 			ResourceVersion string            `json:"resourceVersion"`

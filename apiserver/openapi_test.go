@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 
+	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
 	"github.com/panorama-io/panorama/storage"
 )
 
@@ -173,7 +174,7 @@ func TestOpenAPI(t *testing.T) {
 // JSON or protobuf, and anything else is 406.
 func TestOpenAPIHash(t *testing.T) {
 	store, cfg, _ := testServer(t)
-	srv := strings.TrimSuffix(cfg.Host, ViewPath(""))
+	srv := strings.TrimSuffix(cfg.Host, searchv1alpha1.ViewPath(""))
 	get := func(path string, header ...string) *http.Response {
 		t.Helper()
 		req := httptest.NewRequest(http.MethodGet, srv+path, nil)
@@ -204,7 +205,7 @@ func TestOpenAPIHash(t *testing.T) {
 
 	doc := openAPIDoc("v1.37.2", []string{"/api/v1/pods"}, map[string]string{"io.k8s.api.core.v1.Pod": "v1"})
 	putOpenAPI(t, store, "east", "v1.37.2", map[string]string{"api/v1": doc})
-	east := ViewPath("east")
+	east := searchv1alpha1.ViewPath("east")
 	u := indexURL(east)
 	if want := east + "/openapi/v3/api/v1?hash=" + storage.Digest([]byte(doc)); u != want {
 		t.Fatalf("serverRelativeURL %q, want %q", u, want)
@@ -226,7 +227,7 @@ func TestOpenAPIHash(t *testing.T) {
 		t.Fatalf("by another hash: %d, %v", resp.StatusCode, resp.Header)
 	}
 	// The same content across clusters, from east alone, has the same hash.
-	if all := indexURL(ViewPath("")); !strings.HasSuffix(all, u[strings.Index(u, "?"):]) {
+	if all := indexURL(searchv1alpha1.ViewPath("")); !strings.HasSuffix(all, u[strings.Index(u, "?"):]) {
 		t.Fatalf("across clusters %q, in east %q", all, u)
 	}
 
@@ -242,7 +243,7 @@ func TestOpenAPIHash(t *testing.T) {
 		t.Fatalf("the changed document: %s", body)
 	}
 	putOpenAPI(t, store, "west", "v1.37.2", map[string]string{"api/v1": doc})
-	if all := indexURL(ViewPath("")); strings.HasSuffix(all, u2[strings.Index(u2, "?"):]) || strings.HasSuffix(all, u[strings.Index(u, "?"):]) {
+	if all := indexURL(searchv1alpha1.ViewPath("")); strings.HasSuffix(all, u2[strings.Index(u2, "?"):]) || strings.HasSuffix(all, u[strings.Index(u, "?"):]) {
 		t.Fatalf("the merge has a member's hash: %q", all)
 	}
 

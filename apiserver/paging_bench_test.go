@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
 	"github.com/panorama-io/panorama/apiserver/watchcache"
 	"github.com/panorama-io/panorama/storage"
 	"github.com/panorama-io/panorama/storage/storagetest"
@@ -106,10 +107,10 @@ func pagingServer(b *testing.B, store storage.Interface) (*rest.Config, *Registr
 	reg := NewRegistry()
 	h := &Handler{registry: reg, store: store, cache: c, crds: crdColumns{store: store}, authz: testGrants}
 	mux := http.NewServeMux()
-	mux.Handle(ViewsPrefix+"/", h)
+	mux.Handle(searchv1alpha1.ViewsPrefix+"/", h)
 	srv := httptest.NewServer(asUser(mux))
 	b.Cleanup(srv.Close)
-	return &rest.Config{Host: srv.URL + ViewPath("")}, reg
+	return &rest.Config{Host: srv.URL + searchv1alpha1.ViewPath("")}, reg
 }
 
 func pagingCluster(i int) string { return fmt.Sprintf("cluster-%02d", i) }

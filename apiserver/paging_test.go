@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
 	"github.com/panorama-io/panorama/storage"
 )
 
@@ -87,10 +88,10 @@ func TestPagedList(t *testing.T) {
 	counting := &readCountingStore{Interface: raw, calls: map[string]int{}}
 	h.store = counting // the watch cache keeps the store itself: only the handler's reads are counted
 	mux := http.NewServeMux()
-	mux.Handle(ViewsPrefix+"/", h)
+	mux.Handle(searchv1alpha1.ViewsPrefix+"/", h)
 	srv := httptest.NewServer(asUser(mux))
 	t.Cleanup(srv.Close)
-	base := srv.URL + ViewPath("") + "/api/v1/pods"
+	base := srv.URL + searchv1alpha1.ViewPath("") + "/api/v1/pods"
 
 	var want []string
 	for i, cluster := range []string{"west", "east", "west", "east", "east", "west", "east"} {

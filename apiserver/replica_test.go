@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
 	"github.com/panorama-io/panorama/apiserver/watchcache"
 	"github.com/panorama-io/panorama/storage/sqlstore"
 	"github.com/panorama-io/panorama/storage/storagetest"
@@ -49,10 +50,10 @@ func TestListsThroughAReplica(t *testing.T) {
 	reg.Set(clusterServing("east", podsGVR, "Pod"))
 	h := &Handler{registry: reg, store: store, cache: c, crds: crdColumns{store: store}, authz: testGrants}
 	mux := http.NewServeMux()
-	mux.Handle(ViewsPrefix+"/", h)
+	mux.Handle(searchv1alpha1.ViewsPrefix+"/", h)
 	srv := httptest.NewServer(asUser(mux))
 	t.Cleanup(srv.Close)
-	pods := srv.URL + ViewPath("") + "/api/v1/pods"
+	pods := srv.URL + searchv1alpha1.ViewPath("") + "/api/v1/pods"
 
 	list := func(query string, want int, atLeast int64) {
 		t.Helper()

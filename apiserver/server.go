@@ -217,7 +217,7 @@ func (s *Server) install() {
 		})
 	}))
 	h := &Handler{registry: s.registry, store: s.store, cache: s.cache, crds: crdColumns{store: s.store}, authz: s.authz}
-	mux.HandlePrefix(ViewsPrefix+"/", h)
+	mux.HandlePrefix(searchv1alpha1.ViewsPrefix+"/", h)
 	mux.Handle(ResourcesPrefix, h)
 	mux.HandlePrefix(ResourcesPrefix+"/", h)
 	mux.HandleFunc(CollectionsPath, h.ServeCollections)

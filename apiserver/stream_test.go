@@ -15,6 +15,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
 	"github.com/panorama-io/panorama/storage"
 )
 
@@ -90,7 +91,7 @@ func TestStreamedListsAsEncodedWhole(t *testing.T) {
 		{accept: tableContentType, query: "includeObject=Object&limit=1", includeObject: "Object", q: storage.ListQuery{Limit: 1}},
 		{accept: tableContentType, query: "names=none", q: storage.ListQuery{Names: []string{"none"}}},
 	} {
-		req, _ := http.NewRequest(http.MethodGet, srv.URL+ViewPath("")+"/api/v1/pods?"+tc.query, nil)
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+searchv1alpha1.ViewPath("")+"/api/v1/pods?"+tc.query, nil)
 		req.Header.Set("Accept", tc.accept)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {

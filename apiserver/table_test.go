@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
 	"github.com/panorama-io/panorama/storage"
 )
 
@@ -50,7 +51,7 @@ func putWidget(t *testing.T, s storage.Interface, cluster, name, phase, password
 func widgetsTable(t *testing.T, srv, view string) ([]string, map[string]map[string]any) {
 	t.Helper()
 	var body metav1.Table
-	code, _ := getAs(t, srv+ViewPath(view)+"/apis/example.com/v1/widgets", "", tableContentType, &body)
+	code, _ := getAs(t, srv+searchv1alpha1.ViewPath(view)+"/apis/example.com/v1/widgets", "", tableContentType, &body)
 	if code != 200 {
 		t.Fatalf("Table of widgets in view %q: %d", view, code)
 	}

@@ -4,6 +4,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apirequest "k8s.io/apiserver/pkg/endpoints/request"
 
+	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
 	"github.com/panorama-io/panorama/apiserver/watchcache"
 	"github.com/panorama-io/panorama/storage"
 )
@@ -42,7 +43,7 @@ type view interface {
 // views are the views named other than after a cluster (AllClusters is
 // the member view of every cluster, "").
 var views = map[string]func(h *Handler) view{
-	FlatClusters: func(h *Handler) view { return newFlatView(h.registry.Names()) },
+	searchv1alpha1.FlatClusters: func(h *Handler) view { return newFlatView(h.registry.Names()) },
 }
 
 // viewOf is the view of the cluster a path names.

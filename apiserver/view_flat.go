@@ -15,11 +15,12 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	apirequest "k8s.io/apiserver/pkg/endpoints/request"
 
+	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
 	"github.com/panorama-io/panorama/apiserver/watchcache"
 	"github.com/panorama-io/panorama/storage"
 )
 
-// The flat view (ViewPath(FlatClusters)) is the view across clusters in
+// The flat view (ViewPath(FlatClusters) of search/v1alpha1) is the view across clusters in
 // which no two objects share a namespace and name, for clients that key
 // objects by them: informers, k9s, anything with a map of namespace/name.
 // On the all-clusters view, pod db-0 of namespace shop in clusters east
@@ -51,10 +52,6 @@ import (
 // rows, the namespaces counts group by, and the cluster and namespace that
 // self reviews and subresource refusals speak of. Authorization is that of
 // the all-clusters view on the translated query.
-
-// FlatClusters is the cluster name of the flat view, which no Cluster can
-// have, as AllClusters.
-const FlatClusters = "_flat"
 
 // flatNamespace is how the flat view shows a namespace of cluster: ""
 // (cluster-scoped objects have none) stays "".
@@ -280,7 +277,7 @@ func (v *flatView) count(q *storage.CountQuery, namespaced bool) (func(*storage.
 	if v.keep != nil {
 		return nil, badRequest("the flat view cannot count this selection in one query: it selects other namespaces (or names) " +
 			"in each cluster, or leaves one out with !=; count each cluster apart (namespaces=east.a,east.b) or in its view (" +
-			ViewPath("<cluster>") + "/...)")
+			searchv1alpha1.ViewPath("<cluster>") + "/...)")
 	}
 	if !namespaced {
 		return func(*storage.CountResult) {}, nil // cluster-scoped objects have no namespace to translate
@@ -467,5 +464,5 @@ func (v *flatView) rulesScope(namespace string) (string, string) {
 	if c, ns, ok := splitFlatNamespace(namespace); ok {
 		return c, ns
 	}
-	return FlatClusters, namespace
+	return searchv1alpha1.FlatClusters, namespace
 }

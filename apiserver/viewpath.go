@@ -10,36 +10,10 @@ import (
 	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
 )
 
-// ViewsPrefix is where views are served: ViewsPrefix + "/{cluster}/proxy"
-// + a member-style path. The host's kube-apiserver parses such a path as
-// the proxy subresource of a search.panorama.io "clusters" object named
-// {cluster}, which it counts as long-running (BasicLongRunningRequestCheck),
-// as it does nodes/{name}/proxy: its --request-timeout does not cut the
-// watches it forwards there. The host needs only `get` of clusters/proxy
-// for every request there, watches included (its verb is get whenever the
-// path names an object).
-var ViewsPrefix = "/apis/" + searchv1alpha1.SchemeGroupVersion.String() + "/clusters"
-
-// AllClusters is the cluster name of the view across all clusters. No
-// Cluster can have it: the names of custom objects are DNS subdomains
-// (lowercase letters, digits, '-' and '.'), and "_" is none of those.
-const AllClusters = "_all"
-
-// ViewPath is the URL path, on the host, of a view: every cluster for "",
-// one cluster otherwise. Whatever writes a kubeconfig for Panorama points a
-// context's server at the host's address + ViewPath, so that views move in
-// one place.
-func ViewPath(cluster string) string {
-	if cluster == "" {
-		cluster = AllClusters
-	}
-	return ViewsPrefix + "/" + cluster + "/proxy"
-}
-
 // splitView takes the view prefix off path: the cluster ("" for
-// AllClusters) and the member-style rest.
+// searchv1alpha1.AllClusters) and the member-style rest.
 func splitView(path string) (cluster, rest string, ok bool) {
-	after, ok := strings.CutPrefix(path, ViewsPrefix+"/")
+	after, ok := strings.CutPrefix(path, searchv1alpha1.ViewsPrefix+"/")
 	if !ok {
 		return "", "", false
 	}
@@ -48,7 +22,7 @@ func splitView(path string) (cluster, rest string, ok bool) {
 	if !ok || cluster == "" || (rest != "" && rest[0] != '/') {
 		return "", "", false
 	}
-	if cluster == AllClusters {
+	if cluster == searchv1alpha1.AllClusters {
 		cluster = ""
 	}
 	return cluster, rest, true
@@ -65,7 +39,7 @@ func splitDeprecatedPath(path string) (cluster, rest string, ok bool) {
 	if after, isCluster := strings.CutPrefix(rest, "/clusters/"); isCluster {
 		cluster, rest, _ = strings.Cut(after, "/")
 		rest = "/" + rest
-		if cluster == "" || cluster == FlatClusters {
+		if cluster == "" || cluster == searchv1alpha1.FlatClusters {
 			// .../clusters//api/v1/pods names no cluster, it does not mean
 			// all; the flat view has only its own path.
 			return "", "", false
@@ -79,7 +53,7 @@ func splitDeprecatedPath(path string) (cluster, rest string, ok bool) {
 func warnDeprecatedPath(w http.ResponseWriter, path, cluster, rest string) {
 	if strings.HasPrefix(path, ResourcesPrefix) {
 		warn(w, fmt.Sprintf("%s is deprecated and will be removed: the host cuts its watches after its --request-timeout; use %s",
-			ResourcesPrefix, ViewPath(cluster)+rest))
+			ResourcesPrefix, searchv1alpha1.ViewPath(cluster)+rest))
 	}
 }
 

@@ -6,12 +6,14 @@ import (
 	"testing"
 
 	"k8s.io/client-go/rest"
+
+	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
 )
 
 // viewURL is the URL of path under the all-clusters view of cfg's server,
 // or under cluster X's view for "/clusters/X/...", the tests' shorthand.
 func viewURL(cfg *rest.Config, path string) string {
-	return strings.TrimSuffix(cfg.Host, ViewPath("")) + viewPathOf(path)
+	return strings.TrimSuffix(cfg.Host, searchv1alpha1.ViewPath("")) + viewPathOf(path)
 }
 
 func TestSplitPath(t *testing.T) {
@@ -47,8 +49,8 @@ func TestSplitPath(t *testing.T) {
 			t.Errorf("%s: %q, want %q", path, got, want)
 		}
 	}
-	if ViewPath("") != gv+"/clusters/_all/proxy" || ViewPath("east") != gv+"/clusters/east/proxy" {
-		t.Errorf("view paths %q, %q", ViewPath(""), ViewPath("east"))
+	if searchv1alpha1.ViewPath("") != gv+"/clusters/_all/proxy" || searchv1alpha1.ViewPath("east") != gv+"/clusters/east/proxy" {
+		t.Errorf("view paths %q, %q", searchv1alpha1.ViewPath(""), searchv1alpha1.ViewPath("east"))
 	}
 }
 
@@ -56,13 +58,13 @@ func TestSplitPath(t *testing.T) {
 // Warning naming the path to use instead; the views do not warn.
 func TestDeprecatedPathWarns(t *testing.T) {
 	_, cfg, _ := testServer(t)
-	host := strings.TrimSuffix(cfg.Host, ViewPath(""))
+	host := strings.TrimSuffix(cfg.Host, searchv1alpha1.ViewPath(""))
 	for path, want := range map[string]string{
-		ResourcesPrefix + "/clusters/east/api/v1/pods": ViewPath("east") + "/api/v1/pods",
-		ResourcesPrefix + "/api/v1/pods":               ViewPath("") + "/api/v1/pods",
-		ResourcesPrefix + "/clusters/east/api/v1":      ViewPath("east") + "/api/v1",
-		ViewPath("east") + "/api/v1/pods":              "",
-		ViewPath("") + "/api/v1/pods":                  "",
+		ResourcesPrefix + "/clusters/east/api/v1/pods":   searchv1alpha1.ViewPath("east") + "/api/v1/pods",
+		ResourcesPrefix + "/api/v1/pods":                 searchv1alpha1.ViewPath("") + "/api/v1/pods",
+		ResourcesPrefix + "/clusters/east/api/v1":        searchv1alpha1.ViewPath("east") + "/api/v1",
+		searchv1alpha1.ViewPath("east") + "/api/v1/pods": "",
+		searchv1alpha1.ViewPath("") + "/api/v1/pods":     "",
 	} {
 		resp, err := http.Get(host + path)
 		if err != nil {
@@ -84,9 +86,9 @@ func TestDeprecatedPathWarns(t *testing.T) {
 // the cluster, which handledByPanorama passes to the handler's checks.
 func TestViewRequestInfo(t *testing.T) {
 	for path, want := range map[string]string{
-		ViewPath("east") + "/api/v1/namespaces/web/pods?watch=true": "watch resources east web",
-		ViewPath("") + "/apis/apps/v1/deployments":                  "list resources  ",
-		ViewPath("east") + "/api/v1/namespaces/web/pods/a":          "get resources east web",
+		searchv1alpha1.ViewPath("east") + "/api/v1/namespaces/web/pods?watch=true": "watch resources east web",
+		searchv1alpha1.ViewPath("") + "/apis/apps/v1/deployments":                  "list resources  ",
+		searchv1alpha1.ViewPath("east") + "/api/v1/namespaces/web/pods/a":          "get resources east web",
 	} {
 		req, _ := http.NewRequest(http.MethodGet, "https://host"+path, nil)
 		info, err := requestInfoResolver{}.NewRequestInfo(req)

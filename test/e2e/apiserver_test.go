@@ -27,7 +27,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/panorama-io/panorama/apiserver"
+	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
 	"github.com/panorama-io/panorama/internal/viewconfig"
 	"github.com/panorama-io/panorama/storage/storagetest"
 	"github.com/panorama-io/panorama/test/testenv"
@@ -206,7 +206,7 @@ func TestAPIServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The "all" context's server is the host's URL + apiserver.ViewPath("").
+		// The "all" context's server is the host's URL + searchv1alpha1.ViewPath("").
 		inf := dynamicinformer.NewDynamicSharedInformerFactory(dynamic.NewForConfigOrDie(cfg), 0).
 			ForResource(schema.GroupVersionResource{Version: "v1", Resource: "pods"}).Informer()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -249,7 +249,7 @@ func TestAPIServer(t *testing.T) {
 	t.Run("authorization", func(t *testing.T) {
 		// A cluster named like a shape of the deprecated paths would be
 		// granted to everyone there.
-		if _, stderr, err := testenv.Kubectl(alice, "--context", "host", "get", "--raw", apiserver.ViewPath("api")+"/api/v1/pods"); err == nil || !strings.Contains(stderr, "Forbidden") {
+		if _, stderr, err := testenv.Kubectl(alice, "--context", "host", "get", "--raw", searchv1alpha1.ViewPath("api")+"/api/v1/pods"); err == nil || !strings.Contains(stderr, "Forbidden") {
 			t.Errorf("cluster named api: %v %s", err, stderr)
 		}
 		_, stderr, err := testenv.Kubectl(mallory, "get", "pods", "-A")
@@ -304,7 +304,7 @@ func TestAPIServer(t *testing.T) {
 			{[]string{"get", "pods", "-A", "-l", "search.panorama.io/bogus=1"}, "unknown search label"},
 			{[]string{"--context", "east", "get", "pod", "nope", "-n", "web"}, "NotFound"},
 			{[]string{"--context", "east", "delete", "pod", "web-1", "-n", "web"}, "Forbidden"}, // by the host: alice may only read
-			{[]string{"--context", "host", "get", "--raw", apiserver.ViewPath("nowhere") + "/api/v1/pods"}, "NotFound"},
+			{[]string{"--context", "host", "get", "--raw", searchv1alpha1.ViewPath("nowhere") + "/api/v1/pods"}, "NotFound"},
 		} {
 			_, stderr, err := testenv.Kubectl(alice, c.args...)
 			if err == nil || !strings.Contains(stderr, c.want) {

@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
+	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
 	"github.com/panorama-io/panorama/apiserver"
 	"github.com/panorama-io/panorama/test/testenv"
 )
@@ -292,16 +293,16 @@ func testAuthzMatrix(t *testing.T, users map[string]string) {
 // anonymousReads are reads of every kind through the host's aggregation,
 // by path (kubectl asks for a password rather than send none).
 var anonymousReads = map[string]string{
-	"all-clusters list": apiserver.ViewPath("") + "/api/v1/namespaces/web/pods",
-	"one cluster list":  apiserver.ViewPath("east") + "/api/v1/namespaces/web/pods",
-	"get":               apiserver.ViewPath("east") + "/api/v1/namespaces/web/pods/web-1",
-	"watch":             apiserver.ViewPath("east") + "/api/v1/namespaces/web/pods?watch=true&timeoutSeconds=1",
-	"discovery":         apiserver.ViewPath("east") + "/api/v1",
-	"secrets list":      apiserver.ViewPath("") + "/api/v1/secrets",
-	"counts":            apiserver.ViewPath("") + "/api/v1/pods?groupBy=cluster",
-	"history":           apiserver.ViewPath("east") + "/api/v1/namespaces/web/pods/web-1/history",
-	"asOf":              apiserver.ViewPath("east") + "/api/v1/namespaces/web/pods?asOf=1s",
-	"flat list":         apiserver.ViewPath(apiserver.FlatClusters) + "/api/v1/pods",
+	"all-clusters list": searchv1alpha1.ViewPath("") + "/api/v1/namespaces/web/pods",
+	"one cluster list":  searchv1alpha1.ViewPath("east") + "/api/v1/namespaces/web/pods",
+	"get":               searchv1alpha1.ViewPath("east") + "/api/v1/namespaces/web/pods/web-1",
+	"watch":             searchv1alpha1.ViewPath("east") + "/api/v1/namespaces/web/pods?watch=true&timeoutSeconds=1",
+	"discovery":         searchv1alpha1.ViewPath("east") + "/api/v1",
+	"secrets list":      searchv1alpha1.ViewPath("") + "/api/v1/secrets",
+	"counts":            searchv1alpha1.ViewPath("") + "/api/v1/pods?groupBy=cluster",
+	"history":           searchv1alpha1.ViewPath("east") + "/api/v1/namespaces/web/pods/web-1/history",
+	"asOf":              searchv1alpha1.ViewPath("east") + "/api/v1/namespaces/web/pods?asOf=1s",
+	"flat list":         searchv1alpha1.ViewPath(searchv1alpha1.FlatClusters) + "/api/v1/pods",
 	"collection":        apiserver.CollectionsPath + "/workloads",
 }
 
@@ -339,7 +340,7 @@ func testAnonymousRefused(t *testing.T, host *testenv.Env) {
 		check(what, req)
 	}
 	review := `{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview","spec":{"resourceAttributes":{"verb":"list","resource":"pods"}}}`
-	req, err := http.NewRequest(http.MethodPost, server+apiserver.ViewPath("")+"/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", strings.NewReader(review))
+	req, err := http.NewRequest(http.MethodPost, server+searchv1alpha1.ViewPath("")+"/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", strings.NewReader(review))
 	if err != nil {
 		t.Fatal(err)
 	}

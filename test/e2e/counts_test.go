@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/panorama-io/panorama/apiserver"
+	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
 	"github.com/panorama-io/panorama/test/testenv"
 )
 
@@ -25,8 +25,8 @@ func testCounts(t *testing.T, alice, carol string) {
 	}
 	groups := func(raw string) string {
 		t.Helper()
-		var c apiserver.Counts
-		if err := json.Unmarshal([]byte(raw), &c); err != nil || c.Kind != "Counts" || c.Metadata.ResourceVersion == "" {
+		var c searchv1alpha1.Counts
+		if err := json.Unmarshal([]byte(raw), &c); err != nil || c.Kind != "Counts" || c.ResourceVersion == "" {
 			t.Fatalf("counts: %v %s", err, raw)
 		}
 		var out []string

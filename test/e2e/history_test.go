@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/panorama-io/panorama/apiserver"
+	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
 	"github.com/panorama-io/panorama/test/testenv"
 )
 
@@ -73,7 +73,7 @@ func testHistory(t *testing.T, alice, carol string, east kubernetes.Interface) {
 	if err != nil {
 		t.Fatalf("history: %v %s", err, stderr)
 	}
-	var h apiserver.History
+	var h searchv1alpha1.History
 	if err := json.Unmarshal([]byte(out), &h); err != nil || h.Kind != "History" || len(h.Items) != 5 {
 		t.Fatalf("history: %v %s", err, out)
 	}

@@ -17,7 +17,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/panorama-io/panorama/apiserver"
+	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
 	"github.com/panorama-io/panorama/storage/storagetest"
 	"github.com/panorama-io/panorama/test/testenv"
 )
@@ -75,8 +75,8 @@ spec:
 		t.Errorf("current context %q", cur)
 	}
 	written := loadKubeconfig(t, out)
-	for name, want := range map[string]string{"panorama": hostServer + apiserver.ViewPath(""), "panorama-east": hostServer + apiserver.ViewPath("east"),
-		"panorama-flat": hostServer + apiserver.ViewPath(apiserver.FlatClusters)} {
+	for name, want := range map[string]string{"panorama": hostServer + searchv1alpha1.ViewPath(""), "panorama-east": hostServer + searchv1alpha1.ViewPath("east"),
+		"panorama-flat": hostServer + searchv1alpha1.ViewPath(searchv1alpha1.FlatClusters)} {
 		if got := written.Clusters[name].Server; got != want {
 			t.Errorf("context %s: server %q, want %q", name, got, want)
 		}

@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/panorama-io/panorama/apiserver"
+	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
 	"github.com/panorama-io/panorama/storage/storagetest"
 	"github.com/panorama-io/panorama/test/testenv"
 )
@@ -73,7 +73,7 @@ func TestOutsideACluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	direct := rest.CopyConfig(user.Config())
-	direct.Host = fmt.Sprintf("https://127.0.0.1:%d%s", port, apiserver.ViewPath(""))
+	direct.Host = fmt.Sprintf("https://127.0.0.1:%d%s", port, searchv1alpha1.ViewPath(""))
 	direct.TLSClientConfig = rest.TLSClientConfig{Insecure: true, CertData: direct.CertData, KeyData: direct.KeyData}
 	pods := dynamic.NewForConfigOrDie(direct).Resource(schema.GroupVersionResource{Version: "v1", Resource: "pods"})
 	// A change after the initial list: the sync lag is of watched changes.

@@ -28,7 +28,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/panorama-io/panorama/apiserver"
+	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
 	"github.com/panorama-io/panorama/storage/storagetest"
 	"github.com/panorama-io/panorama/test/testenv"
 )
@@ -196,7 +196,7 @@ peak RSS: controller manager %d MiB, API server %d MiB (bound %d MiB each)`,
 // every watch after a minute.
 func panoramaClient(port int, aggregation map[string]string, cluster string) dynamic.Interface {
 	cfg := &rest.Config{
-		Host:  fmt.Sprintf("https://127.0.0.1:%d%s", port, apiserver.ViewPath(cluster)),
+		Host:  fmt.Sprintf("https://127.0.0.1:%d%s", port, searchv1alpha1.ViewPath(cluster)),
 		QPS:   -1,
 		Burst: -1,
 		TLSClientConfig: rest.TLSClientConfig{
