@@ -92,7 +92,7 @@ func (h *Handler) check(ctx context.Context, verb, resource, cluster, namespace 
 		Resource: resource, Namespace: namespace, Name: cluster, ResourceRequest: true,
 	})
 	if err != nil {
-		klog.ErrorS(err, "authorizing a member read", "verb", verb, "resource", resource, "cluster", cluster, "namespace", namespace)
+		klog.FromContext(ctx).Error(err, "Authorizing a member read failed", "verb", verb, "resource", resource, "cluster", cluster, "namespace", namespace)
 	}
 	return decision == authorizer.DecisionAllow, nil
 }

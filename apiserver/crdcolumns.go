@@ -66,7 +66,7 @@ type printerColumn struct {
 func (c *crdColumns) columns(ctx context.Context, gvr schema.GroupVersionResource, clusters []string) []column {
 	byCluster, err := c.printerColumns(ctx, gvr, clusters)
 	if err != nil {
-		klog.ErrorS(err, "reading CRD printer columns; showing the default columns", "resource", gvr)
+		klog.FromContext(ctx).Error(err, "Reading CRD printer columns failed; showing the default columns", "resource", gvr)
 		return nil
 	}
 	var defined []string // the clusters whose CRD defines the version, oldest first

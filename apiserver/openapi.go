@@ -157,7 +157,7 @@ func (h *Handler) openAPISources(ctx context.Context, cluster string) (map[strin
 	for _, o := range page.Objects {
 		var index storage.OpenAPIIndex
 		if err := storage.DecodeOpenAPI(o.Data, &index); err != nil {
-			klog.ErrorS(err, "leaving a cluster's OpenAPI out", "cluster", o.Cluster)
+			klog.FromContext(ctx).Error(err, "Leaving a cluster's OpenAPI out", "cluster", o.Cluster)
 			continue
 		}
 		served := map[string]bool{}
@@ -199,7 +199,7 @@ func openAPIHash(srcs []openAPISource) string {
 // can rewrite how the others' kinds are explained. The price: a fleet
 // explains what most of its members serve, a field only newer ones have
 // in their own views. A document that does not decode is left out.
-func mergeOpenAPI(docs [][]byte) ([]byte, error) {
+func mergeOpenAPI(ctx context.Context, docs [][]byte) ([]byte, error) {
 	fields, paths := openAPIBallots{}, openAPIBallots{}
 	components := map[string]openAPIBallots{}
 	decoded := false
@@ -207,7 +207,7 @@ func mergeOpenAPI(docs [][]byte) ([]byte, error) {
 		var parts storage.OpenAPIParts
 		var all map[string]json.RawMessage
 		if err := json.Unmarshal(data, &parts); err != nil {
-			klog.ErrorS(err, "leaving a stored OpenAPI document out of a merge")
+			klog.FromContext(ctx).Error(err, "Leaving a stored OpenAPI document out of a merge")
 			continue
 		}
 		if err := json.Unmarshal(data, &all); err != nil {
@@ -342,7 +342,7 @@ func (c *openAPICache) document(ctx context.Context, store storage.Interface, pa
 	data := docs[0]
 	if len(docs) > 1 {
 		var err error
-		if data, err = mergeOpenAPI(docs); err != nil {
+		if data, err = mergeOpenAPI(ctx, docs); err != nil {
 			return nil, "", err
 		}
 	}

@@ -288,7 +288,7 @@ func TestMergeOpenAPI(t *testing.T) {
 	alsoNewer := `{"openapi":"3.0.0","info":{"version":"new"},"paths":{"/a":{"get":{"description":"new a"}}},` +
 		`"components":{"schemas":{"X":{"description":"new X"}}}}`
 	broken := `{"openapi":"3.0.0","paths":[]}`
-	data, err := mergeOpenAPI([][]byte{[]byte(oldest), []byte(broken), []byte(newer), []byte(alsoNewer)})
+	data, err := mergeOpenAPI(context.Background(), [][]byte{[]byte(oldest), []byte(broken), []byte(newer), []byte(alsoNewer)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,7 +306,7 @@ func TestMergeOpenAPI(t *testing.T) {
 		len(schemas) != 4 || len(got.Components["securitySchemes"]) != 1 {
 		t.Fatalf("merged: %s", data)
 	}
-	if _, err := mergeOpenAPI([][]byte{[]byte(broken)}); err == nil {
+	if _, err := mergeOpenAPI(context.Background(), [][]byte{[]byte(broken)}); err == nil {
 		t.Fatal("merged nothing without an error")
 	}
 }

@@ -384,8 +384,8 @@ func groupKey(values []*string) string {
 // cluster-scoped, and no selfLink, which would name the member's path.
 // The JSON is edited where those fields stand (sjson): the rest is copied
 // as it is, never decoded (numbers stay exact) nor scanned more than once
-// to find the fields, which made flattening a list's objects cost three
-// times the list before. o.Data is the store's or the watch cache's,
+// to find the fields, which made flattening a list's objects cost a
+// multiple of the list before (BenchmarkList's flat view). o.Data is the store's or the watch cache's,
 // valid JSON that other requests share: the edit makes a new copy.
 func flatten(o *storage.Object) error {
 	path, value := "metadata.name", flatName(o.Cluster, o.Name)
