@@ -1,5 +1,11 @@
 // Package controllers reconciles Cluster objects and keeps storage equal to
 // what each member cluster holds.
+//
+// setup.go is the one list of what a controller manager runs: the Cluster
+// reconciler (cluster_controller.go), the IndexedField reconciler
+// (indexedfields.go), the importer (controllers/importer) and the
+// compactor, each registered by its SetupWithManager; NewManager builds a
+// manager with them for cmd/controller-manager and internal/allinone.
 package controllers
 
 // RBAC of the controller manager. Cluster-wide it only reads and updates
