@@ -1,13 +1,8 @@
 package sqlstore
 
 import (
-	"errors"
-	"fmt"
 	"math/rand/v2"
 	"time"
-
-	mysqldriver "github.com/go-sql-driver/mysql"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Write conflicts. Within one database server, writers queue on the
@@ -41,14 +36,13 @@ const (
 
 // conflicted reports whether err is a transaction the database rolled back
 // whole for conflicting with another, so that it may simply run again.
+// Each driver's errors are of its own types, which only its dialect
+// recognizes.
 func conflicted(err error) bool {
-	var my *mysqldriver.MySQLError
-	if errors.As(err, &my) {
-		return my.Number == 1213 // ER_LOCK_DEADLOCK; Galera's certification failures too
-	}
-	var pg *pgconn.PgError
-	if errors.As(err, &pg) {
-		return pg.Code == "40001" || pg.Code == "40P01" // serialization_failure, deadlock_detected
+	for _, d := range dialects {
+		if d.conflict != nil && d.conflict(err) {
+			return true
+		}
 	}
 	return false
 }
@@ -59,22 +53,4 @@ func conflicted(err error) bool {
 func conflictPause(n int) time.Duration {
 	bound := min(time.Millisecond<<min(n, 10), conflictBackoff)
 	return rand.N(bound) + time.Millisecond
-}
-
-// mysqlDSN has the driver send each statement with its parameters as one
-// query, escaped by the driver, rather than prepare it, execute it and
-// close it. Galera may abort a transaction while its client is between
-// statements (a brute force abort, above), and reports it to the next
-// command the client sends; when that command is the close of a prepared
-// statement, which has no answer, the report is lost, the transaction is
-// already rolled back, and the statements after it run each in a
-// transaction of its own: a group would commit half its rows. Every query
-// is answered. (It also saves two round trips a statement.)
-func mysqlDSN(dsn string) (string, error) {
-	cfg, err := mysqldriver.ParseDSN(dsn)
-	if err != nil {
-		return "", fmt.Errorf("--storage-dsn: %w", err)
-	}
-	cfg.InterpolateParams = true
-	return cfg.FormatDSN(), nil
 }

@@ -1,19 +1,41 @@
 package sqlstore
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"strings"
+
+	"gorm.io/gorm"
 )
 
 // dialect is what differs between the databases beyond what gorm hides:
-// column types with byte-order collation (so SQL and Go order strings
-// alike, which keyset paging needs), index syntax, and transaction modes.
+// how to open one, column types with byte-order collation (so SQL and Go
+// order strings alike, which keyset paging needs), index syntax,
+// transaction modes, the errors that mean a conflict, the schema changes
+// only one database makes, and how readers learn of writes. Each
+// database's value is in its own file (dialect_mysql.go,
+// dialect_postgres.go, dialect_sqlite.go); the rest of the package asks
+// the dialect, never the database's name.
 type dialect struct {
-	name  string
+	name string
+	// defaultDSN is the DSN when none is given; without one, a DSN is
+	// required.
+	defaultDSN string
+	// open returns the gorm dialector of dsn.
+	open func(dsn string) (gorm.Dialector, error)
+	// oneConnection: the database has one writer, and a pool would only
+	// turn that into busy errors.
+	oneConnection bool
+	// connected, where set, returns the dialect fitted to the server db
+	// reached, once connected.
+	connected func(ctx context.Context, db *gorm.DB) (*dialect, error)
+	// conflict reports whether err, of this database's driver, is a
+	// transaction rolled back whole for conflicting with another, which
+	// may simply run again (conflict.go).
+	conflict func(err error) bool
+
 	types map[string]string
-	// collation of MySQL's text columns; empty elsewhere.
-	collation string
 	// tableOptions follow CREATE TABLE (...).
 	tableOptions string
 	// inlineIndexes puts indexes inside CREATE TABLE: MySQL has no
@@ -21,6 +43,22 @@ type dialect struct {
 	inlineIndexes bool
 	// prefixIndexes keeps MySQL's index key under its byte limit.
 	prefixIndexes bool
+	// dropIndex is the statement that drops index of table.
+	dropIndex func(table, index string) string
+	// rekeyAttributes adds seq to the attributes' primary key
+	// (attributesKey) in one transaction (schema.go, migration 4).
+	rekeyAttributes []string
+	// migrations are the database's own statements of a schema version,
+	// run after those of every database (schema.go).
+	migrations map[int64][]string
+	// lockSchema takes a lock of the whole database for this session and
+	// answers 1 once it is held; unlockSchema releases it. Replicas starting
+	// together migrate one at a time: PostgreSQL's CREATE TABLE IF NOT
+	// EXISTS is not atomic (two of them fail one with a unique violation on
+	// pg_type), and MySQL's ALTERs are not either. SQLite has none: its
+	// writes are serialized by the file.
+	lockSchema, unlockSchema string
+
 	// forUpdate is appended to the revision counter read that serializes
 	// writers; SQLite serializes writers by itself.
 	forUpdate string
@@ -40,18 +78,18 @@ type dialect struct {
 	// lookupKeys bounds the whole keys one statement looks up, lookupLists
 	// the lists of names of one cluster's namespace they are given as
 	// (lookup.go). PostgreSQL plans each list as an index scan of its own,
-	// in time that grows faster than their number: the 10,000 keys of 50
-	// clusters' churn took it 2.3 s in statements of 500 keys in as many
-	// lists, 0.7 s in statements of ten lists (BenchmarkUpdateChurn).
+	// in time that grows faster than their number: the keys of many
+	// clusters' churn take it far longer in statements of as many lists
+	// as keys than in statements of ten lists (BenchmarkUpdateChurn).
 	lookupKeys, lookupLists int
 	// moveAttributes rekeys the attribute rows that an update leaves as
 	// they were to its new row, rather than deleting and inserting them.
 	// That is cheaper only where no index of the table holds the key:
 	// SQLite's lookup index holds the rowid. InnoDB's secondary index and
 	// each of PostgreSQL's get a new entry for a moved row as for a new
-	// one, and the update cost them more: in BenchmarkUpdateChurn, moving
-	// took MariaDB and PostgreSQL 1.3 to 1.8 times as long as deleting and
-	// inserting every row, SQLite a quarter.
+	// one, and the update cost them more: moving is slower than deleting
+	// and inserting on MariaDB and PostgreSQL, faster on SQLite
+	// (BenchmarkUpdateChurn).
 	moveAttributes bool
 	// addExcluded is the count of a summary cell that an upsert found,
 	// plus the one it inserts (summary.go).
@@ -80,99 +118,37 @@ type dialect struct {
 	// clusterRanges names the clusters of a page that selects namespaces
 	// only, for the planner to read one range of each (see clusterRanges).
 	clusterRanges bool
-	// lockSchema takes a lock of the whole database for this session and
-	// answers 1 once it is held; unlockSchema releases it. Replicas starting
-	// together migrate one at a time: PostgreSQL's CREATE TABLE IF NOT
-	// EXISTS is not atomic (two of them fail one with a unique violation on
-	// pg_type), and MySQL's ALTERs are not either. SQLite has none: its
-	// writes are serialized by the file.
-	lockSchema, unlockSchema string
+
+	// notify and listen, where set, push each commit's revision to the
+	// readers of other processes (notify.go): notify in the write
+	// transaction, listen in the reader until ctx ends, reporting the
+	// revisions it learns of to moved.
+	notify func(tx *gorm.DB, rev int64) error
+	listen func(ctx context.Context, db *gorm.DB, moved func(rev int64))
+	// probeRevision: readers of other processes read the revision every
+	// probe interval where the database does not push it.
+	probeRevision bool
+	// readReplicas: reads may go to a streaming replica (replica.go).
+	readReplicas bool
 }
 
-// postgresMaintained are the tables PostgreSQL's analyze and vacuum cover.
-const postgresMaintained = "resources, attributes, events, history, " + summaryTable
+// dialects are the databases by their --storage name.
+var dialects = byName(mysqlDialect(mysqlCollations[0]), postgresDialect, sqliteDialect)
 
-var dialects = map[string]*dialect{
-	"mysql": mysqlDialect("utf8mb4_nopad_bin"),
-	"postgres": {
-		name: "postgres",
-		types: map[string]string{
-			"bigint": "BIGINT", "blob": "BYTEA", "char1": `VARCHAR(1) COLLATE "C"`,
-			"s16": `VARCHAR(16) COLLATE "C"`, "s64": `VARCHAR(64) COLLATE "C"`, "s128": `VARCHAR(128) COLLATE "C"`,
-			"s253": `VARCHAR(253) COLLATE "C"`, "s317": `VARCHAR(317) COLLATE "C"`, "s512": `VARCHAR(512) COLLATE "C"`,
-		},
-		forUpdate:    " FOR UPDATE",
-		insertRows:   500,
-		insertArrays: true,
-		lookupKeys:   keyChunk,
-		lookupLists:  10,
-		addExcluded:  summaryTable + ".n + excluded.n",
-		rowValues:    true,
-		contains:     func(c string) string { return "STRPOS(" + c + ", ?) > 0" },
-		analyze:      "VACUUM (ANALYZE) " + postgresMaintained,
-		vacuum:       "VACUUM " + postgresMaintained,
-		estimateRows: "SELECT GREATEST(reltuples, 0)::bigint FROM pg_class WHERE oid = 'resources'::regclass",
-		lockSchema:   "SELECT 1 FROM pg_advisory_lock(hashtext('panorama_schema'))",
-		unlockSchema: "SELECT pg_advisory_unlock(hashtext('panorama_schema'))",
-		readTx:       &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true},
-		writeTx:      &sql.TxOptions{Isolation: sql.LevelReadCommitted},
-	},
-	"sqlite": {
-		name: "sqlite",
-		types: map[string]string{
-			"bigint": "INTEGER", "blob": "BLOB", "char1": "TEXT",
-			"s16": "TEXT", "s64": "TEXT", "s128": "TEXT", "s253": "TEXT", "s317": "TEXT", "s512": "TEXT",
-		},
-		contains:   func(c string) string { return "INSTR(" + c + ", ?) > 0" },
-		rowValues:  true,
-		insertRows: 500,
-		// SQLite seeks a key whole only when a statement has one list of
-		// names: given two, it reads the whole resource (3.54).
-		lookupKeys:     keyChunk,
-		lookupLists:    1,
-		addExcluded:    summaryTable + ".n + excluded.n",
-		moveAttributes: true,
-	},
-}
-
-// mysqlDialect compares text by bytes with collation, which must be a NO PAD
-// one: under a PAD SPACE collation such as utf8mb4_bin, "a" = "a ", so a
-// selector would match values it does not name and the names "a" and "a "
-// would be one key. MariaDB calls it utf8mb4_nopad_bin, MySQL 8 utf8mb4_0900_bin.
-func mysqlDialect(collation string) *dialect {
-	varchar := func(n int) string {
-		return fmt.Sprintf("VARCHAR(%d) CHARACTER SET utf8mb4 COLLATE %s", n, collation)
+func byName(ds ...*dialect) map[string]*dialect {
+	m := make(map[string]*dialect, len(ds))
+	for _, d := range ds {
+		m[d.name] = d
 	}
-	return &dialect{
-		name:      "mysql",
-		collation: collation,
-		types: map[string]string{
-			"bigint": "BIGINT", "blob": "LONGBLOB", "char1": "CHAR(1)",
-			"s16": varchar(16), "s64": varchar(64), "s128": varchar(128),
-			"s253": varchar(253), "s317": varchar(317), "s512": varchar(512),
-		},
-		tableOptions:  " ENGINE=InnoDB ROW_FORMAT=DYNAMIC DEFAULT CHARSET=utf8mb4 COLLATE=" + collation,
-		insertRows:    500,
-		lookupKeys:    keyChunk,
-		lookupLists:   keyChunk,
-		addExcluded:   "n + VALUES(n)",
-		inlineIndexes: true,
-		prefixIndexes: true,
-		forUpdate:     " FOR UPDATE",
-		contains:      func(c string) string { return "LOCATE(?, " + c + ") > 0" },
-		analyze:       "ANALYZE TABLE resources, attributes, events, " + summaryTable,
-		clusterRanges: true,
-		forceWalk:     true,
-		probeEstimate: "SELECT COALESCE(MAX(table_rows), 0) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = '" + resourcesTable + "'",
-		lockSchema:    "SELECT GET_LOCK('panorama_schema', 300)",
-		unlockSchema:  "SELECT RELEASE_LOCK('panorama_schema')",
-		readTx:        &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true},
-		writeTx:       &sql.TxOptions{Isolation: sql.LevelReadCommitted},
-	}
+	return m
 }
 
-// mysqlCollations are the NO PAD binary collations, preferred first.
-var mysqlCollations = []string{"utf8mb4_nopad_bin", "utf8mb4_0900_bin"}
+// readsReplicas reports whether the database named driver may be read
+// from a streaming replica.
+func readsReplicas(driver string) bool {
+	d, ok := dialects[driver]
+	return ok && d.readReplicas
+}
 
 type column struct {
 	name, typ string

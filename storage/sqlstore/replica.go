@@ -54,7 +54,7 @@ func (o *Options) validateRead() error {
 	if o.ReadDSN == "" {
 		return nil
 	}
-	if o.Driver != "postgres" {
+	if !readsReplicas(o.Driver) {
 		return fmt.Errorf("--storage-read-dsn needs --storage=postgres (a streaming replica), not %s", o.Driver)
 	}
 	if o.ReadWait < 0 {

@@ -58,8 +58,9 @@ var keyColumns = []column{
 var migrations = []struct {
 	version int64
 	tables  []table
-	// statements, when set, are the dialect's own further DDL.
-	statements func(d *dialect) []string
+	// statements are further DDL of every database; each dialect's own
+	// follow (dialect.migrations).
+	statements []string
 	// alterations add columns and indexes to existing tables.
 	alterations []alteration
 	// run, when set, is a step in Go, after the others.
@@ -125,20 +126,8 @@ var migrations = []struct {
 		},
 	},
 }, {
-	// Version 1 had MySQL compare text under utf8mb4_bin, which pads: "a"
-	// and "a " were equal. Converting to a NO PAD collation fails if a
-	// table holds both; none can, since its unique key refused the second.
+	// MySQL's text compared by a NO PAD collation (dialect_mysql.go).
 	version: 2,
-	statements: func(d *dialect) []string {
-		if d.collation == "" {
-			return nil
-		}
-		var out []string
-		for _, t := range []string{resourcesTable, attributesTable, eventsTable, metaTable} {
-			out = append(out, "ALTER TABLE "+t+" CONVERT TO CHARACTER SET utf8mb4 COLLATE "+d.collation)
-		}
-		return out
-	},
 }, {
 	// A page at an older revision reads the log of its own key range only
 	// (changedSince): by key, or by creation time for lists ordered by it,
@@ -196,10 +185,8 @@ var migrations = []struct {
 		},
 	},
 	// What was compacted before has no history: it starts at the mark.
-	statements: func(*dialect) []string {
-		return []string{"INSERT INTO " + metaTable + " (name, value) SELECT '" + metaHistoryExpired + "', value FROM " + metaTable +
-			" WHERE name = '" + metaCompacted + "' AND NOT EXISTS (SELECT 1 FROM " + metaTable + " WHERE name = '" + metaHistoryExpired + "')"}
-	},
+	statements: []string{"INSERT INTO " + metaTable + " (name, value) SELECT '" + metaHistoryExpired + "', value FROM " + metaTable +
+		" WHERE name = '" + metaCompacted + "' AND NOT EXISTS (SELECT 1 FROM " + metaTable + " WHERE name = '" + metaHistoryExpired + "')"},
 }, {
 	// The owner epoch of each cluster whose writes are fenced (fence.go).
 	version: 8,
@@ -229,49 +216,22 @@ var migrations = []struct {
 	}},
 	run: (*Store).fillSummary,
 }, {
-	// PostgreSQL takes a namespace and a name for independent, so that
-	// every cluster's copy of a key seems to be one row, and a write's
-	// lookup of its keys (existing) reads them through
-	// resources_namespace_name, all clusters' copies of each, rather than
-	// its own through resources_key. Told that the name determines the
-	// namespace, it estimates a key of resources_namespace_name at a row
-	// per cluster.
+	// PostgreSQL's statistics of namespaces and names (dialect_postgres.go).
 	version: 10,
-	// Statistics are gathered by the next ANALYZE: now, so that a store
-	// already large plans by them from the start.
-	statements: onPostgres("CREATE STATISTICS IF NOT EXISTS resources_name_namespace (dependencies) ON namespace, name FROM "+resourcesTable,
-		"ANALYZE "+resourcesTable),
 }, {
-	// PostgreSQL moves a value out of its row (TOAST) once the row passes
-	// 2 KB, in chunks of up to 1,996 bytes, four a page: a compressed pod
-	// of 2.2 KB became a full chunk and a small one, its pages three
-	// objects and a sixth empty, and a chunk index beside. Kept in its row
-	// up to a page (rows written from now on), three such pods fill a page
-	// as well, with no chunk index: 0.04 × the pod's JSON less. The log's
-	// pre-images stay out of their rows, which the watch's tail reads
-	// without them.
-	version:    11,
-	statements: onPostgres("ALTER TABLE " + resourcesTable + " SET (toast_tuple_target = 8160)"),
+	// PostgreSQL's objects kept in their rows (dialect_postgres.go).
+	version: 11,
 }, {
 	// Version 1 indexed resources by uid, which no read looks up: the
 	// owner filter goes from names to uids and from owner_uid to rows. A
 	// member's uids are random, so each write of a row touched a page of
-	// that index anywhere in it: 14 % of the time of inserting a row on
-	// PostgreSQL. Stores made since never had it.
+	// that index anywhere in it, a good share of the time of inserting a
+	// row on PostgreSQL. Stores made since never had it.
 	version:     12,
 	alterations: []alteration{{table: resourcesTable, index: &index{name: "resources_uid"}, drop: true}},
 }, {
-	// PostgreSQL takes an attribute row's kind, key and value for
-	// independent, and multiplies their shares: it estimated app=web, the
-	// label of a quarter of a million pods, at 18,168 of 6.5 million rows
-	// rather than 251,100. A page from the middle of the pods requiring it
-	// and tier=front it then planned as a hash join of all their matches,
-	// sorted (1.6 s; 1.1 s at p50 in BenchmarkCachedSearch). Told the most
-	// common values of the three together, it walks the page's index and
-	// stops at its limit (3.7 ms, 58 ms from the OS cache).
+	// PostgreSQL's statistics of attribute values (dialect_postgres.go).
 	version: 13,
-	statements: onPostgres("CREATE STATISTICS IF NOT EXISTS attributes_values (mcv) ON kind, attr_key, attr_value FROM "+attributesTable,
-		"ANALYZE "+attributesTable),
 }, {
 	// Per cluster, how far its history is forgotten and its Secrets'
 	// states are rid of their contents (forget.go).
@@ -287,42 +247,17 @@ var migrations = []struct {
 	}},
 }}
 
-// onPostgres is the statements of a migration that only PostgreSQL runs.
-func onPostgres(stmts ...string) func(*dialect) []string {
-	return func(d *dialect) []string {
-		if d.name != "postgres" {
-			return nil
-		}
-		return stmts
-	}
-}
+// attributesKey is the attributes' primary key since migration 4.
+const attributesKey = "PRIMARY KEY (resource_revision, kind, attr_key, seq)"
 
 // rekeyAttributes adds seq to the attributes' primary key, unless that was
-// done: in one statement on MySQL and PostgreSQL, by copying the table in
-// one transaction on SQLite, which cannot change a primary key.
+// done, by the dialect's statements in one transaction.
 func (s *Store) rekeyAttributes(db *gorm.DB) error {
 	if db.Migrator().HasColumn(attributesTable, "seq") {
 		return nil
 	}
-	const key = "PRIMARY KEY (resource_revision, kind, attr_key, seq)"
-	var stmts []string
-	switch s.dialect.name {
-	case "mysql":
-		stmts = []string{"ALTER TABLE " + attributesTable + " ADD COLUMN seq INT NOT NULL DEFAULT 0, DROP PRIMARY KEY, ADD " + key}
-	case "postgres":
-		stmts = []string{"ALTER TABLE " + attributesTable + " ADD COLUMN seq INTEGER NOT NULL DEFAULT 0, DROP CONSTRAINT attributes_pkey, ADD " + key}
-	default:
-		stmts = []string{
-			"CREATE TABLE attributes_rekeyed (resource_revision INTEGER NOT NULL, kind TEXT NOT NULL, attr_key TEXT NOT NULL, " +
-				"attr_value TEXT NOT NULL, seq INTEGER NOT NULL DEFAULT 0, " + key + ")",
-			"INSERT INTO attributes_rekeyed (resource_revision, kind, attr_key, attr_value) SELECT resource_revision, kind, attr_key, attr_value FROM " + attributesTable,
-			"DROP TABLE " + attributesTable,
-			"ALTER TABLE attributes_rekeyed RENAME TO " + attributesTable,
-			"CREATE INDEX attributes_lookup ON " + attributesTable + " (kind, attr_key, attr_value)",
-		}
-	}
 	return db.Transaction(func(tx *gorm.DB) error {
-		for _, stmt := range stmts {
+		for _, stmt := range s.dialect.rekeyAttributes {
 			if err := tx.Exec(stmt).Error; err != nil {
 				return err
 			}
@@ -350,14 +285,7 @@ func (s *Store) alter(db *gorm.DB, a alteration) error {
 	switch c := a.column; {
 	case a.drop:
 		made = func() bool { return !m.HasIndex(a.table, a.index.name) }
-		switch stmt = "DROP INDEX " + a.index.name; s.dialect.name {
-		case "mysql":
-			stmt += " ON " + a.table
-		case "postgres":
-			// Without waiting for the table's exclusive lock, behind which
-			// every read and write of replicas still serving would queue.
-			stmt = "DROP INDEX CONCURRENTLY IF EXISTS " + a.index.name
-		}
+		stmt = s.dialect.dropIndex(a.table, a.index.name)
 	case c != nil:
 		made = func() bool { return m.HasColumn(a.table, c.name) }
 		stmt = "ALTER TABLE " + a.table + " ADD COLUMN " + s.dialect.columnDDL(*c)
@@ -426,9 +354,8 @@ func (s *Store) migrateLocked(db *gorm.DB) error {
 		for _, t := range m.tables {
 			stmts = append(stmts, s.dialect.ddl(t)...)
 		}
-		if m.statements != nil {
-			stmts = append(stmts, m.statements(s.dialect)...)
-		}
+		stmts = append(stmts, m.statements...)
+		stmts = append(stmts, s.dialect.migrations[m.version]...)
 		for _, stmt := range stmts {
 			if err := db.Exec(stmt).Error; err != nil {
 				return fmt.Errorf("migration %d: %w", m.version, err)

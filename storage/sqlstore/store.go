@@ -19,25 +19,20 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log"
 	"os"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/libtnb/sqlite"
 	"github.com/spf13/pflag"
-	"gorm.io/driver/mysql"
-	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
+	"k8s.io/klog/v2"
 
 	"github.com/panorama-io/panorama/storage"
 )
@@ -61,7 +56,7 @@ const DefaultSQLiteFile = "panorama.db"
 
 // AddFlags binds the standard storage flags.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.Driver, "storage", "sqlite", "Storage backend: sqlite, mysql or postgres.")
+	fs.StringVar(&o.Driver, "storage", sqliteDialect.name, "Storage backend: sqlite, mysql or postgres.")
 	fs.StringVar(&o.DSN, "storage-dsn", "", "Data source name of the backend; for sqlite a file path (default "+DefaultSQLiteFile+"). "+
 		"mysql: user:pass@tcp(host:3306)/db, postgres: host=... user=... dbname=... or postgres://...")
 	fs.IntVar(&o.MaxOpenConns, "storage-max-open-conns", 20, "Maximum open connections to the backend.")
@@ -69,10 +64,11 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 
 // Validate reports flags in error before anything is opened.
 func (o *Options) Validate() error {
-	if _, ok := dialects[o.Driver]; !ok {
+	d, ok := dialects[o.Driver]
+	if !ok {
 		return fmt.Errorf("--storage: unknown backend %q (want sqlite, mysql or postgres)", o.Driver)
 	}
-	if o.Driver != "sqlite" && o.DSN == "" {
+	if d.defaultDSN == "" && o.DSN == "" {
 		return fmt.Errorf("--storage-dsn is required for %s", o.Driver)
 	}
 	if o.MaxOpenConns <= 0 {
@@ -85,6 +81,9 @@ func (o *Options) Validate() error {
 type Store struct {
 	db      *gorm.DB
 	dialect *dialect
+	// logger is the one of the context the Store was opened with, for
+	// what it does in the background.
+	logger klog.Logger
 
 	// queue feeds the Store's one writer (see group.go).
 	queue *queue
@@ -191,35 +190,13 @@ func connect(ctx context.Context, o Options) (*Store, error) {
 	if !ok {
 		return nil, fmt.Errorf("unknown storage backend %q (want sqlite, mysql or postgres)", o.Driver)
 	}
-	var dialector gorm.Dialector
-	switch o.Driver {
-	case "mysql":
-		if o.DSN == "" {
-			return nil, errors.New("--storage-dsn is required for mysql")
-		}
-		dsn, err := mysqlDSN(o.DSN)
-		if err != nil {
-			return nil, err
-		}
-		dialector = mysql.Open(dsn)
-	case "postgres":
-		if o.DSN == "" {
-			return nil, errors.New("--storage-dsn is required for postgres")
-		}
-		cfg, err := pgx.ParseConfig(o.DSN)
-		if err != nil {
-			return nil, fmt.Errorf("postgres: %w", err)
-		}
-		dialector = postgres.New(postgres.Config{DSN: o.DSN, Conn: stdlib.OpenDB(*cfg, stdlib.OptionAfterConnect(customPlans))})
-	case "sqlite":
-		file := o.DSN
-		if file == "" {
-			file = DefaultSQLiteFile
-		}
-		// WAL lets readers run beside the writer; the busy timeout covers
-		// another process holding the file. Text is never read as a time
-		// (the dialector asks for it by default): it is members' strings.
-		dialector = sqlite.Open(file + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_texttotime=0&_inttotime=0")
+	dsn := cmp.Or(o.DSN, d.defaultDSN)
+	if dsn == "" {
+		return nil, fmt.Errorf("--storage-dsn is required for %s", o.Driver)
+	}
+	dialector, err := d.open(dsn)
+	if err != nil {
+		return nil, err
 	}
 	db, err := gorm.Open(dialector, &gorm.Config{Logger: newLogger(os.Stderr), SkipDefaultTransaction: true})
 	if err != nil {
@@ -229,9 +206,7 @@ func connect(ctx context.Context, o Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if o.Driver == "sqlite" {
-		// One connection: SQLite has one writer, and a pool would only turn
-		// that into busy errors.
+	if d.oneConnection {
 		sqlDB.SetMaxOpenConns(1)
 	} else if o.MaxOpenConns > 0 {
 		sqlDB.SetMaxOpenConns(o.MaxOpenConns)
@@ -241,13 +216,13 @@ func connect(ctx context.Context, o Options) (*Store, error) {
 		_ = sqlDB.Close()
 		return nil, fmt.Errorf("connecting to %s: %w", o.Driver, err)
 	}
-	if o.Driver == "mysql" {
-		if d, err = mysqlNoPadDialect(ctx, db); err != nil {
+	if d.connected != nil {
+		if d, err = d.connected(ctx, db); err != nil {
 			_ = sqlDB.Close()
 			return nil, err
 		}
 	}
-	s := &Store{db: db, dialect: d, changed: make(chan struct{})}
+	s := &Store{db: db, dialect: d, changed: make(chan struct{}), logger: klog.FromContext(ctx)}
 	s.opened.Store(time.Now().UnixNano())
 	return s, nil
 }
@@ -258,35 +233,6 @@ func newLogger(w io.Writer) logger.Interface {
 	return logger.New(log.New(w, "", log.LstdFlags), logger.Config{
 		SlowThreshold: 10 * time.Second, LogLevel: logger.Warn, IgnoreRecordNotFoundError: true, ParameterizedQueries: true,
 	})
-}
-
-// mysqlNoPadDialect returns the MySQL dialect with the first NO PAD binary
-// collation the server has.
-func mysqlNoPadDialect(ctx context.Context, db *gorm.DB) (*dialect, error) {
-	var have []string
-	if err := db.WithContext(ctx).Raw("SELECT collation_name FROM information_schema.collations WHERE collation_name IN ?", mysqlCollations).
-		Scan(&have).Error; err != nil {
-		return nil, fmt.Errorf("reading mysql collations: %w", err)
-	}
-	for _, c := range mysqlCollations {
-		if slices.Contains(have, c) {
-			return mysqlDialect(c), nil
-		}
-	}
-	return nil, fmt.Errorf("mysql has none of the collations %v: MariaDB 10.2+ or MySQL 8 is required", mysqlCollations)
-}
-
-// customPlans has PostgreSQL plan each execution of a statement for its
-// parameters. pgx prepares every statement, and from the sixth execution
-// on PostgreSQL may keep a generic plan, made for any parameters: for a
-// page that requires a label on a quarter of a million pods, one estimated
-// 338 matches, read all 251,100 and sorted them (3.7 s), where the plan for
-// the label at hand walks the page's index and stops at its limit (0.17 s
-// from the OS cache). Planning a statement takes a fraction of a
-// millisecond.
-func customPlans(ctx context.Context, conn *pgx.Conn) error {
-	_, err := conn.Exec(ctx, "SET plan_cache_mode = force_custom_plan")
-	return err
 }
 
 // Changed implements storage.Interface.
@@ -316,8 +262,8 @@ func (s *Store) wrote(n, dead int64) {
 			err := s.maintain()
 			s.maintaining.Store(false)
 			if err != nil {
-				log.Printf("maintaining the tables: %v", err)
-				return // the next write tries again
+				s.logger.Error(err, "Maintaining the tables failed; the next write tries again")
+				return
 			}
 			if !s.maintenanceDue() || !s.maintaining.CompareAndSwap(false, true) {
 				return

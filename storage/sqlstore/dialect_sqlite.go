@@ -1,0 +1,47 @@
+package sqlstore
+
+import (
+	"github.com/libtnb/sqlite"
+	"gorm.io/gorm"
+)
+
+// sqliteDialect is SQLite's. It is not probed for the revision: one
+// process owns its file in every install (the all-in-one binary), where
+// Changed wakes the reader at each write, and probing many times a second
+// would cost the idle process for nothing.
+var sqliteDialect = &dialect{
+	name:          "sqlite",
+	defaultDSN:    DefaultSQLiteFile,
+	open:          openSQLite,
+	oneConnection: true,
+	types: map[string]string{
+		"bigint": "INTEGER", "blob": "BLOB", "char1": "TEXT",
+		"s16": "TEXT", "s64": "TEXT", "s128": "TEXT", "s253": "TEXT", "s317": "TEXT", "s512": "TEXT",
+	},
+	dropIndex: func(_, index string) string { return "DROP INDEX " + index },
+	// SQLite cannot change a primary key: the table is copied.
+	rekeyAttributes: []string{
+		"CREATE TABLE attributes_rekeyed (resource_revision INTEGER NOT NULL, kind TEXT NOT NULL, attr_key TEXT NOT NULL, " +
+			"attr_value TEXT NOT NULL, seq INTEGER NOT NULL DEFAULT 0, " + attributesKey + ")",
+		"INSERT INTO attributes_rekeyed (resource_revision, kind, attr_key, attr_value) SELECT resource_revision, kind, attr_key, attr_value FROM " + attributesTable,
+		"DROP TABLE " + attributesTable,
+		"ALTER TABLE attributes_rekeyed RENAME TO " + attributesTable,
+		"CREATE INDEX attributes_lookup ON " + attributesTable + " (kind, attr_key, attr_value)",
+	},
+	contains:   func(c string) string { return "INSTR(" + c + ", ?) > 0" },
+	rowValues:  true,
+	insertRows: 500,
+	// SQLite seeks a key whole only when a statement has one list of
+	// names: given two, it reads the whole resource (3.54).
+	lookupKeys:     keyChunk,
+	lookupLists:    1,
+	addExcluded:    summaryTable + ".n + excluded.n",
+	moveAttributes: true,
+}
+
+// openSQLite opens the file: WAL lets readers run beside the writer; the
+// busy timeout covers another process holding the file. Text is never read
+// as a time (the dialector asks for it by default): it is members' strings.
+func openSQLite(file string) (gorm.Dialector, error) {
+	return sqlite.Open(file + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_texttotime=0&_inttotime=0"), nil
+}
