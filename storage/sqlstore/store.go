@@ -1,21 +1,3 @@
-// Package sqlstore implements storage.Interface over SQL through gorm, for
-// MySQL/MariaDB, PostgreSQL and SQLite.
-//
-// Writers serialize on one counter row (panorama_meta.revision), locked for
-// the length of each write transaction. Transactions therefore commit in
-// revision order, and a reader that tails the log by "revision > last seen"
-// never misses a revision that commits late.
-//
-// Within a process that lock is taken once per group, not per caller
-// (group.go): a Store has one writer, which writes the batches of every
-// caller waiting meanwhile in one transaction and one counter update, each
-// batch at revisions of its own, their rows in shared multi-row statements
-// (pending.go), and answers each caller with its own result. A batch that
-// fails is written alone, after the group has been written without it; a
-// caller that gives up is dropped, or rolls its group back and the rest
-// are written again without it. Processes sharing the database still
-// serialize on the row, so groups commit in revision order across
-// processes too.
 package sqlstore
 
 import (
@@ -121,16 +103,17 @@ const analyzeAfter = 20000
 // thousand rows). The planner scales what it sampled to a table's current
 // size, so what calls for a new sample is a change in the share of what
 // a table holds, not in its size: PostgreSQL's refresh (VACUUM (ANALYZE))
-// samples 30,000 rows of each table and reads every page written since
-// the last, and refreshed every 20,000 rows, an initial sync of 100,000
-// objects was maintained five times, 0.55–0.92 s each on the two cores
-// it shared with the sync, and one of a million fifty times. Growing by
-// half each time, a million objects are refreshed about a dozen times.
+// samples a fixed number of rows of each table and reads every page
+// written since the last, and refreshed every analyzeAfter rows, an
+// initial sync spends more of its time maintaining the larger it is
+// (BenchmarkInitialSync). Growing by half each time, the refreshes of a
+// sync grow with the logarithm of its objects.
 //
 // PostgreSQL plans statements on tables it has not sampled by default
-// selectivities (an equality on a column selects 0.5 % of the rows): a
-// lookup of 50 names among 5,000 objects read all of them, and a first
-// sync into a new database spent half its time in such lookups
+// selectivities (an equality on a column selects a fixed small share of
+// the rows): a lookup of a few names among many objects read all of them,
+// and a first sync into a new database spent much of its time in such
+// lookups
 // (autovacuum analyzes a table once a tenth of it changed, looks once a
 // minute, and may be off).
 //
@@ -150,13 +133,13 @@ const (
 // PostgreSQL reuses the space of the rows that writes replace or delete
 // only once they are vacuumed, so a table holds, besides its live rows,
 // those replaced since the last vacuum: vacuumed only with the statistics,
-// every analyzeAfter rows, a store of 20,000 objects that all changed took
-// twice their space. So it is vacuumed once a tenth as many rows as there
+// every analyzeAfter rows, a store whose objects all changed held every
+// replaced row beside its live one. So it is vacuumed once a tenth as many rows as there
 // are objects were replaced or deleted (autovacuum waits for a fifth,
 // looks once a minute, and may be off), after no fewer than
 // vacuumAfterMin rows and no more than analyzeAfter. Rows only added
-// leave nothing to vacuum: an initial sync of 10,000 objects vacuumed
-// nine times when every written row counted.
+// leave nothing to vacuum, so only replaced and deleted rows count: an
+// initial sync would otherwise vacuum again and again for nothing.
 const (
 	vacuumShare    = 10
 	vacuumAfterMin = 1000
