@@ -124,20 +124,12 @@ func parseListOptions(values url.Values, gvr schema.GroupVersionResource, cluste
 		if r.opts.TimeoutSeconds != nil {
 			r.timeout = time.Duration(*r.opts.TimeoutSeconds) * time.Second
 		}
-		if r.query.HasOwnerFilter() {
-			return nil, badRequest("owner filters are not supported for watch")
-		}
-		if len(r.groupBy) > 0 {
-			return nil, badRequest("groupBy is not supported for watch")
-		}
+	}
+	if err := refuseUnaccepted(search, r.verb(watch)); err != nil {
+		return nil, err
 	}
 	if r.asOf != nil {
-		switch {
-		case watch:
-			return nil, badRequest("asOf is not supported for watch")
-		case len(r.groupBy) > 0:
-			return nil, badRequest("groupBy counts at the current revision: asOf does not apply")
-		case r.opts.ResourceVersion != "":
+		if r.opts.ResourceVersion != "" {
 			return nil, badRequest("asOf and resourceVersion are exclusive: asOf takes a revision too")
 		}
 		r.query.History, r.query.Revision = true, r.asOf.rev
@@ -150,15 +142,43 @@ func parseListOptions(values url.Values, gvr schema.GroupVersionResource, cluste
 	return r, nil
 }
 
+// readVerb is what a list request does with its query.
+type readVerb int
+
+const (
+	readList readVerb = iota
+	readWatch
+	readCount // a list with groupBy (counts.go)
+)
+
+// verb is what the list or watch parsed into r does.
+func (r *listOptions) verb(watch bool) readVerb {
+	switch {
+	case watch:
+		return readWatch
+	case len(r.groupBy) > 0:
+		return readCount
+	}
+	return readList
+}
+
 // searchParam is one search parameter: its name, in the URL or after
 // SearchLabelPrefix in a label selector, and how its values, split at
 // commas, are read into a list's options: by many when it takes a list,
-// by one when it takes one value. Adding one is adding a row.
+// by one when it takes one value. refusedBy holds, for each verb that
+// does not accept the parameter, why; every other verb accepts it.
+// Adding one is adding a row.
 type searchParam struct {
-	name string
-	many func(o *listOptions, values []string) error
-	one  func(o *listOptions, value string) error
+	name      string
+	many      func(o *listOptions, values []string) error
+	one       func(o *listOptions, value string) error
+	refusedBy map[readVerb]string
 }
+
+// notForWatchOwners is why a watch refuses owner filters, one message
+// for every owner parameter: the watch cache, which serves every watch,
+// does not evaluate them.
+const notForWatchOwners = "owner filters are not supported for watch"
 
 // searchParams are every search parameter, in the order they are read.
 var searchParams = []searchParam{
@@ -166,8 +186,10 @@ var searchParams = []searchParam{
 	{name: "namespaces", many: func(o *listOptions, vs []string) error { o.query.Namespaces = vs; return nil }},
 	{name: "names", many: func(o *listOptions, vs []string) error { o.query.Names = vs; return nil }},
 	{name: "fuzzyName", one: func(o *listOptions, s string) error { o.query.FuzzyName = s; return nil }},
-	{name: "ownerUID", one: func(o *listOptions, s string) error { o.query.OwnerUID = s; return nil }},
-	{name: "ownerName", one: func(o *listOptions, s string) error { o.query.OwnerName = s; return nil }},
+	{name: "ownerUID", one: func(o *listOptions, s string) error { o.query.OwnerUID = s; return nil },
+		refusedBy: map[readVerb]string{readWatch: notForWatchOwners}},
+	{name: "ownerName", one: func(o *listOptions, s string) error { o.query.OwnerName = s; return nil },
+		refusedBy: map[readVerb]string{readWatch: notForWatchOwners}},
 	{name: "ownerGR", one: applyOwnerGR},
 	{name: "ownerSeniority", one: applyOwnerSeniority},
 	{name: "since", one: func(o *listOptions, s string) error { return applyTime(&o.query.CreatedSince, "since", s) }},
@@ -177,9 +199,13 @@ var searchParams = []searchParam{
 		return applyBool(&o.query.WithRemainingCount, "withRemainingCount", s)
 	}},
 	{name: "onlyMetadata", one: func(o *listOptions, s string) error { return applyBool(&o.onlyMetadata, "onlyMetadata", s) }},
-	{name: "groupBy", many: func(o *listOptions, vs []string) (err error) { o.groupBy, err = parseGroupBy(vs); return err }},
+	{name: "groupBy", many: func(o *listOptions, vs []string) (err error) { o.groupBy, err = parseGroupBy(vs); return err },
+		refusedBy: map[readVerb]string{readWatch: "groupBy is not supported for watch"}},
 	{name: "images", many: func(o *listOptions, vs []string) error { o.query.Images = vs; return nil }},
-	{name: "asOf", one: applyAsOf},
+	{name: "asOf", one: applyAsOf, refusedBy: map[readVerb]string{
+		readWatch: "asOf is not supported for watch",
+		readCount: "groupBy counts at the current revision: asOf does not apply",
+	}},
 }
 
 // isSearchParam reports whether name is a search parameter's.
@@ -201,6 +227,17 @@ func (o *listOptions) applySearch(v url.Values) error {
 	for _, p := range searchParams {
 		if err := p.apply(o, splitValues(v[p.name])); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// refuseUnaccepted refuses the first parameter of v, in the table's
+// order, that verb does not accept.
+func refuseUnaccepted(v url.Values, verb readVerb) error {
+	for _, p := range searchParams {
+		if why, refused := p.refusedBy[verb]; refused && len(splitValues(v[p.name])) > 0 {
+			return badRequest(why)
 		}
 	}
 	return nil
