@@ -60,7 +60,7 @@ func collectionTypes(resources []storage.Resource) []searchv1alpha1.CollectionRe
 func (h *Handler) ServeCollections(w http.ResponseWriter, r *http.Request) {
 	r = withCheckBudget(r) // authz.go: one bound for all the types gathered
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		writeError(w, apierrors.NewMethodNotSupported(collectionsGR, strings.ToLower(r.Method)), collectionsGR)
+		writeError(w, r, apierrors.NewMethodNotSupported(collectionsGR, strings.ToLower(r.Method)), collectionsGR)
 		return
 	}
 	typeMeta := metav1.TypeMeta{APIVersion: searchv1alpha1.SchemeGroupVersion.String()}
@@ -82,7 +82,7 @@ func (h *Handler) ServeCollections(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if _, ok := collections[name]; !ok || strings.Contains(name, "/") {
-		writeError(w, apierrors.NewNotFound(collectionsGR, name), collectionsGR)
+		writeError(w, r, apierrors.NewNotFound(collectionsGR, name), collectionsGR)
 		return
 	}
 	resources := h.collection(name)
@@ -98,7 +98,7 @@ func (h *Handler) ServeCollections(w http.ResponseWriter, r *http.Request) {
 			err = badRequest("groupBy is not supported for collections: count each type")
 		}
 		if err != nil {
-			writeError(w, err, collectionsGR)
+			writeError(w, r, err, collectionsGR)
 			return
 		}
 		// A type the user may read nowhere is left out; 403 only when
@@ -108,12 +108,12 @@ func (h *Handler) ServeCollections(w http.ResponseWriter, r *http.Request) {
 			warn(w, fmt.Sprintf("%s left out: %s", memberResource(res.GVR.GroupResource()), denied.ErrStatus.Message))
 			continue
 		} else if err != nil {
-			writeError(w, err, collectionsGR)
+			writeError(w, r, err, collectionsGR)
 			return
 		}
 		readable++
 		if opts.query.Continue != "" {
-			writeError(w, badRequest("continue is not supported for collections"), collectionsGR)
+			writeError(w, r, badRequest("continue is not supported for collections"), collectionsGR)
 			return
 		}
 		if limit == 0 {
@@ -121,7 +121,7 @@ func (h *Handler) ServeCollections(w http.ResponseWriter, r *http.Request) {
 		}
 		if rev == 0 && opts.asOf != nil { // history.go
 			if err := h.resolveAsOf(r.Context(), opts); err != nil {
-				writeError(w, err, collectionsGR)
+				writeError(w, r, err, collectionsGR)
 				return
 			}
 			rev = opts.query.Revision
@@ -135,7 +135,7 @@ func (h *Handler) ServeCollections(w http.ResponseWriter, r *http.Request) {
 		}
 		page, err := h.reads().List(r.Context(), &opts.query, watchcache.Freshness{})
 		if err != nil {
-			writeError(w, err, collectionsGR)
+			writeError(w, r, err, collectionsGR)
 			return
 		}
 		rev = page.Revision
@@ -144,7 +144,7 @@ func (h *Handler) ServeCollections(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if readable == 0 && len(resources) > 0 {
-		writeError(w, apierrors.NewForbidden(collectionsGR, name, errors.New("you may read none of its resources in any cluster")), collectionsGR)
+		writeError(w, r, apierrors.NewForbidden(collectionsGR, name, errors.New("you may read none of its resources in any cluster")), collectionsGR)
 		return
 	}
 	if rev > 0 {

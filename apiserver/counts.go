@@ -59,7 +59,7 @@ func (h *Handler) count(w http.ResponseWriter, req *request, opts *listOptions) 
 	gr := req.res.GVR.GroupResource()
 	result, err := h.countGroups(req, opts)
 	if err != nil {
-		writeError(w, err, gr)
+		writeError(w, req.r, err, gr)
 		return
 	}
 	meta := metav1.ListMeta{ResourceVersion: strconv.FormatInt(result.Revision, 10)}

@@ -25,7 +25,7 @@ func (h *Handler) serveDiscovery(w http.ResponseWriter, req *request) {
 	if cluster != "" {
 		// Only users who may see a cluster learn it exists.
 		if !h.seesCluster(r, cluster) {
-			writeError(w, clusterNotFound(cluster), schema.GroupResource{})
+			writeError(w, req.r, clusterNotFound(cluster), schema.GroupResource{})
 			return
 		}
 		if _, ready, message := h.registry.Cluster(cluster); !ready {
@@ -63,7 +63,7 @@ func (h *Handler) serveDiscovery(w http.ResponseWriter, req *request) {
 				return
 			}
 		}
-		writeError(w, notFound(), schema.GroupResource{})
+		writeError(w, req.r, notFound(), schema.GroupResource{})
 	case (len(parts) == 2 && parts[0] == "api") || (len(parts) == 3 && parts[0] == "apis"):
 		gv := schema.GroupVersion{Version: parts[1]}
 		if parts[0] == "apis" {
@@ -76,7 +76,7 @@ func (h *Handler) serveDiscovery(w http.ResponseWriter, req *request) {
 			}
 		}
 		if len(list.APIResources) == 0 {
-			writeError(w, notFound(), schema.GroupResource{})
+			writeError(w, req.r, notFound(), schema.GroupResource{})
 			return
 		}
 		writeJSON(w, http.StatusOK, list)

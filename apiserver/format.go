@@ -64,7 +64,7 @@ func (h *Handler) writeTable(w http.ResponseWriter, req *request, objs []storage
 	includeObject := req.r.URL.Query().Get("includeObject")
 	t := tableHead(cols, true)
 	t.ListMeta = listMeta
-	streamList(w, tableContentType, t, len(objs), func(i int) ([]byte, error) {
+	streamList(w, req.r, tableContentType, t, len(objs), func(i int) ([]byte, error) {
 		row, err := tableRow(cols, objs[i].Data, includeObject)
 		if err != nil {
 			return nil, err

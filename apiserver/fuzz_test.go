@@ -91,7 +91,7 @@ func FuzzParseRequest(f *testing.F) {
 			if !errors.As(err, &bad) && !errors.As(err, &invalid) {
 				t.Fatalf("%q: %T %v, want a badRequest or an InvalidError", query, err, err)
 			}
-			if code := toStatus(err, podsGVR.GroupResource()).Status().Code; code/100 != 4 {
+			if code := toStatus(t.Context(), err, podsGVR.GroupResource()).Status().Code; code/100 != 4 {
 				t.Fatalf("%q: %v is a %d", query, err, code)
 			}
 			return

@@ -27,16 +27,16 @@ func (h *Handler) get(w http.ResponseWriter, req *request) {
 		q.Namespaces = []string{req.namespace}
 	}
 	if err := h.prepare(w, req, "get", req.res, &q); err != nil {
-		writeError(w, err, gr)
+		writeError(w, req.r, err, gr)
 		return
 	}
 	if selectsNothing(&q) { // CRDs its clusters do not sync (crds.go)
-		writeError(w, apierrors.NewNotFound(gr, name), gr)
+		writeError(w, req.r, apierrors.NewNotFound(gr, name), gr)
 		return
 	}
 	objs, err := h.getObjects(req, &q)
 	if err != nil {
-		writeError(w, err, gr)
+		writeError(w, req.r, err, gr)
 		return
 	}
 	if wantsTable(req.r) {
@@ -49,7 +49,7 @@ func (h *Handler) get(w http.ResponseWriter, req *request) {
 	f := formatOf(req.r, req.res, false)
 	data, err := f.item(objs[0].Data)
 	if err != nil {
-		writeError(w, err, gr)
+		writeError(w, req.r, err, gr)
 		return
 	}
 	w.Header().Set("Content-Type", f.objectType)

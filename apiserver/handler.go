@@ -47,7 +47,7 @@ func (h *Handler) reads() *watchcache.Reads { return watchcache.NewReads(h.store
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	req, ok := h.resolve(withCheckBudget(r)) // authz.go: the bound on checks
 	if !ok {
-		writeError(w, notFound(), schema.GroupResource{})
+		writeError(w, r, notFound(), schema.GroupResource{})
 		return
 	}
 	warnDeprecatedPath(w, r.URL.Path, req.cluster, req.rest)
@@ -113,12 +113,12 @@ func refuseMethod(w http.ResponseWriter, req *request) {
 	if req.info != nil {
 		gr, verb = schema.GroupResource{Group: req.info.APIGroup, Resource: req.info.Resource}, req.info.Verb
 	}
-	writeError(w, apierrors.NewMethodNotSupported(gr, verb), gr)
+	writeError(w, req.r, apierrors.NewMethodNotSupported(gr, verb), gr)
 }
 
 // serveNotFound answers a path the view does not serve.
-func serveNotFound(w http.ResponseWriter, _ *request) {
-	writeError(w, notFound(), schema.GroupResource{})
+func serveNotFound(w http.ResponseWriter, req *request) {
+	writeError(w, req.r, notFound(), schema.GroupResource{})
 }
 
 // refuseUnserved answers a resource the view does not serve: 404, but
@@ -128,11 +128,11 @@ func (h *Handler) refuseUnserved(w http.ResponseWriter, req *request) {
 	gr := req.gvr().GroupResource()
 	if req.cluster != "" {
 		if err := h.authorizeIn(req.r.Context(), req.info.Verb, gr, req.cluster, req.namespace); err != nil {
-			writeError(w, err, gr)
+			writeError(w, req.r, err, gr)
 			return
 		}
 	}
-	writeError(w, notFound(), gr)
+	writeError(w, req.r, notFound(), gr)
 }
 
 func notFound() error {

@@ -43,13 +43,13 @@ func (h *Handler) serveHistory(w http.ResponseWriter, req *request, cluster stri
 			serveNotFound(w, req)
 			return
 		}
-		writeError(w, badf("the history is of one cluster's object: ask %s/%s", searchv1alpha1.ViewPath("<cluster>"), strings.TrimPrefix(info.Path, "/")), gr)
+		writeError(w, req.r, badf("the history is of one cluster's object: ask %s/%s", searchv1alpha1.ViewPath("<cluster>"), strings.TrimPrefix(info.Path, "/")), gr)
 		return
 	}
 	// Authorized before the cluster and the type are looked up, so that a
 	// cluster that does not exist is refused as one the user may not read.
 	if err := h.authorizeIn(r.Context(), "list", gr, cluster, namespace); err != nil {
-		writeError(w, err, gr)
+		writeError(w, req.r, err, gr)
 		return
 	}
 	if !ok {
@@ -60,7 +60,7 @@ func (h *Handler) serveHistory(w http.ResponseWriter, req *request, cluster stri
 	var err error
 	if s := r.URL.Query().Get("limit"); s != "" {
 		if limit, err = strconv.Atoi(s); err != nil || limit < 0 {
-			writeError(w, badf("limit %q: want a non-negative integer (the last versions; 0 for all)", s), gr)
+			writeError(w, req.r, badf("limit %q: want a non-negative integer (the last versions; 0 for all)", s), gr)
 			return
 		}
 	}
@@ -71,7 +71,7 @@ func (h *Handler) serveHistory(w http.ResponseWriter, req *request, cluster stri
 			if err == storage.ErrNotFound {
 				err = apierrors.NewNotFound(gr, info.Name)
 			}
-			writeError(w, err, gr)
+			writeError(w, req.r, err, gr)
 			return
 		}
 		if wantsTable(r) {

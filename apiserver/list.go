@@ -17,7 +17,7 @@ func (h *Handler) list(w http.ResponseWriter, req *request) {
 	gr := req.res.GVR.GroupResource()
 	opts, err := h.prepareList(w, req, false)
 	if err != nil {
-		writeError(w, err, gr)
+		writeError(w, req.r, err, gr)
 		return
 	}
 	if len(opts.groupBy) > 0 {
@@ -29,7 +29,7 @@ func (h *Handler) list(w http.ResponseWriter, req *request) {
 		err = req.view.page(page)
 	}
 	if err != nil {
-		writeError(w, err, gr)
+		writeError(w, req.r, err, gr)
 		return
 	}
 	listMeta := metav1.ListMeta{ResourceVersion: strconv.FormatInt(page.Revision, 10), Continue: page.Continue, RemainingItemCount: page.RemainingCount}
@@ -38,7 +38,7 @@ func (h *Handler) list(w http.ResponseWriter, req *request) {
 		return
 	}
 	f := formatOf(req.r, req.res, opts.onlyMetadata)
-	streamList(w, f.listType, &listEnvelope{Kind: f.listKind, APIVersion: f.apiVersion, Metadata: listMeta, Items: []json.RawMessage{}},
+	streamList(w, req.r, f.listType, &listEnvelope{Kind: f.listKind, APIVersion: f.apiVersion, Metadata: listMeta, Items: []json.RawMessage{}},
 		len(page.Objects), func(i int) ([]byte, error) { return f.item(page.Objects[i].Data) })
 }
 

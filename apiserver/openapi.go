@@ -56,12 +56,12 @@ func (h *Handler) serveOpenAPI(w http.ResponseWriter, req *request) {
 	r, cluster, rest := req.r, req.cluster, req.rest
 	sub := strings.TrimPrefix(rest, "/openapi/v3")
 	if cluster != "" && !h.seesCluster(r, cluster) {
-		writeError(w, clusterNotFound(cluster), schema.GroupResource{})
+		writeError(w, req.r, clusterNotFound(cluster), schema.GroupResource{})
 		return
 	}
 	sources, err := h.openAPISources(r.Context(), cluster)
 	if err != nil {
-		writeError(w, err, schema.GroupResource{})
+		writeError(w, req.r, err, schema.GroupResource{})
 		return
 	}
 	path := strings.Trim(sub, "/")
@@ -77,7 +77,7 @@ func (h *Handler) serveOpenAPI(w http.ResponseWriter, req *request) {
 		}
 		data, err := json.Marshal(index)
 		if err != nil {
-			writeError(w, err, schema.GroupResource{})
+			writeError(w, req.r, err, schema.GroupResource{})
 			return
 		}
 		serveOpenAPIContent(w, r, "application/json", data, storage.Digest(data))
@@ -85,18 +85,18 @@ func (h *Handler) serveOpenAPI(w http.ResponseWriter, req *request) {
 	}
 	srcs, ok := sources[path]
 	if !ok {
-		writeError(w, notFound(), schema.GroupResource{})
+		writeError(w, req.r, notFound(), schema.GroupResource{})
 		return
 	}
 	contentType, protobuf, ok := openAPIContentType(r.Header.Get("Accept"))
 	w.Header().Add("Vary", "Accept")
 	if !ok {
-		writeError(w, notAcceptable("only application/json and "+protobufOpenAPIType+" are served"), schema.GroupResource{})
+		writeError(w, req.r, notAcceptable("only application/json and "+protobufOpenAPIType+" are served"), schema.GroupResource{})
 		return
 	}
 	data, hash, err := h.openAPI.document(r.Context(), h.store, path, srcs, protobuf)
 	if err != nil {
-		writeError(w, err, schema.GroupResource{})
+		writeError(w, req.r, err, schema.GroupResource{})
 		return
 	}
 	// As kube-apiserver: a URL with the hash of what it answers names that

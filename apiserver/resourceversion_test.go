@@ -73,7 +73,7 @@ func TestParseReadVersion(t *testing.T) {
 		r, err := parseListOptions(values, podsGVR, "", "", tc.watch)
 		switch {
 		case err != nil:
-			got = fmt.Sprint(toStatus(err, podsGVR.GroupResource()).Status().Code)
+			got = fmt.Sprint(toStatus(t.Context(), err, podsGVR.GroupResource()).Status().Code)
 		case tc.watch:
 			start := "changes"
 			if r.version.match == mostRecent || r.version.match == anyVersion || r.version.sendInitialEvents {

@@ -98,16 +98,16 @@ func (h *Handler) serveReview(w http.ResponseWriter, req *request) {
 	res, _ := selfReview(req.info)
 	gr := res.GVR.GroupResource()
 	if req.r.Method != http.MethodPost {
-		writeError(w, apierrors.NewMethodNotSupported(gr, req.info.Verb), gr)
+		writeError(w, req.r, apierrors.NewMethodNotSupported(gr, req.info.Verb), gr)
 		return
 	}
 	if req.cluster != "" && !h.seesCluster(req.r, req.cluster) {
-		writeError(w, clusterNotFound(req.cluster), schema.GroupResource{})
+		writeError(w, req.r, clusterNotFound(req.cluster), schema.GroupResource{})
 		return
 	}
 	obj, err := decodeReview(req.r, res)
 	if err != nil {
-		writeError(w, err, gr)
+		writeError(w, req.r, err, gr)
 		return
 	}
 	switch review := obj.(type) {

@@ -24,8 +24,9 @@ import (
 const watchRetryAfterSeconds = 10
 
 // toStatus maps errors to the Status kube-apiserver would answer with;
-// anything unexpected is an internal error, logged, with no details leaked.
-func toStatus(err error, gr schema.GroupResource) apierrors.APIStatus {
+// anything unexpected is an internal error, logged with ctx's logger, with
+// no details leaked.
+func toStatus(ctx context.Context, err error, gr schema.GroupResource) apierrors.APIStatus {
 	var (
 		status   apierrors.APIStatus
 		invalid  *storage.InvalidError
@@ -58,12 +59,13 @@ func toStatus(err error, gr schema.GroupResource) apierrors.APIStatus {
 		// a 500; kube-apiserver answers both with this 504.
 		return apierrors.NewTimeoutError(fmt.Sprintf("request did not complete within requested timeout - %v", err), 0)
 	}
-	klog.ErrorS(err, "internal error serving a request")
+	klog.FromContext(ctx).Error(err, "Serving a request failed")
 	return apierrors.NewInternalError(errors.New("the server could not serve the request; see its log"))
 }
 
-func writeError(w http.ResponseWriter, err error, gr schema.GroupResource) {
-	st := toStatus(err, gr).Status()
+// writeError answers r with the Status of err, a failure reading gr.
+func writeError(w http.ResponseWriter, r *http.Request, err error, gr schema.GroupResource) {
+	st := toStatus(r.Context(), err, gr).Status()
 	writeStatus(w, &st)
 }
 

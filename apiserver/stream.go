@@ -33,13 +33,13 @@ var emptyItems, comma = []byte("[]}"), []byte(",")
 // An item that fails to encode once the answer has begun can no longer be
 // a Status: the connection is aborted, so that the client sees a failed
 // request, not a short list.
-func streamList(w http.ResponseWriter, contentType string, envelope any, n int, item func(i int) ([]byte, error)) {
+func streamList(w http.ResponseWriter, r *http.Request, contentType string, envelope any, n int, item func(i int) ([]byte, error)) {
 	head, err := json.Marshal(envelope)
 	if err == nil && !bytes.HasSuffix(head, emptyItems) {
 		err = fmt.Errorf("the list envelope %T does not end with its empty item array", envelope)
 	}
 	if err != nil {
-		writeError(w, err, schema.GroupResource{})
+		writeError(w, r, err, schema.GroupResource{})
 		return
 	}
 	w.Header().Set("Content-Type", contentType)
@@ -50,7 +50,7 @@ func streamList(w http.ResponseWriter, contentType string, envelope any, n int, 
 	for i := range n {
 		data, err := item(i)
 		if err != nil {
-			klog.ErrorS(err, "encoding a list item; aborting the answer", "item", i)
+			klog.FromContext(r.Context()).Error(err, "Encoding a list item failed; aborting the answer", "item", i)
 			panic(http.ErrAbortHandler)
 		}
 		if i > 0 {

@@ -124,10 +124,11 @@ func TestStreamListMemory(t *testing.T) {
 	for i := range items {
 		items[i] = fmt.Appendf(nil, `{"metadata":{"name":"pod-%05d"},"data":%q}`, i, strings.Repeat("x", size))
 	}
+	r := httptest.NewRequest(http.MethodGet, "/api/v1/pods", nil)
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	streamList(&discard{header: http.Header{}}, "application/json", &listEnvelope{Kind: "PodList", APIVersion: "v1", Items: []json.RawMessage{}},
+	streamList(&discard{header: http.Header{}}, r, "application/json", &listEnvelope{Kind: "PodList", APIVersion: "v1", Items: []json.RawMessage{}},
 		n, func(i int) ([]byte, error) { return items[i], nil })
 	runtime.ReadMemStats(&after)
 	if allocated := after.TotalAlloc - before.TotalAlloc; allocated > 64<<10 {

@@ -91,13 +91,13 @@ func (h *Handler) serveVersion(w http.ResponseWriter, req *request) {
 		return
 	}
 	if !h.seesCluster(req.r, cluster) {
-		writeError(w, clusterNotFound(cluster), schema.GroupResource{})
+		writeError(w, req.r, clusterNotFound(cluster), schema.GroupResource{})
 		return
 	}
 	gitVersion := h.registry.clusterVersion(cluster)
 	if gitVersion == "" {
 		_, _, message := h.registry.Cluster(cluster)
-		writeError(w, apierrors.NewServiceUnavailable(fmt.Sprintf("the version of cluster %q is not known yet: %s", cluster, message)), schema.GroupResource{})
+		writeError(w, req.r, apierrors.NewServiceUnavailable(fmt.Sprintf("the version of cluster %q is not known yet: %s", cluster, message)), schema.GroupResource{})
 		return
 	}
 	info := &version.Info{GitVersion: gitVersion}

@@ -21,7 +21,7 @@ func (h *Handler) watch(w http.ResponseWriter, req *request) {
 	defer watchOpened(gr)() // metrics.go
 	opts, err := h.prepareList(w, req, true)
 	if err != nil {
-		writeError(w, err, gr)
+		writeError(w, req.r, err, gr)
 		return
 	}
 	timeout := opts.timeout
@@ -41,7 +41,7 @@ func (h *Handler) watch(w http.ResponseWriter, req *request) {
 	if errors.As(err, &tooMany) {
 		// Refused before the stream starts, as kube-apiserver's in-flight
 		// limits refuse a request: 429 with Retry-After.
-		writeError(w, err, gr)
+		writeError(w, req.r, err, gr)
 		return
 	}
 	s := newEventStream(w, req, opts)
@@ -50,7 +50,7 @@ func (h *Handler) watch(w http.ResponseWriter, req *request) {
 		// stream, a 504 "Too large resource version" for a resourceVersion
 		// the cache did not reach in time.
 		s.start()
-		st := toStatus(err, gr).Status()
+		st := toStatus(req.r.Context(), err, gr).Status()
 		st.Kind, st.APIVersion = "Status", "v1"
 		s.send(watch.Error, st)
 		return
