@@ -229,7 +229,7 @@ func TestCollectionAuthorization(t *testing.T) {
 
 func putObject(t *testing.T, s storage.Interface, cluster string, gvr schema.GroupVersionResource, obj map[string]any) {
 	t.Helper()
-	if _, err := s.Apply(context.Background(), cluster, gvr, []storage.Change{storage.Upsert(&unstructured.Unstructured{Object: obj})}); err != nil {
+	if _, err := s.ForCluster(cluster, storage.Unfenced).Apply(context.Background(), gvr, []storage.Change{storage.Upsert(&unstructured.Unstructured{Object: obj})}); err != nil {
 		t.Fatal(err)
 	}
 }

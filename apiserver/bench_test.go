@@ -41,7 +41,7 @@ func BenchmarkList(b *testing.B) {
 		for i := start; i < min(start+500, len(list.Items)); i++ {
 			changes = append(changes, storage.Upsert(&list.Items[i]))
 		}
-		if _, err := store.Apply(context.Background(), "east", cms, changes); err != nil {
+		if _, err := store.ForCluster("east", storage.Unfenced).Apply(context.Background(), cms, changes); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -28,7 +28,7 @@ func putCRD(t *testing.T, s storage.Interface, cluster, plural, version string) 
 			"names":    map[string]any{"plural": plural, "kind": "Thing", "listKind": "ThingList", "singular": plural},
 			"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true}}},
 	}}
-	if _, err := s.Apply(context.Background(), cluster, storage.CRDResource, []storage.Change{storage.Upsert(u)}); err != nil {
+	if _, err := s.ForCluster(cluster, storage.Unfenced).Apply(context.Background(), storage.CRDResource, []storage.Change{storage.Upsert(u)}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -62,7 +62,7 @@ func TestImagesSearch(t *testing.T) {
 				}
 				changes = append(changes, storage.Upsert(u))
 			}
-			if _, err := store.Apply(context.Background(), cluster, w.gvr, changes); err != nil {
+			if _, err := store.ForCluster(cluster, storage.Unfenced).Apply(context.Background(), w.gvr, changes); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -389,7 +389,7 @@ func TestFlatViewAround(t *testing.T) {
 			name := map[string]string{"Namespace": "ns", "Node": "n1.local"}[kind]
 			u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": kind,
 				"metadata": map[string]any{"name": name, "resourceVersion": "1", "selfLink": "/api/v1/" + gvr.Resource + "/" + name}}}
-			if _, err := store.Apply(context.Background(), cluster, gvr, []storage.Change{storage.Upsert(u)}); err != nil {
+			if _, err := store.ForCluster(cluster, storage.Unfenced).Apply(context.Background(), gvr, []storage.Change{storage.Upsert(u)}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -91,7 +91,7 @@ func putPod(t testing.TB, s storage.Interface, cluster, name string) {
 	t.Helper()
 	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Pod",
 		"metadata": map[string]any{"name": name, "namespace": "ns", "resourceVersion": "1", "uid": cluster + name}}}
-	if _, err := s.Apply(context.Background(), cluster, podsGVR, []storage.Change{storage.Upsert(u)}); err != nil {
+	if _, err := s.ForCluster(cluster, storage.Unfenced).Apply(context.Background(), podsGVR, []storage.Change{storage.Upsert(u)}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -281,7 +281,7 @@ func TestCollections(t *testing.T) {
 	for i, gvr := range []schema.GroupVersionResource{deployments, statefulsets, deployments} {
 		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Thing",
 			"metadata": map[string]any{"name": fmt.Sprintf("w-%d", i), "namespace": "ns", "resourceVersion": "1", "labels": map[string]any{"app": fmt.Sprint(i % 2)}}}}
-		if _, err := store.Apply(context.Background(), "east", gvr, []storage.Change{storage.Upsert(u)}); err != nil {
+		if _, err := store.ForCluster("east", storage.Unfenced).Apply(context.Background(), gvr, []storage.Change{storage.Upsert(u)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -329,7 +329,7 @@ func TestGetClusterScoped(t *testing.T) {
 			u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": r.kind,
 				"metadata": map[string]any{"name": map[string]string{"Namespace": "default", "Node": "n1"}[r.kind], "resourceVersion": "1"},
 				"status":   map[string]any{"phase": "Active"}}}
-			if _, err := store.Apply(context.Background(), cluster, r.gvr, []storage.Change{storage.Upsert(u)}); err != nil {
+			if _, err := store.ForCluster(cluster, storage.Unfenced).Apply(context.Background(), r.gvr, []storage.Change{storage.Upsert(u)}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -60,7 +60,7 @@ func TestHistory(t *testing.T) {
 	firstAt := time.Now()
 	pod("east", "b", "1", "v1")
 	second := pod("east", "a", "2", "v2")
-	if _, err := store.Apply(ctx, "east", podsGVR, []storage.Change{storage.Delete("ns", "b")}); err != nil {
+	if _, err := store.ForCluster("east", storage.Unfenced).Apply(ctx, podsGVR, []storage.Change{storage.Delete("ns", "b")}); err != nil {
 		t.Fatal(err)
 	}
 	current, _, _ := store.Revision(ctx)

@@ -124,13 +124,13 @@ func TestOwnerOfManyObjectsServed(t *testing.T) {
 		for i := range owners {
 			batch = append(batch, pod(fmt.Sprintf("ns-%05d", i), "owner", ""))
 			if len(batch) == 5000 || i == owners-1 {
-				if _, err := store.Apply(ctx, "east", podsGVR, batch); err != nil {
+				if _, err := store.ForCluster("east", storage.Unfenced).Apply(ctx, podsGVR, batch); err != nil {
 					t.Fatal(err)
 				}
 				batch = nil
 			}
 		}
-		if _, err := store.Apply(ctx, "east", podsGVR, []storage.Change{
+		if _, err := store.ForCluster("east", storage.Unfenced).Apply(ctx, podsGVR, []storage.Change{
 			pod("ns-00007", "child", "ns-00007/owner"), pod("ns-32000", "child", "ns-32000/owner"),
 			pod("ns-00007", "grandchild", "ns-00007/child"),
 		}); err != nil {

@@ -58,7 +58,7 @@ func putOpenAPI(t testing.TB, s storage.Interface, cluster, memberVersion string
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Apply(context.Background(), cluster, storage.OpenAPIResource, append(changes, storage.Upsert(u))); err != nil {
+	if _, err := s.ForCluster(cluster, storage.Unfenced).Apply(context.Background(), storage.OpenAPIResource, append(changes, storage.Upsert(u))); err != nil {
 		t.Fatal(err)
 	}
 }

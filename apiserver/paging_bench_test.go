@@ -56,7 +56,7 @@ func BenchmarkListPaging(b *testing.B) {
 			touch := func() { // a write between pages, as a live fleet's
 				touched++
 				u := storagetest.BenchPod(rand.New(rand.NewPCG(1, uint64(touched))), 0, strconv.Itoa(touched))
-				if _, err := store.Apply(context.Background(), pagingCluster(0), podsGVR, []storage.Change{storage.Upsert(u)}); err != nil {
+				if _, err := store.ForCluster(pagingCluster(0), storage.Unfenced).Apply(context.Background(), podsGVR, []storage.Change{storage.Upsert(u)}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -125,7 +125,7 @@ func ingestSpread(b *testing.B, s storage.Interface, n, clusters int) {
 		for j := i; j < min(i+storagetest.BenchBatch, n); j++ {
 			changes = append(changes, storage.Upsert(storagetest.BenchPod(rng, j, "1")))
 		}
-		if _, err := s.Apply(context.Background(), pagingCluster(batch%clusters), podsGVR, changes); err != nil {
+		if _, err := s.ForCluster(pagingCluster(batch%clusters), storage.Unfenced).Apply(context.Background(), podsGVR, changes); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -34,7 +34,7 @@ func putWidgetsCRD(t *testing.T, s storage.Interface, cluster string, columns ..
 			"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true,
 				"additionalPrinterColumns": specs}}},
 	}}
-	if _, err := s.Apply(context.Background(), cluster, storage.CRDResource, []storage.Change{storage.Upsert(u)}); err != nil {
+	if _, err := s.ForCluster(cluster, storage.Unfenced).Apply(context.Background(), storage.CRDResource, []storage.Change{storage.Upsert(u)}); err != nil {
 		t.Fatal(err)
 	}
 }

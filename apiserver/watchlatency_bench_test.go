@@ -117,7 +117,7 @@ func watchLatencies(b *testing.B, served, writer storage.Interface, n int, sprea
 		start := time.Now()
 		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Pod",
 			"metadata": map[string]any{"name": name, "namespace": "bench", "resourceVersion": "1"}}}
-		if _, err := writer.Apply(context.Background(), "east", podsGVR, []storage.Change{storage.Upsert(u)}); err != nil {
+		if _, err := writer.ForCluster("east", storage.Unfenced).Apply(context.Background(), podsGVR, []storage.Change{storage.Upsert(u)}); err != nil {
 			b.Fatal(err)
 		}
 		written := time.Now()

@@ -67,7 +67,7 @@ func initialSync(b *testing.B, be storagetest.Backend, dyn dynamic.Interface, gv
 	done := make(chan struct{})
 	var once sync.Once
 	var s *synchronizer.Synchronizer
-	s = synchronizer.New("bench", synchronizer.Resource{Resource: storage.Resource{GVR: gvr, Kind: "ConfigMap", Namespaced: true}}, dyn, store,
+	s = synchronizer.New("bench", storage.Unfenced, synchronizer.Resource{Resource: storage.Resource{GVR: gvr, Kind: "ConfigMap", Namespaced: true}}, dyn, store,
 		synchronizer.Options{}, func() {
 			if s.Status().State == clusterv1alpha1.SyncStateSynced {
 				once.Do(func() { close(done) })

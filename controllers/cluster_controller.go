@@ -221,17 +221,16 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		}
 		return ctrl.Result{}, err
 	}
-	ctx = storage.WithEpoch(ctx, epoch)
 	if !c.DeletionTimestamp.IsZero() {
 		if !controllerutil.ContainsFinalizer(&c, Finalizer) {
 			return ctrl.Result{}, nil
 		}
 		r.Pool.Stop(c.Name)
-		if _, err := r.Store.DeleteResource(ctx, c.Name, schema.GroupVersionResource{}); err != nil {
+		if _, err := r.Store.ForCluster(c.Name, epoch).DeleteResource(ctx, schema.GroupVersionResource{}); err != nil {
 			return ctrl.Result{}, fmt.Errorf("removing stored objects: %w", err)
 		}
 		// A Cluster created again under its name finds none of its past.
-		if err := r.Store.ForgetCluster(ctx, c.Name); err != nil {
+		if err := r.Store.ForCluster(c.Name, epoch).ForgetCluster(ctx); err != nil {
 			return ctrl.Result{}, fmt.Errorf("forgetting the stored objects' history: %w", err)
 		}
 		r.secretData.forget(c.Name)
@@ -248,9 +247,9 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	}
 
 	status := c.Status.DeepCopy()
-	result, err := r.sync(ctx, &c, status)
+	result, err := r.sync(ctx, &c, epoch, status)
 	// Whether or not the member is reachable: what is stored already.
-	if derr := r.secretData.drop(ctx, r.Store, &c); derr != nil {
+	if derr := r.secretData.drop(ctx, r.Store, &c, epoch); derr != nil {
 		err = errors.Join(err, derr)
 	}
 	status.ObservedGeneration = c.Generation
@@ -268,7 +267,7 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 }
 
 // sync does the work and records the outcome in status.
-func (r *ClusterReconciler) sync(ctx context.Context, c *clusterv1alpha1.Cluster, status *clusterv1alpha1.ClusterStatus) (ctrl.Result, error) {
+func (r *ClusterReconciler) sync(ctx context.Context, c *clusterv1alpha1.Cluster, epoch int64, status *clusterv1alpha1.ClusterStatus) (ctrl.Result, error) {
 	requeue := ctrl.Result{RequeueAfter: r.HealthInterval}
 	if c.Spec.Paused {
 		r.Pool.Stop(c.Name)
@@ -373,11 +372,11 @@ func (r *ClusterReconciler) sync(ctx context.Context, c *clusterv1alpha1.Cluster
 		}
 	}
 	sel := synchronizer.Selection{Resources: resources, Partial: partial || member.partial}
-	if err := r.Pool.Ensure(ctx, c.Name, configID, dyn, sel); err != nil {
+	if err := r.Pool.Ensure(ctx, c.Name, configID, epoch, dyn, sel); err != nil {
 		return requeue, err
 	}
 	r.secretData.resolved(c.Name, sel)
-	r.checkOpenAPI(ctx, c.Name, configID, status.Version, dc.RESTClient(), sel) // openapi.go
+	r.checkOpenAPI(ctx, c.Name, epoch, configID, status.Version, dc.RESTClient(), sel) // openapi.go
 	r.fillSyncStatus(c.Name, status)
 	switch {
 	case len(problems) > 0:

@@ -55,7 +55,7 @@ func TestUnshardedWritesFenced(t *testing.T) {
 	createPod(t, m, "default", "after", nil)
 	leader("second")
 	waitConverged(t, check, name, m, podsGVR)
-	if _, err := check.Apply(storage.WithEpoch(context.Background(), first), name, podsGVR, []storage.Change{storage.Delete("default", "before")}); !storage.IsFenced(err) {
+	if _, err := check.ForCluster(name, first).Apply(context.Background(), podsGVR, []storage.Change{storage.Delete("default", "before")}); !storage.IsFenced(err) {
 		t.Fatalf("a write at the first leader's epoch %d: %v, want fenced", first, err)
 	}
 	log.check(t, []string{name})

@@ -216,7 +216,7 @@ func syncFleet(b *testing.B, ctx context.Context, store storage.Interface, opts 
 	peak := peakMemory(done)
 	start := time.Now()
 	for i, c := range clients {
-		if err := pool.Ensure(ctx, fleetCluster(i), "bench", c, synchronizer.Selection{Resources: fleetResources}); err != nil {
+		if err := pool.Ensure(ctx, fleetCluster(i), "bench", storage.Unfenced, c, synchronizer.Selection{Resources: fleetResources}); err != nil {
 			b.Fatal(err)
 		}
 	}

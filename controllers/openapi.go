@@ -71,12 +71,12 @@ func (c *openAPIChecks) forget(cluster string) {
 // when the connection, the member's version or the selection changes. A
 // failure is logged, and the documents stored before are kept: they are
 // schemas, which a view serves as the member last had them.
-func (r *ClusterReconciler) checkOpenAPI(ctx context.Context, cluster, configID, memberVersion string, member rest.Interface, sel synchronizer.Selection) {
+func (r *ClusterReconciler) checkOpenAPI(ctx context.Context, cluster string, epoch int64, configID, memberVersion string, member rest.Interface, sel synchronizer.Selection) {
 	key := fmt.Sprint(configID, memberVersion, sel)
 	if !r.openAPI.due(cluster, key, r.HealthInterval, time.Now()) {
 		return
 	}
-	if err := syncOpenAPI(ctx, r.Store, cluster, memberVersion, member, sel); err != nil {
+	if err := syncOpenAPI(ctx, r.Store, cluster, epoch, memberVersion, member, sel); err != nil {
 		log.FromContext(ctx).Error(err, "storing the member's OpenAPI documents")
 	}
 }
@@ -89,7 +89,7 @@ func (r *ClusterReconciler) checkOpenAPI(ctx context.Context, cluster, configID,
 // are removed, unless sel is partial. A document the member fails to send, or sends too large or
 // not a JSON object, is left out (an older one of it stays) and named in
 // the error; the others are stored.
-func syncOpenAPI(ctx context.Context, store storage.Interface, cluster, memberVersion string, member rest.Interface, sel synchronizer.Selection) error {
+func syncOpenAPI(ctx context.Context, store storage.Interface, cluster string, epoch int64, memberVersion string, member rest.Interface, sel synchronizer.Selection) error {
 	var want []string
 	for _, res := range sel.Resources {
 		if p := storage.OpenAPIPath(res.GVR.GroupVersion()); !slices.Contains(want, p) {
@@ -164,7 +164,7 @@ func syncOpenAPI(ctx context.Context, store storage.Interface, cluster, memberVe
 	// The index last: the documents it names are written before it, in
 	// the same transaction.
 	changes = append(changes, storage.Upsert(u))
-	if _, err := store.Apply(ctx, cluster, storage.OpenAPIResource, changes); err != nil {
+	if _, err := store.ForCluster(cluster, epoch).Apply(ctx, storage.OpenAPIResource, changes); err != nil {
 		return fmt.Errorf("storing OpenAPI documents: %w", err)
 	}
 	return errors.Join(problems...)

@@ -140,7 +140,7 @@ func testSyncOpenAPI(t *testing.T, store storage.Interface) {
 	}
 
 	sel := synchronizer.Selection{Resources: resourcesIn("v1", "apps/v1", "big.example/v1", "bad.example/v1", "missing.example/v1")}
-	err := syncOpenAPI(ctx, store, "east", "v1.37.2", member, sel)
+	err := syncOpenAPI(ctx, store, "east", storage.Unfenced, "v1.37.2", member, sel)
 	if err == nil || !strings.Contains(err.Error(), "apis/big.example/v1: larger than") || !strings.Contains(err.Error(), "apis/bad.example/v1: not an OpenAPI document") {
 		t.Fatalf("refused documents not named: %v", err)
 	}
@@ -155,7 +155,7 @@ func testSyncOpenAPI(t *testing.T, store storage.Interface) {
 	// Unchanged: nothing fetched again, nothing written.
 	sel.Resources = resourcesIn("v1", "apps/v1")
 	rev, _, _ := store.Revision(ctx)
-	if err := syncOpenAPI(ctx, store, "east", "v1.37.2", member, sel); err != nil {
+	if err := syncOpenAPI(ctx, store, "east", storage.Unfenced, "v1.37.2", member, sel); err != nil {
 		t.Fatal(err)
 	}
 	if again, _, _ := store.Revision(ctx); again != rev || m.fetches("api/v1") != 1 || m.fetches("apis/apps/v1") != 1 {
@@ -164,7 +164,7 @@ func testSyncOpenAPI(t *testing.T, store storage.Interface) {
 
 	// The member's api/v1 changes (its hash with it): only it is fetched.
 	m.set("api/v1", "c2", memberDoc("core 2"))
-	if err := syncOpenAPI(ctx, store, "east", "v1.37.2", member, sel); err != nil {
+	if err := syncOpenAPI(ctx, store, "east", storage.Unfenced, "v1.37.2", member, sel); err != nil {
 		t.Fatal(err)
 	}
 	if doc, _ := document("api/v1"); !strings.Contains(doc, "core 2") || m.fetches("api/v1") != 2 || m.fetches("apis/apps/v1") != 1 {
@@ -173,12 +173,12 @@ func testSyncOpenAPI(t *testing.T, store storage.Interface) {
 
 	// A partial selection keeps what it lacks; a full one removes it.
 	sel = synchronizer.Selection{Resources: resourcesIn("v1"), Partial: true}
-	if err := syncOpenAPI(ctx, store, "east", "v1.37.2", member, sel); err != nil {
+	if err := syncOpenAPI(ctx, store, "east", storage.Unfenced, "v1.37.2", member, sel); err != nil {
 		t.Fatal(err)
 	}
 	stored("api/v1", "apis/apps/v1")
 	sel.Partial = false
-	if err := syncOpenAPI(ctx, store, "east", "v1.37.2", member, sel); err != nil {
+	if err := syncOpenAPI(ctx, store, "east", storage.Unfenced, "v1.37.2", member, sel); err != nil {
 		t.Fatal(err)
 	}
 	stored("api/v1")
@@ -188,7 +188,7 @@ func testSyncOpenAPI(t *testing.T, store storage.Interface) {
 
 	// A member that serves no OpenAPI v3: nothing to serve.
 	m.noIndex = true
-	if err := syncOpenAPI(ctx, store, "east", "v1.37.2", member, sel); err != nil {
+	if err := syncOpenAPI(ctx, store, "east", storage.Unfenced, "v1.37.2", member, sel); err != nil {
 		t.Fatal(err)
 	}
 	stored()

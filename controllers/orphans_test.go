@@ -42,7 +42,7 @@ func TestOrphansSweptAtStart(t *testing.T) {
 	for k := range stored {
 		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Thing",
 			"metadata": map[string]any{"namespace": "web", "name": "left-over", "resourceVersion": "1"}}}
-		if _, err := store.Apply(ctx, k.Cluster, k.GVR, []storage.Change{storage.Upsert(u)}); err != nil {
+		if _, err := store.ForCluster(k.Cluster, storage.Unfenced).Apply(ctx, k.GVR, []storage.Change{storage.Upsert(u)}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"errors"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,7 +24,7 @@ import (
 // leader's epochs fence it off.
 type owners struct {
 	coord *sharding.Coordinator // nil: unsharded, the leader syncs every cluster
-	store storage.Owner         // nil: unsharded on a storage that does not fence
+	store storage.Owner
 
 	mu     sync.Mutex
 	epochs map[string]int64
@@ -34,11 +33,7 @@ type owners struct {
 // DefaultShardLeaseName prefixes the sharding Leases when no name is given.
 const DefaultShardLeaseName = "panorama-controller-manager"
 
-func (o *owners) setup(mgr ctrl.Manager, store storage.Interface, opts sharding.Options, onChange func(context.Context, int)) error {
-	owner, ok := store.(storage.Owner)
-	if !ok {
-		return errors.New("sharding needs a storage that fences writes by owner epoch")
-	}
+func (o *owners) setup(mgr ctrl.Manager, store storage.Owner, opts sharding.Options, onChange func(context.Context, int)) error {
 	if opts.Name == "" {
 		opts.Name = DefaultShardLeaseName
 	}
@@ -53,32 +48,26 @@ func (o *owners) setup(mgr ctrl.Manager, store storage.Interface, opts sharding.
 	if err != nil {
 		return err
 	}
-	o.coord, o.store, o.epochs = coord, owner, map[string]int64{}
+	o.coord, o.store, o.epochs = coord, store, map[string]int64{}
 	return mgr.Add(coord)
 }
 
-// setupUnsharded fences the leader's writes, when storage can: the
-// reconciler runs only on the leader, which takes each cluster over at its
-// first reconcile, and a lost lease ends the manager, so its epochs are
-// taken anew by the next leader.
-func (o *owners) setupUnsharded(store storage.Interface) {
-	if owner, ok := store.(storage.Owner); ok {
-		o.store, o.epochs = owner, map[string]int64{}
-	}
+// setupUnsharded fences the leader's writes: the reconciler runs only on
+// the leader, which takes each cluster over at its first reconcile, and a
+// lost lease ends the manager, so its epochs are taken anew by the next
+// leader.
+func (o *owners) setupUnsharded(store storage.Owner) {
+	o.store, o.epochs = store, map[string]int64{}
 }
 
 func (o *owners) sharded() bool { return o.coord != nil }
 
 // epoch returns this replica's owner epoch of cluster, taking ownership in
 // storage the first time since it came to hold the cluster's shard (or
-// became the leader); owned is false when it does not hold it. Epoch 0 is
-// no fence, on a storage that has none.
+// became the leader); owned is false when it does not hold it.
 func (o *owners) epoch(ctx context.Context, cluster string) (epoch int64, owned bool, err error) {
 	if o.sharded() && !o.coord.Owns(cluster) {
 		return 0, false, nil
-	}
-	if o.store == nil {
-		return 0, true, nil
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -99,9 +88,6 @@ func (o *owners) epoch(ctx context.Context, cluster string) (epoch int64, owned 
 
 // forget drops cluster's epoch: syncing it again takes ownership anew.
 func (o *owners) forget(cluster string) {
-	if o.store == nil {
-		return
-	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if _, ok := o.epochs[cluster]; ok {

@@ -12,7 +12,7 @@ import (
 )
 
 // secretDataDrops has storage drop the contents of a cluster's Secrets
-// from everything it keeps of them (storage.Interface.DropSecretData)
+// from everything it keeps of them (storage.ClusterWriter.DropSecretData)
 // whenever the Cluster does not keep them: secretData is Drop, or its
 // selection, known in full, has no Secrets. The pool removes and syncs
 // afresh the Secrets of a Cluster whose secretData changes while it runs,
@@ -52,10 +52,9 @@ func (d *secretDataDrops) resolved(cluster string, sel synchronizer.Selection) {
 	}
 }
 
-// drop has storage drop c's Secret data unless c keeps it or that was
-// done with ctx's owner epoch and not kept since.
-func (d *secretDataDrops) drop(ctx context.Context, store storage.Interface, c *clusterv1alpha1.Cluster) error {
-	epoch := storage.EpochFrom(ctx)
+// drop has storage drop c's Secret data, under the owner epoch epoch,
+// unless c keeps it or that was done with that epoch and not kept since.
+func (d *secretDataDrops) drop(ctx context.Context, store storage.Interface, c *clusterv1alpha1.Cluster, epoch int64) error {
 	d.mu.Lock()
 	keep := c.Spec.SecretData == clusterv1alpha1.SecretDataKeep && !d.deselected[c.Name]
 	last, done := d.dropped[c.Name]
@@ -66,7 +65,7 @@ func (d *secretDataDrops) drop(ctx context.Context, store storage.Interface, c *
 	if keep || (done && last == epoch) {
 		return nil
 	}
-	if err := store.DropSecretData(ctx, c.Name); err != nil {
+	if err := store.ForCluster(c.Name, epoch).DropSecretData(ctx); err != nil {
 		return fmt.Errorf("dropping the Secrets' data from storage: %w", err)
 	}
 	d.mu.Lock()

@@ -137,7 +137,7 @@ func TestShardedSync(t *testing.T) {
 		t.Logf("failover of a replica cut off from the host: %v (lease duration %v)", time.Since(start).Round(100*time.Millisecond), shardTimings.LeaseDuration)
 		// Taking over fenced the old owner off: its epoch writes nothing now.
 		for name, epoch := range epochs {
-			_, err := check.Apply(storage.WithEpoch(context.Background(), epoch), name, podsGVR, []storage.Change{storage.Delete("app", "p-0")})
+			_, err := check.ForCluster(name, epoch).Apply(context.Background(), podsGVR, []storage.Change{storage.Delete("app", "p-0")})
 			if !storage.IsFenced(err) {
 				t.Fatalf("a write of %s at r2's epoch %d: %v, want fenced", name, epoch, err)
 			}
@@ -301,15 +301,27 @@ type recordingStore struct {
 	log     *writeLog
 }
 
-func (s *recordingStore) Apply(ctx context.Context, cluster string, gvr schema.GroupVersionResource, changes []storage.Change) (int64, error) {
-	rev, err := s.Store.Apply(ctx, cluster, gvr, changes)
-	s.log.add(write{replica: s.replica, cluster: cluster, epoch: storage.EpochFrom(ctx), rev: rev}, err)
+// ForCluster records the writes of the cluster writer it returns.
+func (s *recordingStore) ForCluster(cluster string, epoch int64) storage.ClusterWriter {
+	return &recordingWriter{ClusterWriter: s.Store.ForCluster(cluster, epoch), store: s, cluster: cluster, epoch: epoch}
+}
+
+type recordingWriter struct {
+	storage.ClusterWriter
+	store   *recordingStore
+	cluster string
+	epoch   int64
+}
+
+func (w *recordingWriter) Apply(ctx context.Context, gvr schema.GroupVersionResource, changes []storage.Change) (int64, error) {
+	rev, err := w.ClusterWriter.Apply(ctx, gvr, changes)
+	w.store.log.add(write{replica: w.store.replica, cluster: w.cluster, epoch: w.epoch, rev: rev}, err)
 	return rev, err
 }
 
-func (s *recordingStore) DeleteResource(ctx context.Context, cluster string, gvr schema.GroupVersionResource) (int64, error) {
-	rev, err := s.Store.DeleteResource(ctx, cluster, gvr)
-	s.log.add(write{replica: s.replica, cluster: cluster, epoch: storage.EpochFrom(ctx), rev: rev}, err)
+func (w *recordingWriter) DeleteResource(ctx context.Context, gvr schema.GroupVersionResource) (int64, error) {
+	rev, err := w.ClusterWriter.DeleteResource(ctx, gvr)
+	w.store.log.add(write{replica: w.store.replica, cluster: w.cluster, epoch: w.epoch, rev: rev}, err)
 	return rev, err
 }
 

@@ -23,7 +23,7 @@ func TestCompactor(t *testing.T) {
 	write := func(i int) int64 {
 		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Pod",
 			"metadata": map[string]any{"name": fmt.Sprint("p", i), "namespace": "ns", "resourceVersion": "1"}}}
-		rev, err := s.Apply(ctx, "east", pods, []storage.Change{storage.Upsert(u)})
+		rev, err := s.ForCluster("east", storage.Unfenced).Apply(ctx, pods, []storage.Change{storage.Upsert(u)})
 		if err != nil {
 			t.Fatal(err)
 		}

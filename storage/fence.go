@@ -11,14 +11,14 @@ import (
 // that lost its lease (paused, partitioned from the host) may still have a
 // write on its way to the database. So storage keeps, per cluster, the
 // epoch of its current owner: a replica takes ownership with Own, which
-// moves the epoch on, and writes with WithEpoch; a write carrying any other
-// epoch than the cluster's current one is refused, checked in the write's
-// transaction, so from the moment a new owner has its epoch no write of the
-// old one commits. A sweep of orphans fences its deletes the same way
+// moves the epoch on, and writes through Writer.ForCluster with that
+// epoch; a write carrying any other epoch than the cluster's current one
+// is refused, checked in the write's transaction, so from the moment a new
+// owner has its epoch no write of the old one commits. A sweep of orphans fences its deletes the same way
 // (DeleteOrphans), with the epochs it read (Epochs) before it listed the
 // clusters that exist: a cluster taken over since is not its to delete.
 
-// Owner is implemented by stores that fence writes by owner epoch.
+// Owner hands out the owner epochs that fence writes (part of Maintainer).
 type Owner interface {
 	// Own makes the caller the cluster's owner and returns its epoch, above
 	// every epoch given before for that cluster. Writes to the cluster made
@@ -29,25 +29,16 @@ type Owner interface {
 	Epochs(ctx context.Context) (map[string]int64, error)
 }
 
-// NeverOwned is the epoch of a cluster no one has taken over yet: a write
-// carrying it (WithEpoch) is made only while none has. Own's epochs are
-// above 0, and 0 is no epoch at all: writes that carry none are not fenced.
-const NeverOwned int64 = -1
-
-type epochKey struct{}
-
-// WithEpoch makes the cluster writes (Apply, DeleteResource) made with ctx
-// fenced: they succeed only while epoch is their cluster's current owner
-// epoch. Writes without one are not fenced.
-func WithEpoch(ctx context.Context, epoch int64) context.Context {
-	return context.WithValue(ctx, epochKey{}, epoch)
-}
-
-// EpochFrom returns the owner epoch WithEpoch gave ctx, 0 when none.
-func EpochFrom(ctx context.Context) int64 {
-	e, _ := ctx.Value(epochKey{}).(int64)
-	return e
-}
+// Owner epochs a write can carry besides Own's, which are above 0.
+const (
+	// NeverOwned is the epoch of a cluster no one has taken over yet: a
+	// write carrying it is made only while none has.
+	NeverOwned int64 = -1
+	// Unfenced is no epoch at all: a write carrying it is never refused.
+	// It is for writes no owner makes: storage's own (taking ownership,
+	// declaring fields) and tests'.
+	Unfenced int64 = 0
+)
 
 // FencedError says a write was refused, nothing of it written, because its
 // owner epoch is not the cluster's current one: another owner took the

@@ -160,36 +160,49 @@ type Log interface {
 	Follow(ctx context.Context, from int64, probe time.Duration, wake func(revision int64))
 }
 
-// Writer writes what member clusters hold.
+// Writer writes what member clusters hold, each cluster's under the epoch
+// of its owner (fence.go).
 type Writer interface {
-	// Apply writes a batch of changes to one resource of one cluster in one
-	// transaction. Upserts whose member resourceVersion equals the stored one,
-	// and deletes of absent objects, are skipped; so are upserts and deletes
+	// ForCluster returns the writer of cluster's objects under the owner
+	// epoch epoch: its writes succeed only while epoch is the cluster's
+	// current one (NeverOwned: while no one has taken the cluster over),
+	// and fail with a FencedError, nothing of them written, from then on.
+	// Unfenced writes are never refused.
+	ForCluster(cluster string, epoch int64) ClusterWriter
+}
+
+// ClusterWriter writes one cluster's objects under one owner epoch
+// (Writer.ForCluster).
+type ClusterWriter interface {
+	// Apply writes a batch of changes to one resource in one transaction.
+	// Upserts whose member resourceVersion equals the stored one, and
+	// deletes of absent objects, are skipped; so are upserts and deletes
 	// older than the stored object, when both member resourceVersions are
 	// integers (as kube's are), since the member never goes back in time.
 	// Objects storage cannot hold are left out and named by an
 	// InvalidObjectError, returned with the revision after the rest of the
-	// batch. It returns the revision after the batch.
-	Apply(ctx context.Context, cluster string, gvr schema.GroupVersionResource, changes []Change) (int64, error)
-	// DeleteResource removes every object of one resource of one cluster;
-	// gvr zero removes every resource of the cluster. Each removal is logged.
-	DeleteResource(ctx context.Context, cluster string, gvr schema.GroupVersionResource) (int64, error)
+	// batch. It returns the revision after the batch. The caller's changes
+	// and their objects are left as they were.
+	Apply(ctx context.Context, gvr schema.GroupVersionResource, changes []Change) (int64, error)
+	// DeleteResource removes every object of one resource; gvr zero
+	// removes every resource of the cluster. Each removal is logged.
+	DeleteResource(ctx context.Context, gvr schema.GroupVersionResource) (int64, error)
 	// DropSecretData removes the contents of the cluster's core/v1
 	// Secrets (StripSecretData) from every state stored of them: a current
 	// object that holds some is written again without, as a change that
 	// watches see, and the log's and the history's states are rewritten
 	// in place. It goes over what was written since its last call for
 	// the cluster, so that calling it again costs little and finishes
-	// what a call that failed left. Fenced as writes are (WithEpoch).
-	DropSecretData(ctx context.Context, cluster string) error
+	// what a call that failed left.
+	DropSecretData(ctx context.Context) error
 	// ForgetCluster drops the history of the cluster's objects up to now,
 	// which ObjectHistory and lists with History then never read, and the
 	// Secret contents of its log: what is left of a deleted Cluster, once
 	// DeleteResource removed its objects, so that one created again under
 	// its name has none of it. The log's entries stay until compacted, for
 	// watches to see the deletions, and compaction keeps none of them as
-	// history. Fenced as writes are (WithEpoch).
-	ForgetCluster(ctx context.Context, cluster string) error
+	// history.
+	ForgetCluster(ctx context.Context) error
 }
 
 // Maintainer keeps the store: who owns which cluster, what the log and the
@@ -217,9 +230,9 @@ type Maintainer interface {
 	// in keep: what is left of resources deselected, or clusters deleted,
 	// while no synchronizer ran. A pair with a zero GVR keeps every resource
 	// of its cluster. Each removal is logged. The removals of a cluster are
-	// fenced (WithEpoch) by its epoch in epochs, NeverOwned when absent
-	// from it, 0 not at all; those of a cluster fenced off are skipped:
-	// it was taken over since the caller judged it orphaned.
+	// fenced by its epoch in epochs (Writer.ForCluster), NeverOwned when
+	// absent from it, Unfenced not at all; those of a cluster fenced off
+	// are skipped: it was taken over since the caller judged it orphaned.
 	DeleteOrphans(ctx context.Context, keep []ClusterResource, epochs map[string]int64) (int64, error)
 	Close() error
 }

@@ -66,7 +66,7 @@ func writeCounted(t *testing.T, s storage.Interface, rng *rand.Rand, round int, 
 	var rev int64
 	for cluster, changes := range byCluster {
 		var err error
-		if rev, err = s.Apply(context.Background(), cluster, pods, changes); err != nil {
+		if rev, err = s.ForCluster(cluster, storage.Unfenced).Apply(context.Background(), pods, changes); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -284,7 +284,7 @@ func TestCountsWhileWriting(t *testing.T) {
 		for i := range 50 {
 			changes = append(changes, countedPod(rng, i+50*(round%4), round))
 		}
-		rev, err := s.Apply(ctx, "east", pods, changes)
+		rev, err := s.ForCluster("east", storage.Unfenced).Apply(ctx, pods, changes)
 		if err != nil {
 			t.Fatal(err)
 		}

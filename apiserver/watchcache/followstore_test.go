@@ -90,11 +90,11 @@ func TestDroppedSecretDataLeavesTheCache(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
 		s := b.Open(t)
 		ctx := context.Background()
-		first, err := s.Apply(ctx, "east", storage.SecretsResource, []storage.Change{secret("db", "1", "back")})
+		first, err := s.ForCluster("east", storage.Unfenced).Apply(ctx, storage.SecretsResource, []storage.Change{secret("db", "1", "back")})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Apply(ctx, "east", storage.SecretsResource, []storage.Change{secret("db", "2", "front")}); err != nil {
+		if _, err := s.ForCluster("east", storage.Unfenced).Apply(ctx, storage.SecretsResource, []storage.Change{secret("db", "2", "front")}); err != nil {
 			t.Fatal(err)
 		}
 		c := run(t, s, watchcache.Options{PollInterval: 50 * time.Millisecond})
@@ -109,7 +109,7 @@ func TestDroppedSecretDataLeavesTheCache(t *testing.T) {
 		}
 		expect(t, next(t, w, 1), "ADDED db")
 
-		if err := s.DropSecretData(ctx, "east"); err != nil {
+		if err := s.ForCluster("east", storage.Unfenced).DropSecretData(ctx); err != nil {
 			t.Fatal(err)
 		}
 		// Its events may hold what was current when they were sent; it
@@ -139,7 +139,7 @@ func TestFieldDeclarationKeepsOtherWatches(t *testing.T) {
 		s := b.Open(t)
 		ctx := context.Background()
 		apply(t, s, pod("a", "1", "web"))
-		if _, err := s.Apply(ctx, "east", deployments, []storage.Change{scaled("one", "1", 1), scaled("three", "1", 3)}); err != nil {
+		if _, err := s.ForCluster("east", storage.Unfenced).Apply(ctx, deployments, []storage.Change{scaled("one", "1", 1), scaled("three", "1", 3)}); err != nil {
 			t.Fatal(err)
 		}
 		c := run(t, s, watchcache.Options{PollInterval: 50 * time.Millisecond})

@@ -36,7 +36,7 @@ func benchmarkCachedObjectMemory(b *testing.B, s storage.Interface) {
 			for j := i; j < i+batch; j++ {
 				changes = append(changes, storage.Upsert(storagetest.RealisticPod(rng, j, round)))
 			}
-			if _, err := s.Apply(ctx, "east", pods, changes); err != nil {
+			if _, err := s.ForCluster("east", storage.Unfenced).Apply(ctx, pods, changes); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -88,7 +88,7 @@ func TestLoadDoesNotStallOthers(t *testing.T) {
 	base := storagetest.Backends()[0].Open(t)
 	s := &blockingStore{Interface: base, gvr: deployments, entered: make(chan struct{}, 1), release: make(chan struct{})}
 	apply(t, s, pod("a", "1", "web"))
-	if _, err := s.Apply(context.Background(), "east", deployments, []storage.Change{deployment("d1", "1")}); err != nil {
+	if _, err := s.ForCluster("east", storage.Unfenced).Apply(context.Background(), deployments, []storage.Change{deployment("d1", "1")}); err != nil {
 		t.Fatal(err)
 	}
 	c := run(t, s, watchcache.Options{PollInterval: 50 * time.Millisecond})
@@ -134,7 +134,7 @@ func TestLoadDoesNotStallOthers(t *testing.T) {
 	w2.Stop()
 
 	// Changes of the deployments made during the load are caught up.
-	rev, err := s.Apply(ctx, "east", deployments, []storage.Change{deployment("d2", "1")})
+	rev, err := s.ForCluster("east", storage.Unfenced).Apply(ctx, deployments, []storage.Change{deployment("d2", "1")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestLoadDoesNotStallOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dw.Stop()
-	if _, err := s.Apply(ctx, "east", deployments, []storage.Change{storage.Delete("ns", "d1")}); err != nil {
+	if _, err := s.ForCluster("east", storage.Unfenced).Apply(ctx, deployments, []storage.Change{storage.Delete("ns", "d1")}); err != nil {
 		t.Fatal(err)
 	}
 	expect(t, next(t, dw, 1), "DELETED d1")

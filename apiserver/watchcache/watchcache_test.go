@@ -26,7 +26,7 @@ func pod(name, rv, app string) storage.Change {
 
 func apply(t *testing.T, s storage.Interface, changes ...storage.Change) int64 {
 	t.Helper()
-	rev, err := s.Apply(context.Background(), "east", pods, changes)
+	rev, err := s.ForCluster("east", storage.Unfenced).Apply(context.Background(), pods, changes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func TestWatchCache(t *testing.T) {
 	// A change of another resource moves the revision: a bookmark tells the
 	// watcher, so that it resumes after it.
 	other := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
-	if _, err := s.Apply(ctx, "east", other, []storage.Change{pod("dep", "1", "web")}); err != nil {
+	if _, err := s.ForCluster("east", storage.Unfenced).Apply(ctx, other, []storage.Change{pod("dep", "1", "web")}); err != nil {
 		t.Fatal(err)
 	}
 	expect(t, next(t, w, 1), "BOOKMARK 9")

@@ -67,7 +67,7 @@ func TestExpiredOnArrival(t *testing.T) {
 		{kept, "fresh delete:old"},
 		{coreEvents, "old fresh old"},
 	} {
-		s := New("east", c.res, nil, nil, Options{}, func() {})
+		s := New("east", storage.Unfenced, c.res, nil, nil, Options{}, func() {})
 		s.ctx = context.Background()
 		sink := (*reflectorSink)(s)
 		for _, err := range []error{sink.Add(old.DeepCopy()), sink.Add(fresh.DeepCopy()), sink.Update(old.DeepCopy())} {
@@ -101,14 +101,14 @@ func TestPrune(t *testing.T) {
 		ago := func(d time.Duration) string { return now.Add(-d).Format(time.RFC3339) }
 		res := eventsV1
 		res.EventRetention = 10 * time.Minute
-		s := New("east", res, nil, store, Options{PageSize: 2}, func() {})
+		s := New("east", storage.Unfenced, res, nil, store, Options{PageSize: 2}, func() {})
 		write := func(cluster string, us ...*unstructured.Unstructured) {
 			t.Helper()
 			var changes []storage.Change
 			for _, u := range us {
 				changes = append(changes, storage.Upsert(u))
 			}
-			if _, err := store.Apply(ctx, cluster, res.GVR, changes); err != nil {
+			if _, err := store.ForCluster(cluster, storage.Unfenced).Apply(ctx, res.GVR, changes); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -199,7 +199,12 @@ func (s *turnsStore) heldOf(resource string) int {
 	return s.held[resource]
 }
 
-func (s *turnsStore) Apply(ctx context.Context, cluster string, gvr schema.GroupVersionResource, changes []storage.Change) (int64, error) {
+// ForCluster writes through s's Apply.
+func (s *turnsStore) ForCluster(cluster string, epoch int64) storage.ClusterWriter {
+	return storagetest.HookApply(s.Interface.ForCluster(cluster, epoch), s.apply)
+}
+
+func (s *turnsStore) apply(ctx context.Context, gvr schema.GroupVersionResource, changes []storage.Change, next storagetest.ApplyFunc) (int64, error) {
 	s.mu.Lock()
 	gate := s.gate
 	if gate != nil {
@@ -213,7 +218,7 @@ func (s *turnsStore) Apply(ctx context.Context, cluster string, gvr schema.Group
 			return 0, ctx.Err()
 		}
 	}
-	rev, err := s.Interface.Apply(ctx, cluster, gvr, changes)
+	rev, err := next(ctx, gvr, changes)
 	s.mu.Lock()
 	s.done = append(s.done, gvr.Resource)
 	s.mu.Unlock()
@@ -234,7 +239,7 @@ func TestEventFloodTakesTurns(t *testing.T) {
 	const batch = 20
 	p := NewPool(store, Options{BatchSize: batch, MaxPending: 10 * batch}, func(string) {})
 	t.Cleanup(p.StopAll)
-	if err := p.Ensure(context.Background(), "east", "id", m.dyn, Selection{Resources: []Resource{coreEvents, configMaps}}); err != nil {
+	if err := p.Ensure(context.Background(), "east", "id", storage.Unfenced, m.dyn, Selection{Resources: []Resource{coreEvents, configMaps}}); err != nil {
 		t.Fatal(err)
 	}
 	synced := func(gvr schema.GroupVersionResource) func() error {
@@ -315,7 +320,7 @@ func TestRetentionChangeKeepsEvents(t *testing.T) {
 		t.Helper()
 		res := coreEvents
 		res.EventRetention = retention
-		if err := p.Ensure(context.Background(), "east", "id", m.dyn, Selection{Resources: []Resource{res}}); err != nil {
+		if err := p.Ensure(context.Background(), "east", "id", storage.Unfenced, m.dyn, Selection{Resources: []Resource{res}}); err != nil {
 			t.Fatal(err)
 		}
 		s := p.synchronizer("east", coreEvents.GVR)

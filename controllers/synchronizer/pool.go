@@ -46,8 +46,8 @@ type clusterSyncs struct {
 	// of the cluster that storage should hold.
 	resolved bool
 
-	// epoch is the owner epoch the synchronizers write with (storage.WithEpoch):
-	// a change restarts everything too.
+	// epoch is the owner epoch the synchronizers write with
+	// (storage.Writer.ForCluster): a change restarts everything too.
 	epoch int64
 }
 
@@ -78,11 +78,11 @@ func NewPool(store storage.Interface, opts Options, onChange func(cluster string
 // it starts the missing ones, and stops the ones no longer wanted (unless
 // the selection is partial) and removes their objects from storage.
 // configID identifies the connection; when it changes every synchronizer
-// restarts (their objects stay), as when the owner epoch ctx carries
-// (storage.WithEpoch), which the synchronizers write with, does. A synchronizer is always stopped, its last
+// restarts (their objects stay), as when the owner epoch, which the
+// synchronizers write with, does. A synchronizer is always stopped, its last
 // storage call returned, before the one replacing it starts: a late write of
 // the old one could otherwise bring back an object the new one deleted.
-func (p *Pool) Ensure(ctx context.Context, cluster, configID string, client dynamic.Interface, sel Selection) error {
+func (p *Pool) Ensure(ctx context.Context, cluster, configID string, epoch int64, client dynamic.Interface, sel Selection) error {
 	p.sweeping.RLock()
 	defer p.sweeping.RUnlock()
 	p.mu.Lock()
@@ -97,7 +97,6 @@ func (p *Pool) Ensure(ctx context.Context, cluster, configID string, client dyna
 		p.clusters[cluster] = cs
 	}
 	var restart []*running
-	epoch := storage.EpochFrom(ctx)
 	if cs.config != configID || cs.epoch != epoch {
 		for gvr, r := range cs.syncs {
 			restart = append(restart, r)
@@ -137,7 +136,7 @@ func (p *Pool) Ensure(ctx context.Context, cluster, configID string, client dyna
 	}
 	for _, r := range removed {
 		stop(r)
-		if _, err := p.store.DeleteResource(ctx, cluster, r.resource.GVR); err != nil {
+		if _, err := p.store.ForCluster(cluster, epoch).DeleteResource(ctx, r.resource.GVR); err != nil {
 			return fmt.Errorf("removing %s of %s: %w", r.resource.GVR, cluster, err)
 		}
 		log.FromContext(ctx).Info("stopped syncing", "cluster", cluster, "resource", r.resource.GVR.String())
@@ -165,9 +164,9 @@ func (p *Pool) Ensure(ctx context.Context, cluster, configID string, client dyna
 }
 
 func (p *Pool) start(cluster string, res Resource, client dynamic.Interface, epoch int64) *running {
-	ctx, cancel := context.WithCancel(storage.WithEpoch(log.IntoContext(context.Background(), p.logger), epoch))
+	ctx, cancel := context.WithCancel(log.IntoContext(context.Background(), p.logger))
 	r := &running{
-		sync:     New(cluster, res, client, p.store, p.opts, func() { p.onChange(cluster) }),
+		sync:     New(cluster, epoch, res, client, p.store, p.opts, func() { p.onChange(cluster) }),
 		resource: res, cancel: cancel, done: make(chan struct{}),
 	}
 	go func() {
@@ -278,12 +277,9 @@ func (p *Pool) SweepOrphans(ctx context.Context, clusters func(context.Context) 
 func (p *Pool) sweep(ctx context.Context, clusters func(context.Context) ([]string, error)) error {
 	p.sweeping.Lock()
 	defer p.sweeping.Unlock()
-	epochs := map[string]int64{}
-	if owner, ok := p.store.(storage.Owner); ok {
-		var err error
-		if epochs, err = owner.Epochs(ctx); err != nil {
-			return fmt.Errorf("reading owner epochs: %w", err)
-		}
+	epochs, err := p.store.Epochs(ctx)
+	if err != nil {
+		return fmt.Errorf("reading owner epochs: %w", err)
 	}
 	names, err := clusters(ctx)
 	if err != nil {

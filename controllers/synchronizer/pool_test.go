@@ -117,7 +117,12 @@ func (s *stallingStore) heldCount() int {
 	return s.held
 }
 
-func (s *stallingStore) Apply(ctx context.Context, cluster string, gvr schema.GroupVersionResource, changes []storage.Change) (int64, error) {
+// ForCluster writes through s's Apply.
+func (s *stallingStore) ForCluster(cluster string, epoch int64) storage.ClusterWriter {
+	return storagetest.HookApply(s.Interface.ForCluster(cluster, epoch), s.apply)
+}
+
+func (s *stallingStore) apply(ctx context.Context, gvr schema.GroupVersionResource, changes []storage.Change, next storagetest.ApplyFunc) (int64, error) {
 	n := s.record(fmt.Sprintf("apply %d", len(changes)))
 	defer s.record(fmt.Sprintf("end %d", n))
 	s.mu.Lock()
@@ -145,7 +150,7 @@ func (s *stallingStore) Apply(ctx context.Context, cluster string, gvr schema.Gr
 			return 0, err
 		}
 	}
-	return s.Interface.Apply(ctx, cluster, gvr, changes)
+	return next(ctx, gvr, changes)
 }
 
 func (s *stallingStore) MemberVersions(ctx context.Context, cluster string, gvr schema.GroupVersionResource) (map[storage.NamespacedName]string, error) {
@@ -243,7 +248,7 @@ func TestStopWhileStorageStalls(t *testing.T) {
 		opts := Options{BatchSize: 1, MaxPending: 2, FlushInterval: 10 * time.Millisecond}
 		p := NewPool(store, opts, func(string) {})
 		t.Cleanup(p.StopAll)
-		if err := p.Ensure(ctx, "east", "id", m.dyn, sel); err != nil {
+		if err := p.Ensure(ctx, "east", "id", storage.Unfenced, m.dyn, sel); err != nil {
 			t.Fatal(err)
 		}
 		waitConverged(t, store, "east", m)
@@ -265,7 +270,7 @@ func TestStopWhileStorageStalls(t *testing.T) {
 		store := newStallingStore(t)
 		p := NewPool(store, Options{}, func(string) {})
 		store.hold(false)
-		if err := p.Ensure(ctx, "east", "id", m.dyn, sel); err != nil {
+		if err := p.Ensure(ctx, "east", "id", storage.Unfenced, m.dyn, sel); err != nil {
 			t.Fatal(err)
 		}
 		testenv.Eventually(t, time.Minute, func() error {
@@ -275,7 +280,7 @@ func TestStopWhileStorageStalls(t *testing.T) {
 			return nil
 		})
 		returnsPromptly(t, "a restart (Ensure with a new connection)", func() {
-			if err := p.Ensure(ctx, "east", "rotated", m.dyn, sel); err != nil {
+			if err := p.Ensure(ctx, "east", "rotated", storage.Unfenced, m.dyn, sel); err != nil {
 				t.Error(err)
 			}
 		})
@@ -328,7 +333,7 @@ func syncConfigMaps(t *testing.T, store storage.Interface, m *member) *Pool {
 // ensureConfigMaps has p sync m's config maps as cluster east, reached
 // with the credentials identity names.
 func ensureConfigMaps(p *Pool, m *member, identity string) error {
-	return p.Ensure(context.Background(), "east", identity, m.dyn, Selection{Resources: []Resource{configMaps}})
+	return p.Ensure(context.Background(), "east", identity, storage.Unfenced, m.dyn, Selection{Resources: []Resource{configMaps}})
 }
 
 // restartWhileWriting restarts the synchronizer of p's cluster east while
@@ -374,7 +379,7 @@ func TestSweepOrphans(t *testing.T) {
 	ctx := context.Background()
 	pods := schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 	for _, cluster := range []string{"east", "partial", "paused", "gone"} {
-		if _, err := store.Apply(ctx, cluster, pods, []storage.Change{storage.Upsert(object("Pod", "p"))}); err != nil {
+		if _, err := store.ForCluster(cluster, storage.Unfenced).Apply(ctx, pods, []storage.Change{storage.Upsert(object("Pod", "p"))}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -384,7 +389,7 @@ func TestSweepOrphans(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, cluster := range []string{"east", "gone"} {
-		if _, err := store.Apply(ctx, cluster, storage.OpenAPIResource, []storage.Change{storage.Upsert(openAPIIndex.DeepCopy())}); err != nil {
+		if _, err := store.ForCluster(cluster, storage.Unfenced).Apply(ctx, storage.OpenAPIResource, []storage.Change{storage.Upsert(openAPIIndex.DeepCopy())}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -397,7 +402,7 @@ func TestSweepOrphans(t *testing.T) {
 		"partial": {Resources: []Resource{configMaps}, Partial: true},
 	} {
 		wg.Go(func() {
-			if err := p.Ensure(ctx, cluster, "id", m.dyn, sel); err != nil {
+			if err := p.Ensure(ctx, cluster, "id", storage.Unfenced, m.dyn, sel); err != nil {
 				t.Error(err)
 			}
 		})
@@ -420,7 +425,7 @@ func TestSweepOrphans(t *testing.T) {
 	waitConverged(t, store, "east", m)
 	waitConverged(t, store, "partial", m)
 	// A full selection of "partial" resolves it: its pods are orphans now.
-	if err := p.Ensure(ctx, "partial", "id", m.dyn, Selection{Resources: []Resource{configMaps}}); err != nil {
+	if err := p.Ensure(ctx, "partial", "id", storage.Unfenced, m.dyn, Selection{Resources: []Resource{configMaps}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.sweep(ctx, existing); err != nil {
@@ -446,9 +451,9 @@ func TestSweepFencedOff(t *testing.T) {
 	store, other := storagetest.OpenStore(t, opts), storagetest.OpenStore(t, opts)
 	ctx := context.Background()
 	pods := schema.GroupVersionResource{Version: "v1", Resource: "pods"}
-	put := func(ctx context.Context, cluster string) {
+	put := func(epoch int64, cluster string) {
 		t.Helper()
-		if _, err := other.Apply(ctx, cluster, pods, []storage.Change{storage.Upsert(object("Pod", "p"))}); err != nil {
+		if _, err := other.ForCluster(cluster, epoch).Apply(ctx, pods, []storage.Change{storage.Upsert(object("Pod", "p"))}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -457,12 +462,12 @@ func TestSweepFencedOff(t *testing.T) {
 	for _, cluster := range []string{"east", "lost", "stale"} {
 		epoch := storagetest.Owned(t, ctx, store, cluster)
 		put(epoch, cluster) // deselected since
-		if err := p.Ensure(epoch, cluster, "id", m.dyn, Selection{Resources: []Resource{configMaps}}); err != nil {
+		if err := p.Ensure(ctx, cluster, "id", epoch, m.dyn, Selection{Resources: []Resource{configMaps}}); err != nil {
 			t.Fatal(err)
 		}
 		waitConverged(t, store, cluster, m)
 	}
-	put(ctx, "gone")
+	put(storage.Unfenced, "gone")
 	put(storagetest.Owned(t, ctx, other, "stale"), "stale")
 	existing := func(context.Context) ([]string, error) {
 		// Taken over, or created, and written by the new owner.
@@ -498,7 +503,7 @@ func TestListStreamsPages(t *testing.T) {
 	const pageSize = 10
 	p := NewPool(store, Options{PageSize: pageSize, BatchSize: 500}, func(string) {})
 	t.Cleanup(p.StopAll)
-	if err := p.Ensure(context.Background(), "east", "id", m.dyn, Selection{Resources: []Resource{configMaps}}); err != nil {
+	if err := p.Ensure(context.Background(), "east", "id", storage.Unfenced, m.dyn, Selection{Resources: []Resource{configMaps}}); err != nil {
 		t.Fatal(err)
 	}
 	waitConverged(t, store, "east", m)
@@ -546,7 +551,7 @@ func TestListGoesOnWhileWriting(t *testing.T) {
 	store.hold(false)
 	p := NewPool(store, Options{PageSize: 10}, func(string) {})
 	t.Cleanup(p.StopAll)
-	if err := p.Ensure(context.Background(), "east", "id", dynamic.NewForConfigOrDie(cfg), Selection{Resources: []Resource{configMaps}}); err != nil {
+	if err := p.Ensure(context.Background(), "east", "id", storage.Unfenced, dynamic.NewForConfigOrDie(cfg), Selection{Resources: []Resource{configMaps}}); err != nil {
 		t.Fatal(err)
 	}
 	// The first page's write is held; the second page waits for it, the
@@ -572,11 +577,16 @@ type failingOnce struct {
 	applies atomic.Int32
 }
 
-func (s *failingOnce) Apply(ctx context.Context, cluster string, gvr schema.GroupVersionResource, changes []storage.Change) (int64, error) {
+// ForCluster writes through s's Apply.
+func (s *failingOnce) ForCluster(cluster string, epoch int64) storage.ClusterWriter {
+	return storagetest.HookApply(s.Interface.ForCluster(cluster, epoch), s.apply)
+}
+
+func (s *failingOnce) apply(ctx context.Context, gvr schema.GroupVersionResource, changes []storage.Change, next storagetest.ApplyFunc) (int64, error) {
 	if s.applies.Add(1) == 2 {
 		return 0, errors.New("connection lost")
 	}
-	return s.Interface.Apply(ctx, cluster, gvr, changes)
+	return next(ctx, gvr, changes)
 }
 
 // TestListWriteFails: a write that fails amid the list ends it, and the
@@ -589,7 +599,7 @@ func TestListWriteFails(t *testing.T) {
 	store := &failingOnce{Interface: storagetest.Backends()[0].Open(t)}
 	p := NewPool(store, Options{PageSize: 10}, func(string) {})
 	t.Cleanup(p.StopAll)
-	if err := p.Ensure(context.Background(), "east", "id", m.dyn, Selection{Resources: []Resource{configMaps}}); err != nil {
+	if err := p.Ensure(context.Background(), "east", "id", storage.Unfenced, m.dyn, Selection{Resources: []Resource{configMaps}}); err != nil {
 		t.Fatal(err)
 	}
 	waitConverged(t, store, "east", m)

@@ -100,7 +100,7 @@ func configMap(name string, n int, random bool) *unstructured.Unstructured {
 // does when it starts, and returns the synchronizer.
 func listInto(t *testing.T, store storage.Interface, m *pagedMember, opts Options) *Synchronizer {
 	t.Helper()
-	s := New("east", configMaps, nil, store, opts, func() {})
+	s := New("east", storage.Unfenced, configMaps, nil, store, opts, func() {})
 	if _, err := s.list(context.Background(), m); err != nil {
 		t.Fatalf("list: %v", err)
 	}
@@ -174,14 +174,19 @@ type refusingStore struct {
 	applies int
 }
 
-func (s *refusingStore) Apply(ctx context.Context, cluster string, gvr schema.GroupVersionResource, changes []storage.Change) (int64, error) {
+// ForCluster writes through s's Apply.
+func (s *refusingStore) ForCluster(cluster string, epoch int64) storage.ClusterWriter {
+	return storagetest.HookApply(s.Interface.ForCluster(cluster, epoch), s.apply)
+}
+
+func (s *refusingStore) apply(ctx context.Context, gvr schema.GroupVersionResource, changes []storage.Change, next storagetest.ApplyFunc) (int64, error) {
 	s.applies++
 	for _, c := range changes {
 		if strings.HasPrefix(c.Name, "poison") {
 			return 0, storage.Invalid("object", "the database refused a value as too large")
 		}
 	}
-	return s.Interface.Apply(ctx, cluster, gvr, changes)
+	return next(ctx, gvr, changes)
 }
 
 // TestBatchRefusedWholeIsWrittenInHalves: a batch storage refuses whole is
@@ -190,7 +195,7 @@ func (s *refusingStore) Apply(ctx context.Context, cluster string, gvr schema.Gr
 // rewritten with storage's revision.
 func TestBatchRefusedWholeIsWrittenInHalves(t *testing.T) {
 	store := &refusingStore{Interface: storagetest.Backends()[0].Open(t)}
-	s := New("east", configMaps, nil, store, Options{}, func() {})
+	s := New("east", storage.Unfenced, configMaps, nil, store, Options{}, func() {})
 	var batch []pendingChange
 	for i := range 16 {
 		name := fmt.Sprintf("cm-%02d", i)
@@ -256,17 +261,22 @@ type batchSizes struct {
 	sizes []int
 }
 
-func (s *batchSizes) Apply(ctx context.Context, cluster string, gvr schema.GroupVersionResource, changes []storage.Change) (int64, error) {
+// ForCluster writes through s's Apply.
+func (s *batchSizes) ForCluster(cluster string, epoch int64) storage.ClusterWriter {
+	return storagetest.HookApply(s.Interface.ForCluster(cluster, epoch), s.apply)
+}
+
+func (s *batchSizes) apply(ctx context.Context, gvr schema.GroupVersionResource, changes []storage.Change, next storagetest.ApplyFunc) (int64, error) {
 	s.mu.Lock()
 	s.sizes = append(s.sizes, len(changes))
 	s.mu.Unlock()
-	return s.Interface.Apply(ctx, cluster, gvr, changes)
+	return next(ctx, gvr, changes)
 }
 
 // TestPendingBoundedInBytes: the watch is held once pendingBytes of
 // objects wait for storage, however few they are.
 func TestPendingBoundedInBytes(t *testing.T) {
-	s := New("east", configMaps, nil, nil, Options{}, func() {})
+	s := New("east", storage.Unfenced, configMaps, nil, nil, Options{}, func() {})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // an enqueue that waits returns at once
 	s.ctx = ctx

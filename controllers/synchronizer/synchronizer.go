@@ -118,7 +118,10 @@ type Status struct {
 
 // Synchronizer syncs one Resource of one cluster.
 type Synchronizer struct {
-	cluster  string
+	cluster string
+	// epoch is the owner epoch the cluster's writes are fenced by
+	// (storage.Writer.ForCluster).
+	epoch    int64
 	resource Resource
 	client   dynamic.Interface
 	store    storage.Interface
@@ -168,11 +171,12 @@ func batchLen(changes []pendingChange, limit int) int {
 	return n
 }
 
-// New makes a synchronizer; onChange is called when its Status changes.
-func New(cluster string, r Resource, client dynamic.Interface, store storage.Interface, opts Options, onChange func()) *Synchronizer {
+// New makes a synchronizer that writes the cluster under the owner epoch
+// epoch; onChange is called when its Status changes.
+func New(cluster string, epoch int64, r Resource, client dynamic.Interface, store storage.Interface, opts Options, onChange func()) *Synchronizer {
 	opts.defaults()
 	return &Synchronizer{
-		cluster: cluster, resource: r, client: client, store: store, opts: opts, onChange: onChange,
+		cluster: cluster, epoch: epoch, resource: r, client: client, store: store, opts: opts, onChange: onChange,
 		status: Status{State: clusterv1alpha1.SyncStatePending}, wake: make(chan struct{}, 1), written: make(chan struct{}),
 	}
 }
@@ -428,7 +432,7 @@ func (s *Synchronizer) write(ctx context.Context, changes []storage.Change) ([]s
 	if len(changes) == 0 {
 		return nil, nil
 	}
-	_, err := s.store.Apply(ctx, s.cluster, s.resource.GVR, changes)
+	_, err := s.store.ForCluster(s.cluster, s.epoch).Apply(ctx, s.resource.GVR, changes)
 	var some *storage.InvalidObjectError
 	var whole *storage.InvalidError
 	switch {

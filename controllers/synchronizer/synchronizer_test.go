@@ -21,7 +21,7 @@ func TestApplySkipsWhatStorageRefuses(t *testing.T) {
 		t.Run(b.Name, func(t *testing.T) {
 			store := b.Open(t)
 			gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
-			s := New("east", Resource{Resource: storage.Resource{GVR: gvr, Kind: "ConfigMap", Namespaced: true}}, nil, store, Options{}, func() {})
+			s := New("east", storage.Unfenced, Resource{Resource: storage.Resource{GVR: gvr, Kind: "ConfigMap", Namespaced: true}}, nil, store, Options{}, func() {})
 			obj := func(name string, labels map[string]string, data string) pendingChange {
 				u := object("ConfigMap", name)
 				u.Object["data"] = map[string]any{"k": data}
@@ -55,7 +55,7 @@ func TestPoolStopped(t *testing.T) {
 	p := NewPool(store, Options{}, func(string) {})
 	p.StopAll()
 	gvr := schema.GroupVersionResource{Version: "v1", Resource: "pods"}
-	if err := p.Ensure(context.Background(), "east", "id", nil, Selection{Resources: []Resource{{Resource: storage.Resource{GVR: gvr, Kind: "Pod"}}}}); err != ErrStopped {
+	if err := p.Ensure(context.Background(), "east", "id", storage.Unfenced, nil, Selection{Resources: []Resource{{Resource: storage.Resource{GVR: gvr, Kind: "Pod"}}}}); err != ErrStopped {
 		t.Fatalf("Ensure after StopAll: %v", err)
 	}
 	if s := p.Statuses("east"); len(s) != 0 {

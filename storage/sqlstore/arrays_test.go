@@ -28,12 +28,12 @@ func TestRowsAsWritten(t *testing.T) {
 				map[string]any{"name": "b", "image": "busybox"},
 			}, "spec", "containers")
 		})
-		if _, err := s.Apply(ctx, "east", podsGVR, []storage.Change{storage.Upsert(pod.DeepCopy())}); err != nil {
+		if _, err := s.ForCluster("east", storage.Unfenced).Apply(ctx, podsGVR, []storage.Change{storage.Upsert(pod.DeepCopy())}); err != nil {
 			t.Fatal(err)
 		}
 		pod.SetLabels(map[string]string{"app": "wéb"})
 		pod.SetResourceVersion("8")
-		rev, err := s.Apply(ctx, "east", podsGVR, []storage.Change{storage.Upsert(pod)})
+		rev, err := s.ForCluster("east", storage.Unfenced).Apply(ctx, podsGVR, []storage.Change{storage.Upsert(pod)})
 		if err != nil {
 			t.Fatal(err)
 		}

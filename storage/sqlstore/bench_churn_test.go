@@ -102,13 +102,13 @@ func BenchmarkUpdateChurn(b *testing.B) {
 // changes.
 func concurrentWrites(b *testing.B, s *sqlstore.Store, n, flush int, object func(i int, rng *rand.Rand) *unstructured.Unstructured) time.Duration {
 	errs := make(chan error, benchWriters)
-	owned := make([]context.Context, benchWriters)
+	owned := make([]int64, benchWriters)
 	for w := range benchWriters {
 		epoch, err := s.Own(context.Background(), writerCluster(w))
 		if err != nil {
 			b.Fatal(err)
 		}
-		owned[w] = storage.WithEpoch(context.Background(), epoch)
+		owned[w] = epoch
 	}
 	var wg sync.WaitGroup
 	start := time.Now()
@@ -120,7 +120,7 @@ func concurrentWrites(b *testing.B, s *sqlstore.Store, n, flush int, object func
 				for j := i; j < min(i+flush, n); j++ {
 					changes = append(changes, storage.Upsert(object(j, rng)))
 				}
-				if _, err := s.Apply(owned[w], writerCluster(w), podsGVR, changes); err != nil {
+				if _, err := s.ForCluster(writerCluster(w), owned[w]).Apply(context.Background(), podsGVR, changes); err != nil {
 					errs <- err
 					return
 				}

@@ -51,7 +51,7 @@ func BenchmarkBytesPerObject(b *testing.B) {
 					for j := i; j < i+storagetest.BenchBatch; j++ {
 						changes = append(changes, storage.Upsert(storagetest.RealisticPod(rng, j, round)))
 					}
-					if _, err := s.Apply(ctx, storagetest.BenchCluster(i), podsGVR, changes); err != nil {
+					if _, err := s.ForCluster(storagetest.BenchCluster(i), storage.Unfenced).Apply(ctx, podsGVR, changes); err != nil {
 						b.Fatal(err)
 					}
 				}

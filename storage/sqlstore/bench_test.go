@@ -82,7 +82,7 @@ func BenchmarkLatePageAfterChanges(b *testing.B) {
 				for j := block; j < block+storagetest.BenchBatch; j++ {
 					batch = append(batch, storage.Upsert(storagetest.BenchPod(rng, j, fmt.Sprint(2+i))))
 				}
-				if _, err := s.Apply(ctx, storagetest.BenchCluster(block), podsGVR, batch); err != nil {
+				if _, err := s.ForCluster(storagetest.BenchCluster(block), storage.Unfenced).Apply(ctx, podsGVR, batch); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -47,7 +47,7 @@ func BenchmarkConcurrentWriters(b *testing.B) {
 					for i := range storagetest.BenchBatch {
 						changes = append(changes, storage.Upsert(storagetest.BenchPod(rng, i, "1")))
 					}
-					_, err := s.Apply(context.Background(), writerCluster(w), podsGVR, changes)
+					_, err := s.ForCluster(writerCluster(w), storage.Unfenced).Apply(context.Background(), podsGVR, changes)
 					return err
 				}, benchWriters * storagetest.BenchBatch},
 				{"churn, 50 × 40 batches of 5 updates", "churn", func(w int, rng *rand.Rand) error {
@@ -57,7 +57,7 @@ func BenchmarkConcurrentWriters(b *testing.B) {
 							pod := rng.IntN(storagetest.BenchBatch/churnBatch)*churnBatch + i // distinct pods in a batch
 							changes = append(changes, storage.Upsert(storagetest.BenchPod(rng, pod, fmt.Sprint(2+round))))
 						}
-						if _, err := s.Apply(context.Background(), writerCluster(w), podsGVR, changes); err != nil {
+						if _, err := s.ForCluster(writerCluster(w), storage.Unfenced).Apply(context.Background(), podsGVR, changes); err != nil {
 							return err
 						}
 					}

@@ -252,7 +252,7 @@ func costPods(t *testing.T, s *sqlstore.Store, shape func(i int, pod *unstructur
 			}
 			changes = append(changes, storage.Upsert(pod))
 		}
-		if _, err := s.Apply(context.Background(), clusters[(i/batch)%len(clusters)], podsGVR, changes); err != nil {
+		if _, err := s.ForCluster(clusters[(i/batch)%len(clusters)], storage.Unfenced).Apply(context.Background(), podsGVR, changes); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -360,7 +360,7 @@ func TestFleetPageReadsAboutLimitRows(t *testing.T) {
 				created := withCreated(baseTime.Add(time.Duration(i*fleet+c) * time.Second))
 				changes = append(changes, storage.Upsert(object("Pod", "default", fmt.Sprintf("pod-%05d", i), "1", created)))
 			}
-			if _, err := s.Apply(ctx, fmt.Sprintf("fleet-%02d", c), podsGVR, changes); err != nil {
+			if _, err := s.ForCluster(fmt.Sprintf("fleet-%02d", c), storage.Unfenced).Apply(ctx, podsGVR, changes); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -418,7 +418,7 @@ func TestPageCostIndependentOfChangesAfterPin(t *testing.T) {
 						changes = append(changes, storage.Upsert(costPod(i, fmt.Sprint(2+round))))
 					}
 				}
-				if _, err := s.Apply(ctx, cluster, podsGVR, changes); err != nil {
+				if _, err := s.ForCluster(cluster, storage.Unfenced).Apply(ctx, podsGVR, changes); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -462,7 +462,7 @@ func TestWriteReadsOnlyItsKeys(t *testing.T) {
 					for i := range changes {
 						changes[i] = storage.Upsert(object("Pod", fmt.Sprint("ns-", i%namespaces), fmt.Sprint("pod-", i), memberRV))
 					}
-					if _, err := s.Apply(ctx, cluster, podsGVR, changes); err != nil {
+					if _, err := s.ForCluster(cluster, storage.Unfenced).Apply(ctx, podsGVR, changes); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -640,7 +640,7 @@ func TestNamespacePageReadsItsRange(t *testing.T) {
 				for j := i; j < i+500; j++ {
 					changes = append(changes, storage.Upsert(object("Pod", fmt.Sprintf("ns-%02d", j%namespaces), fmt.Sprintf("pod-%05d", j), "1")))
 				}
-				if _, err := s.Apply(ctx, cluster, podsGVR, changes); err != nil {
+				if _, err := s.ForCluster(cluster, storage.Unfenced).Apply(ctx, podsGVR, changes); err != nil {
 					t.Fatal(err)
 				}
 			}

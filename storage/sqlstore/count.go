@@ -11,7 +11,7 @@ import (
 	"github.com/panorama-io/panorama/storage"
 )
 
-// Count implements storage.Interface.
+// Count implements storage.Reader.
 //
 // One GROUP BY statement, in the same read transaction as the revision it
 // reports (the snapshot lists read a page in): writers update the counter

@@ -25,7 +25,7 @@ func TestCountMatchesBruteForce(t *testing.T) {
 		// An empty label value is a group of its own, apart from objects
 		// without the label.
 		empty := object("Pod", "web", "empty-app", "1", func(u *unstructured.Unstructured) { u.SetLabels(map[string]string{"app": ""}) })
-		if _, err := s.Apply(context.Background(), "east", podsGVR, []storage.Change{storage.Upsert(empty)}); err != nil {
+		if _, err := s.ForCluster("east", storage.Unfenced).Apply(context.Background(), podsGVR, []storage.Change{storage.Upsert(empty)}); err != nil {
 			t.Fatal(err)
 		}
 		w.put("east", podsGVR, empty)
@@ -184,7 +184,7 @@ func TestCountUnderConcurrentWrites(t *testing.T) {
 					}
 					changes = append(changes, storage.Upsert(object("Pod", "web", name, fmt.Sprint(i*10+j+2), withLabels(wrng), withPodFields(wrng))))
 				}
-				if _, err := s.Apply(ctx, clusters[i%len(clusters)], podsGVR, changes); err != nil && ctx.Err() == nil {
+				if _, err := s.ForCluster(clusters[i%len(clusters)], storage.Unfenced).Apply(ctx, podsGVR, changes); err != nil && ctx.Err() == nil {
 					writer <- err
 					return
 				}

@@ -53,7 +53,7 @@ func TestEventFieldSelectors(t *testing.T) {
 				changes = append(changes, storage.Upsert(u.DeepCopy()))
 				w.put(cluster, gvr, u)
 			}
-			if _, err := s.Apply(ctx, cluster, gvr, changes); err != nil {
+			if _, err := s.ForCluster(cluster, storage.Unfenced).Apply(ctx, gvr, changes); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -34,8 +34,8 @@ func (s *Store) Own(ctx context.Context, cluster string) (int64, error) {
 		return 0, err
 	}
 	var epoch int64
-	// Unfenced itself, whatever ctx carries: taking over is what fences.
-	_, err := s.submit(storage.WithEpoch(ctx, 0), cluster, 0, nil, func(tx *gorm.DB, _ *pending, _ int64, _ storedRows) (int64, error) {
+	// Unfenced itself: taking over is what fences.
+	_, err := s.submit(ctx, cluster, storage.Unfenced, 0, nil, func(tx *gorm.DB, _ *pending, _ int64, _ storedRows) (int64, error) {
 		if err := barrier(tx); err != nil {
 			return 0, err
 		}
@@ -105,7 +105,7 @@ func ownerEpochs(tx *gorm.DB, clusters []string) (map[string]int64, error) {
 // cluster's current one, as epochs (from ownerEpochs) have it. tx holds
 // the revision counter.
 func checkFence(b *batch, epochs map[string]int64) error {
-	if b.epoch == 0 {
+	if b.epoch == storage.Unfenced {
 		return nil
 	}
 	current, ok := epochs[b.cluster]

@@ -25,7 +25,7 @@ func TestFencedWrites(t *testing.T) {
 		ctx := context.Background()
 
 		// Never owned: a fenced write has no owner to match.
-		if _, err := first.Apply(storage.WithEpoch(ctx, 1), "east", podsGVR, []storage.Change{storage.Upsert(object("Pod", "default", "a", "1"))}); !isFenced(err, 1, storage.NeverOwned) {
+		if _, err := first.ForCluster("east", 1).Apply(ctx, podsGVR, []storage.Change{storage.Upsert(object("Pod", "default", "a", "1"))}); !isFenced(err, 1, storage.NeverOwned) {
 			t.Fatalf("write to a cluster never owned: %v, want fenced as owned by none", err)
 		}
 
@@ -33,8 +33,7 @@ func TestFencedWrites(t *testing.T) {
 		if err != nil || old != 1 {
 			t.Fatalf("first Own: %d, %v; want epoch 1", old, err)
 		}
-		oldCtx := storage.WithEpoch(ctx, old)
-		rev, err := first.Apply(oldCtx, "east", podsGVR, []storage.Change{storage.Upsert(object("Pod", "default", "a", "1"))})
+		rev, err := first.ForCluster("east", old).Apply(ctx, podsGVR, []storage.Change{storage.Upsert(object("Pod", "default", "a", "1"))})
 		if err != nil || rev != 1 {
 			t.Fatalf("owner's write: rev %d, %v", rev, err)
 		}
@@ -51,15 +50,15 @@ func TestFencedWrites(t *testing.T) {
 		// sharing its group with the new owner's.
 		stale := []func() error{
 			func() error {
-				_, err := first.Apply(oldCtx, "east", podsGVR, []storage.Change{storage.Upsert(object("Pod", "default", "b", "2"))})
+				_, err := first.ForCluster("east", old).Apply(ctx, podsGVR, []storage.Change{storage.Upsert(object("Pod", "default", "b", "2"))})
 				return err
 			},
 			func() error {
-				_, err := first.Apply(oldCtx, "east", podsGVR, []storage.Change{storage.Delete("default", "a")})
+				_, err := first.ForCluster("east", old).Apply(ctx, podsGVR, []storage.Change{storage.Delete("default", "a")})
 				return err
 			},
 			func() error {
-				_, err := first.DeleteResource(oldCtx, "east", podsGVR)
+				_, err := first.ForCluster("east", old).DeleteResource(ctx, podsGVR)
 				return err
 			},
 		}
@@ -68,14 +67,13 @@ func TestFencedWrites(t *testing.T) {
 				t.Fatalf("stale write %d: %v, want fenced at 2", i, err)
 			}
 		}
-		newCtx := storage.WithEpoch(ctx, epoch)
 		errs := make(chan error, 2)
 		go func() {
-			_, err := second.Apply(oldCtx, "east", podsGVR, []storage.Change{storage.Upsert(object("Pod", "default", "c", "3"))})
+			_, err := second.ForCluster("east", old).Apply(ctx, podsGVR, []storage.Change{storage.Upsert(object("Pod", "default", "c", "3"))})
 			errs <- err
 		}()
 		go func() {
-			_, err := second.Apply(newCtx, "east", podsGVR, []storage.Change{storage.Upsert(object("Pod", "default", "d", "4"))})
+			_, err := second.ForCluster("east", epoch).Apply(ctx, podsGVR, []storage.Change{storage.Upsert(object("Pod", "default", "d", "4"))})
 			errs <- err
 		}()
 		var fenced, ok int
@@ -109,7 +107,7 @@ func TestFencedWrites(t *testing.T) {
 		}
 
 		// Unfenced writes, as a single controller makes, are not checked.
-		if _, err := first.Apply(ctx, "east", podsGVR, []storage.Change{storage.Upsert(object("Pod", "default", "e", "5"))}); err != nil {
+		if _, err := first.ForCluster("east", storage.Unfenced).Apply(ctx, podsGVR, []storage.Change{storage.Upsert(object("Pod", "default", "e", "5"))}); err != nil {
 			t.Fatalf("unfenced write: %v", err)
 		}
 	})
@@ -125,9 +123,9 @@ func TestFencedSweep(t *testing.T) {
 		opts := b.Options(t)
 		sweeper, other := storagetest.OpenStore(t, opts), storagetest.OpenStore(t, opts)
 		ctx := context.Background()
-		put := func(ctx context.Context, cluster string, gvr schema.GroupVersionResource) {
+		put := func(epoch int64, cluster string, gvr schema.GroupVersionResource) {
 			t.Helper()
-			if _, err := other.Apply(ctx, cluster, gvr, []storage.Change{storage.Upsert(object("X", "ns", "o", "1"))}); err != nil {
+			if _, err := other.ForCluster(cluster, epoch).Apply(ctx, gvr, []storage.Change{storage.Upsert(object("X", "ns", "o", "1"))}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -136,11 +134,11 @@ func TestFencedSweep(t *testing.T) {
 		// have "taken" and "retaken" as the sweeper lists them.
 		mine, lost := storagetest.Owned(t, ctx, sweeper, "mine"), storagetest.Owned(t, ctx, sweeper, "lost")
 		for _, c := range []struct {
-			ctx     context.Context
+			epoch   int64
 			cluster string
-		}{{mine, "mine"}, {lost, "lost"}, {ctx, "gone"}, {storagetest.Owned(t, ctx, other, "gone-owned"), "gone-owned"}, {storagetest.Owned(t, ctx, other, "retaken"), "retaken"}} {
-			put(c.ctx, c.cluster, podsGVR)
-			put(c.ctx, c.cluster, secretsGVR)
+		}{{mine, "mine"}, {lost, "lost"}, {storage.Unfenced, "gone"}, {storagetest.Owned(t, ctx, other, "gone-owned"), "gone-owned"}, {storagetest.Owned(t, ctx, other, "retaken"), "retaken"}} {
+			put(c.epoch, c.cluster, podsGVR)
+			put(c.epoch, c.cluster, secretsGVR)
 		}
 		epochs, err := sweeper.Epochs(ctx)
 		if err != nil {

@@ -106,7 +106,7 @@ func metaValue(db *gorm.DB, name string) (int64, error) {
 	return v, err
 }
 
-// Fields implements storage.Interface. Another process's declarations are
+// Fields implements storage.Reader. Another process's declarations are
 // seen within fieldsRecheck.
 func (s *Store) Fields(ctx context.Context) (*storage.FieldSet, error) {
 	s.fields.mu.Lock()
@@ -130,7 +130,7 @@ func (s *Store) Fields(ctx context.Context) (*storage.FieldSet, error) {
 	return fs, nil
 }
 
-// DeclareFields implements storage.Interface: it stores decls as a new
+// DeclareFields implements storage.Maintainer: it stores decls as a new
 // version unless they (and the built-in fields) are the declared one,
 // then reindexes the rows
 // written before it, a batch a transaction, and returns once every row is
@@ -146,7 +146,7 @@ func (s *Store) DeclareFields(ctx context.Context, decls []storage.FieldDeclarat
 		return err
 	}
 	var version int64
-	_, err = s.submit(ctx, "", 1, nil, func(tx *gorm.DB, p *pending, _ int64, _ storedRows) (int64, error) {
+	_, err = s.submit(ctx, "", storage.Unfenced, 1, nil, func(tx *gorm.DB, p *pending, _ int64, _ storedRows) (int64, error) {
 		declared, err := metaValue(tx, metaFieldsDeclared)
 		if err != nil {
 			return 0, err
@@ -214,7 +214,7 @@ func (s *Store) reindex(ctx context.Context, version int64) error {
 	for after := int64(0); ; {
 		var next int64
 		var stop bool
-		_, err := s.submit(ctx, "", reindexBatch, nil, func(tx *gorm.DB, _ *pending, _ int64, _ storedRows) (int64, error) {
+		_, err := s.submit(ctx, "", storage.Unfenced, reindexBatch, nil, func(tx *gorm.DB, _ *pending, _ int64, _ storedRows) (int64, error) {
 			next, stop = after, true
 			if declared, err := metaValue(tx, metaFieldsDeclared); err != nil || declared != version {
 				return 0, err

@@ -63,7 +63,7 @@ func TestDeclareFields(t *testing.T) {
 				changes []storage.Change
 				q       storage.ListQuery
 			}{{deps, storage.ListQuery{GVR: deploymentsGVR}}, {pods, storage.ListQuery{GVR: podsGVR}}} {
-				if _, err := s.Apply(ctx, "east", c.q.GVR, c.changes); err != nil {
+				if _, err := s.ForCluster("east", storage.Unfenced).Apply(ctx, c.q.GVR, c.changes); err != nil {
 					t.Fatal(err)
 				}
 				for _, ch := range c.changes {
@@ -188,7 +188,7 @@ func TestMigrationToMultiValuedFields(t *testing.T) {
 				_ = unstructured.SetNestedField(u.Object, nodes[i%len(nodes)], "spec", "nodeName")
 			}, withImages(rng, "spec"))))
 		}
-		if _, err := s.Apply(ctx, "east", podsGVR, changes); err != nil {
+		if _, err := s.ForCluster("east", storage.Unfenced).Apply(ctx, podsGVR, changes); err != nil {
 			t.Fatal(err)
 		}
 		for _, c := range changes {
@@ -231,7 +231,7 @@ func TestMigrationToMultiValuedFields(t *testing.T) {
 		many := object("Pod", "web", "many", "1", withImages(rand.New(rand.NewPCG(1, 1)), "spec"), func(u *unstructured.Unstructured) {
 			_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"image": "a"}, map[string]any{"image": "b"}}, "spec", "containers")
 		})
-		if _, err := s.Apply(ctx, "east", podsGVR, []storage.Change{storage.Upsert(many)}); err != nil {
+		if _, err := s.ForCluster("east", storage.Unfenced).Apply(ctx, podsGVR, []storage.Change{storage.Upsert(many)}); err != nil {
 			t.Fatal(err)
 		}
 		w.put("east", podsGVR, many)
@@ -254,7 +254,7 @@ func TestImagesManyValues(t *testing.T) {
 				_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"image": fmt.Sprintf("registry.example/img-%d:1", i)}}, "spec", "containers")
 			})))
 		}
-		if _, err := s.Apply(context.Background(), "east", podsGVR, changes); err != nil {
+		if _, err := s.ForCluster("east", storage.Unfenced).Apply(context.Background(), podsGVR, changes); err != nil {
 			t.Fatal(err)
 		}
 		for _, c := range changes {
@@ -287,7 +287,7 @@ func TestStoredDeclarationRefused(t *testing.T) {
 			u.SetAnnotations(map[string]string{"team": "a"})
 			_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"image": "nginx"}}, "spec", "containers")
 		})
-		if _, err := s.Apply(ctx, "east", podsGVR, []storage.Change{storage.Upsert(pod)}); err != nil {
+		if _, err := s.ForCluster("east", storage.Unfenced).Apply(ctx, podsGVR, []storage.Change{storage.Upsert(pod)}); err != nil {
 			t.Fatal(err)
 		}
 		w.put("east", podsGVR, pod)
@@ -322,7 +322,7 @@ func TestStoredDeclarationsPastLimits(t *testing.T) {
 			"UPDATE panorama_meta SET value = 7 WHERE name IN ('fields_declared', 'fields_indexed')",
 		)
 		pod := object("Pod", "web", "p", "1", func(u *unstructured.Unstructured) { u.SetAnnotations(annotations) })
-		if _, err := s.Apply(ctx, "east", podsGVR, []storage.Change{storage.Upsert(pod)}); err != nil {
+		if _, err := s.ForCluster("east", storage.Unfenced).Apply(ctx, podsGVR, []storage.Change{storage.Upsert(pod)}); err != nil {
 			t.Fatal(err)
 		}
 		fs, err := s.Fields(ctx)

@@ -135,16 +135,17 @@ func forgottenMarks(db *gorm.DB, revision int64) (map[string]int64, error) {
 	return out, nil
 }
 
-// ForgetCluster implements storage.Interface. The mark moves first, in a
-// write of the cluster (fenced), so that compaction keeps nothing of the
+// ForgetCluster implements storage.ClusterWriter. The mark moves first, in
+// a write of the cluster (fenced), so that compaction keeps nothing of the
 // cluster up to it from then on; the rows compaction kept before are
 // deleted after, excluding compaction.
-func (s *Store) ForgetCluster(ctx context.Context, cluster string) error {
+func (w *clusterWriter) ForgetCluster(ctx context.Context) error {
+	s, cluster := w.s, w.cluster
 	if err := validateCluster(cluster); err != nil {
 		return err
 	}
 	var mark int64
-	if _, err := s.submit(ctx, cluster, 0, nil, func(tx *gorm.DB, _ *pending, base int64, _ storedRows) (int64, error) {
+	if _, err := w.submit(ctx, 0, nil, func(tx *gorm.DB, _ *pending, base int64, _ storedRows) (int64, error) {
 		mark = base
 		return 0, raiseClusterMark(tx, cluster, markForgotten, base)
 	}); err != nil {
@@ -169,16 +170,17 @@ func (s *Store) ForgetCluster(ctx context.Context, cluster string) error {
 	}
 	// What stays of it until compaction: the log, whose Secrets' states
 	// lose their contents too.
-	return s.DropSecretData(ctx, cluster)
+	return w.DropSecretData(ctx)
 }
 
-// DropSecretData implements storage.Interface. First the current Secrets,
+// DropSecretData implements storage.ClusterWriter. First the current Secrets,
 // rewritten as changes: from then on every state of a Secret, in the log
 // or history, is one that an object current since held, or one replaced
 // up to now. Those are rewritten next, chains of states at a time. The
 // mark moves last, to the revision after the first step: a call that
 // fails is done again in full by the next.
-func (s *Store) DropSecretData(ctx context.Context, cluster string) error {
+func (w *clusterWriter) DropSecretData(ctx context.Context) error {
+	s, cluster := w.s, w.cluster
 	if err := validateCluster(cluster); err != nil {
 		return err
 	}
@@ -187,7 +189,7 @@ func (s *Store) DropSecretData(ctx context.Context, cluster string) error {
 	if err != nil {
 		return err
 	}
-	if err := s.rewriteSecrets(ctx, cluster, since); err != nil {
+	if err := w.rewriteSecrets(ctx, since); err != nil {
 		return err
 	}
 	through, _, err := s.Revision(ctx)
@@ -247,7 +249,7 @@ func (s *Store) sawRewrites(n int64) int64 {
 	return s.rewrites.value
 }
 
-// SecretsRewritten implements storage.Interface. The count is read again
+// SecretsRewritten implements storage.Log. The count is read again
 // once fieldsRecheck has passed, as Fields reads the indexed version:
 // the watch cache asks at every turn of its tail.
 func (s *Store) SecretsRewritten(ctx context.Context) (int64, error) {
@@ -268,11 +270,12 @@ func (s *Store) SecretsRewritten(ctx context.Context) (int64, error) {
 // current Secrets written after since that hold some: a change at the
 // member's resourceVersion, so that watches and the log see it, and the
 // synchronizer, which compares member resourceVersions, nothing new.
-func (s *Store) rewriteSecrets(ctx context.Context, cluster string, since int64) error {
+func (w *clusterWriter) rewriteSecrets(ctx context.Context, since int64) error {
+	cluster := w.cluster
 	gr := storage.SecretsResource.GroupResource()
 	for after := since; ; {
 		var next int64
-		_, err := s.submit(ctx, cluster, secretBatch, nil, func(tx *gorm.DB, p *pending, base int64, _ storedRows) (int64, error) {
+		_, err := w.submit(ctx, secretBatch, nil, func(tx *gorm.DB, p *pending, base int64, _ storedRows) (int64, error) {
 			next = 0
 			var rows []resourceRow
 			if err := whereResource(tx, storage.SecretsResource).Where("cluster = ? AND revision > ?", cluster, after).

@@ -68,7 +68,7 @@ func keepSecrets(t *testing.T, s storage.Interface) int64 {
 		{"east", secretsGVRForget, storage.DeleteAt("default", "gone", "15")},
 		{"east", secretsGVRForget, storage.Upsert(secret("db", "16", false, labeled("tier", "front")))},
 	} {
-		if _, err := s.Apply(ctx, step.cluster, step.gvr, []storage.Change{step.change}); err != nil {
+		if _, err := s.ForCluster(step.cluster, storage.Unfenced).Apply(ctx, step.gvr, []storage.Change{step.change}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -80,10 +80,10 @@ func keepSecrets(t *testing.T, s storage.Interface) int64 {
 func dropSecrets(t *testing.T, s storage.Interface) {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := s.DeleteResource(ctx, "east", secretsGVRForget); err != nil {
+	if _, err := s.ForCluster("east", storage.Unfenced).DeleteResource(ctx, secretsGVRForget); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Apply(ctx, "east", secretsGVRForget, []storage.Change{storage.Upsert(secret("db", "16", true, labeled("tier", "front")))}); err != nil {
+	if _, err := s.ForCluster("east", storage.Unfenced).Apply(ctx, secretsGVRForget, []storage.Change{storage.Upsert(secret("db", "16", true, labeled("tier", "front")))}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -170,7 +170,7 @@ func holding(states map[string][]byte) []string {
 
 func dropSecretData(t *testing.T, s storage.Interface, cluster string) {
 	t.Helper()
-	if err := s.DropSecretData(context.Background(), cluster); err != nil {
+	if err := s.ForCluster(cluster, storage.Unfenced).DropSecretData(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -255,13 +255,13 @@ func TestDropSecretData(t *testing.T) {
 				checkDropped(t, s, start, "compacted after")
 
 				// Kept again, changed, compacted, then dropped again.
-				if _, err := s.DeleteResource(ctx, "east", secretsGVRForget); err != nil {
+				if _, err := s.ForCluster("east", storage.Unfenced).DeleteResource(ctx, secretsGVRForget); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := s.Apply(ctx, "east", secretsGVRForget, []storage.Change{storage.Upsert(secret("db", "17", false))}); err != nil {
+				if _, err := s.ForCluster("east", storage.Unfenced).Apply(ctx, secretsGVRForget, []storage.Change{storage.Upsert(secret("db", "17", false))}); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := s.Apply(ctx, "east", secretsGVRForget, []storage.Change{storage.Upsert(secret("db", "18", false, labeled("tier", "back")))}); err != nil {
+				if _, err := s.ForCluster("east", storage.Unfenced).Apply(ctx, secretsGVRForget, []storage.Change{storage.Upsert(secret("db", "18", false, labeled("tier", "back")))}); err != nil {
 					t.Fatal(err)
 				}
 				compact(t, s)
@@ -309,10 +309,10 @@ func TestForgetCluster(t *testing.T) {
 		apply(t, s, deploymentsGVR, storage.Upsert(object("Deployment", "default", "web", "21", labeled("app", password+"-2"))))
 		compact(t, s)
 		apply(t, s, deploymentsGVR, storage.Upsert(object("Deployment", "default", "web", "22", labeled("app", password+"-3"))))
-		if _, err := s.DeleteResource(ctx, "east", schema.GroupVersionResource{}); err != nil {
+		if _, err := s.ForCluster("east", storage.Unfenced).DeleteResource(ctx, schema.GroupVersionResource{}); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.ForgetCluster(ctx, "east"); err != nil {
+		if err := s.ForCluster("east", storage.Unfenced).ForgetCluster(ctx); err != nil {
 			t.Fatal(err)
 		}
 		// The log keeps the deletions for watches, but no Secret contents.

@@ -125,7 +125,7 @@ func fuzzFixture(f *testing.F) (s *sqlstore.Store, now, pinned *world, pin int64
 	}
 	for i, c := range clusters {
 		byCluster[c] = append(byCluster[c], storage.Upsert(object("Pod", "web", fmt.Sprint("late-", i), "1", withLabels(rng))))
-		if _, err := s.Apply(ctx, c, podsGVR, byCluster[c]); err != nil {
+		if _, err := s.ForCluster(c, storage.Unfenced).Apply(ctx, podsGVR, byCluster[c]); err != nil {
 			f.Fatal(err)
 		}
 	}

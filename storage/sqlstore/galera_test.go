@@ -266,7 +266,7 @@ func TestGaleraWritersOnEveryNode(t *testing.T) {
 			wg.Go(func() {
 				for range rounds {
 					changes, written := c.next()
-					if _, err := stores[node].Apply(ctx, c.cluster, podsGVR, changes); err != nil {
+					if _, err := stores[node].ForCluster(c.cluster, storage.Unfenced).Apply(ctx, podsGVR, changes); err != nil {
 						t.Errorf("%s through node %d: %v", c.cluster, node+1, err)
 						return
 					}
@@ -333,7 +333,7 @@ func TestGaleraNodeKilledMidChurn(t *testing.T) {
 				for range rounds {
 					changes, written := c.next()
 					for attempt := 0; ; attempt++ {
-						_, err := stores[through].Apply(ctx, c.cluster, podsGVR, changes)
+						_, err := stores[through].ForCluster(c.cluster, storage.Unfenced).Apply(ctx, podsGVR, changes)
 						if err == nil {
 							break
 						}
@@ -398,8 +398,7 @@ func TestGaleraStaleOwnerFenced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	oldCtx := storage.WithEpoch(ctx, old)
-	rev, err := stores[0].Apply(oldCtx, "east", podsGVR, []storage.Change{storage.Upsert(object("Pod", "default", "a", "1"))})
+	rev, err := stores[0].ForCluster("east", old).Apply(ctx, podsGVR, []storage.Change{storage.Upsert(object("Pod", "default", "a", "1"))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -411,7 +410,7 @@ func TestGaleraStaleOwnerFenced(t *testing.T) {
 	}
 	stale := make(chan error, 1)
 	go func() {
-		_, err := stores[0].Apply(oldCtx, "east", podsGVR, []storage.Change{storage.Upsert(object("Pod", "default", "b", "2"))})
+		_, err := stores[0].ForCluster("east", old).Apply(ctx, podsGVR, []storage.Change{storage.Upsert(object("Pod", "default", "b", "2"))})
 		stale <- err
 	}()
 	testenv.Eventually(t, time.Minute, func() error {

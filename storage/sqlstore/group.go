@@ -52,7 +52,8 @@ type batch struct {
 	fn   batchFunc
 	done chan result // buffered: the writer never waits for the caller
 
-	// epoch, when not 0, is the owner epoch the write is fenced by (fence.go).
+	// epoch, unless storage.Unfenced, is the owner epoch the write is
+	// fenced by (fence.go).
 	epoch int64
 }
 
@@ -145,8 +146,8 @@ func (q *queue) close() {
 // the caller waits for the group, which its cancellation rolls back (see
 // groupContext). Either way the write is over when submit returns: a batch
 // never commits after its caller has given up on it.
-func (s *Store) submit(ctx context.Context, cluster string, rows int, keys *keyLookup, fn batchFunc) (int64, error) {
-	b := &batch{ctx: ctx, cluster: cluster, epoch: storage.EpochFrom(ctx), rows: rows, keys: keys, fn: fn, done: make(chan result, 1)}
+func (s *Store) submit(ctx context.Context, cluster string, epoch int64, rows int, keys *keyLookup, fn batchFunc) (int64, error) {
+	b := &batch{ctx: ctx, cluster: cluster, epoch: epoch, rows: rows, keys: keys, fn: fn, done: make(chan result, 1)}
 	if err := s.queue.push(b); err != nil {
 		return 0, err
 	}

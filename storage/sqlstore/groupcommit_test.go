@@ -127,7 +127,7 @@ func TestConcurrentWritersGetOwnCommitOrderedRevisions(t *testing.T) {
 						changes = append(changes, storage.Delete("ns", name))
 						sent.changes = append(sent.changes, loggedChange{typ: watch.Deleted, cluster: cluster, name: name})
 					}
-					sent.rev, sent.err = s.Apply(ctx, cluster, podsGVR, changes)
+					sent.rev, sent.err = s.ForCluster(cluster, storage.Unfenced).Apply(ctx, podsGVR, changes)
 					if sent.err != nil {
 						t.Errorf("%s: %v", cluster, sent.err)
 						return
@@ -228,16 +228,16 @@ func TestFailingBatchFailsAlone(t *testing.T) {
 				locks := countCounterLocks(t, s)
 				release, waitBlocked := holdCounter(t, opts, s)
 				ctx := context.Background()
-				first := applyAsync(ctx, s, "first", "7")
+				first := applyAsync(ctx, s, "first", storage.Unfenced, "7")
 				waitBlocked(1)
 				const good = 8
 				var calls []<-chan *sentBatch
 				for i := range good + 1 {
 					if i == good/2 {
 						changes := []storage.Change{storage.Upsert(tc.bad.DeepCopy()), storage.Upsert(object("Pod", "ns", "fine", "1"))}
-						calls = append(calls, applyChanges(ctx, s, "bad", changes, nil))
+						calls = append(calls, applyChanges(ctx, s, "bad", storage.Unfenced, changes, nil))
 					} else {
-						calls = append(calls, applyAsync(ctx, s, fmt.Sprintf("good-%d", i), fmt.Sprint(20+i)))
+						calls = append(calls, applyAsync(ctx, s, fmt.Sprintf("good-%d", i), storage.Unfenced, fmt.Sprint(20+i)))
 					}
 					waitQueued(t, s, i+1)
 				}
@@ -281,7 +281,7 @@ func TestGroupedWritesOfOneKey(t *testing.T) {
 		locks := countCounterLocks(t, s)
 		release, waitBlocked := holdCounter(t, opts, s)
 		ctx := context.Background()
-		first := applyAsync(ctx, s, "first", "1")
+		first := applyAsync(ctx, s, "first", storage.Unfenced, "1")
 		waitBlocked(1)
 		var calls []<-chan *sentBatch
 		for i, c := range []struct {
@@ -293,7 +293,7 @@ func TestGroupedWritesOfOneKey(t *testing.T) {
 			{storage.Delete("ns", "p"), loggedChange{typ: watch.Deleted, cluster: "east", name: "p"}},
 			{storage.Upsert(object("Pod", "ns", "p", "3")), loggedChange{watch.Added, "east", "p", "3"}},
 		} {
-			calls = append(calls, applyChanges(ctx, s, "east", []storage.Change{c.change}, []loggedChange{c.logged}))
+			calls = append(calls, applyChanges(ctx, s, "east", storage.Unfenced, []storage.Change{c.change}, []loggedChange{c.logged}))
 			waitQueued(t, s, i+1)
 		}
 		release()
@@ -322,14 +322,14 @@ func TestCancelledWrites(t *testing.T) {
 		s := storagetest.OpenStore(t, opts)
 		release, waitBlocked := holdCounter(t, opts, s)
 		waiting, cancelWaiting := context.WithCancel(context.Background())
-		first := applyAsync(waiting, s, "first", "1") // its group waits for the counter
+		first := applyAsync(waiting, s, "first", storage.Unfenced, "1") // its group waits for the counter
 		waitBlocked(1)
 		queued, cancelQueued := context.WithCancel(context.Background())
-		inQueue := applyAsync(queued, s, "queued", "1")
+		inQueue := applyAsync(queued, s, "queued", storage.Unfenced, "1")
 		waitQueued(t, s, 1)
 		grouped, cancelGrouped := context.WithCancel(context.Background())
-		withKept := applyAsync(grouped, s, "grouped", "1")
-		kept := applyAsync(context.Background(), s, "kept", "1")
+		withKept := applyAsync(grouped, s, "grouped", storage.Unfenced, "1")
+		kept := applyAsync(context.Background(), s, "kept", storage.Unfenced, "1")
 		waitQueued(t, s, 3)
 
 		cancelQueued()
@@ -365,9 +365,9 @@ func TestCloseWritesWhatIsQueued(t *testing.T) {
 		s := storagetest.OpenStore(t, opts)
 		release, waitBlocked := holdCounter(t, opts, s)
 		ctx := context.Background()
-		first := applyAsync(ctx, s, "first", "1")
+		first := applyAsync(ctx, s, "first", storage.Unfenced, "1")
 		waitBlocked(1)
-		second := applyAsync(ctx, s, "second", "1")
+		second := applyAsync(ctx, s, "second", storage.Unfenced, "1")
 		waitQueued(t, s, 1)
 		closed := make(chan error, 1)
 		go func() { closed <- s.Close() }()
@@ -375,7 +375,7 @@ func TestCloseWritesWhatIsQueued(t *testing.T) {
 		// the held group; it gives up, and is withdrawn, after 10 ms.
 		for {
 			probe, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
-			_, err := s.Apply(probe, "probe", podsGVR, []storage.Change{storage.Upsert(object("Pod", "ns", "p", "1"))})
+			_, err := s.ForCluster("probe", storage.Unfenced).Apply(probe, podsGVR, []storage.Change{storage.Upsert(object("Pod", "ns", "p", "1"))})
 			cancel()
 			if err != nil && err.Error() == "storage is closed" {
 				break
@@ -455,19 +455,19 @@ func countCounterLocks(t *testing.T, s *sqlstore.Store) *atomic.Int64 {
 }
 
 // applyAsync upserts one pod into cluster in the background.
-func applyAsync(ctx context.Context, s storage.Interface, cluster, memberRV string) <-chan *sentBatch {
-	return applyChanges(ctx, s, cluster, []storage.Change{storage.Upsert(object("Pod", "ns", "p", memberRV))},
+func applyAsync(ctx context.Context, s storage.Interface, cluster string, epoch int64, memberRV string) <-chan *sentBatch {
+	return applyChanges(ctx, s, cluster, epoch, []storage.Change{storage.Upsert(object("Pod", "ns", "p", memberRV))},
 		[]loggedChange{{watch.Added, cluster, "p", memberRV}})
 }
 
-func applyChanges(ctx context.Context, s storage.Interface, cluster string, changes []storage.Change, logged []loggedChange) <-chan *sentBatch {
-	return applyResource(ctx, s, cluster, podsGVR, changes, logged)
+func applyChanges(ctx context.Context, s storage.Interface, cluster string, epoch int64, changes []storage.Change, logged []loggedChange) <-chan *sentBatch {
+	return applyResource(ctx, s, cluster, epoch, podsGVR, changes, logged)
 }
 
-func applyResource(ctx context.Context, s storage.Interface, cluster string, gvr schema.GroupVersionResource, changes []storage.Change, logged []loggedChange) <-chan *sentBatch {
+func applyResource(ctx context.Context, s storage.Interface, cluster string, epoch int64, gvr schema.GroupVersionResource, changes []storage.Change, logged []loggedChange) <-chan *sentBatch {
 	out := make(chan *sentBatch, 1)
 	go func() {
-		rev, err := s.Apply(ctx, cluster, gvr, changes)
+		rev, err := s.ForCluster(cluster, epoch).Apply(ctx, gvr, changes)
 		out <- &sentBatch{changes: logged, rev: rev, err: err}
 	}()
 	return out
@@ -511,7 +511,7 @@ func TestGroupLooksKeysUpOnce(t *testing.T) {
 		s := storagetest.OpenStore(t, opts)
 		ctx := context.Background()
 		const clusters = 4
-		owned := map[string]context.Context{}
+		owned := map[string]int64{}
 		var batches []*sentBatch
 		for c := range clusters {
 			cluster := fmt.Sprint("c", c)
@@ -519,8 +519,8 @@ func TestGroupLooksKeysUpOnce(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			owned[cluster] = storage.WithEpoch(ctx, epoch)
-			batches = append(batches, awaitResult(t, applyAsync(owned[cluster], s, cluster, "1")))
+			owned[cluster] = epoch
+			batches = append(batches, awaitResult(t, applyAsync(ctx, s, cluster, owned[cluster], "1")))
 		}
 		rec := newQueryRecorder(t, s)
 		locks := countCounterLocks(t, s)
@@ -531,22 +531,22 @@ func TestGroupLooksKeysUpOnce(t *testing.T) {
 			waitQueued(t, s, len(calls))
 		}
 		stmts := rec.record(func() {
-			first := applyAsync(ctx, s, "first", "1")
+			first := applyAsync(ctx, s, "first", storage.Unfenced, "1")
 			waitBlocked(1)
 			for c := range clusters {
 				cluster := fmt.Sprint("c", c)
 				if c%2 == 0 { // as stored
-					queue(applyChanges(owned[cluster], s, cluster, []storage.Change{storage.Upsert(object("Pod", "ns", "p", "1"))}, nil))
+					queue(applyChanges(ctx, s, cluster, owned[cluster], []storage.Change{storage.Upsert(object("Pod", "ns", "p", "1"))}, nil))
 					continue
 				}
-				queue(applyChanges(owned[cluster], s, cluster,
+				queue(applyChanges(ctx, s, cluster, owned[cluster],
 					[]storage.Change{storage.Upsert(object("Pod", "ns", "p", "2")), storage.Upsert(object("Pod", "ns", "q", "1"))},
 					[]loggedChange{{watch.Modified, cluster, "p", "2"}, {watch.Added, cluster, "q", "1"}}))
 			}
-			queue(applyResource(owned["c0"], s, "c0", deploymentsGVR,
+			queue(applyResource(ctx, s, "c0", owned["c0"], deploymentsGVR,
 				[]storage.Change{storage.Upsert(object("Deployment", "ns", "p", "5"))},
 				[]loggedChange{{watch.Added, "c0", "p", "5"}}))
-			queue(applyChanges(owned["c1"], s, "c1",
+			queue(applyChanges(ctx, s, "c1", owned["c1"],
 				[]storage.Change{storage.Upsert(object("Pod", "ns", "p", "3")), storage.Delete("ns", "q")},
 				[]loggedChange{{watch.Modified, "c1", "p", "3"}, {typ: watch.Deleted, cluster: "c1", name: "q"}}))
 			release()
@@ -592,23 +592,23 @@ func TestStaleWriteAmidARunFailsAlone(t *testing.T) {
 		opts := b.Options(t)
 		s := storagetest.OpenStore(t, opts)
 		ctx := context.Background()
-		owned := map[string]context.Context{}
+		owned := map[string]int64{}
 		for _, cluster := range []string{"c0", "c1", "c2"} {
 			epoch, err := s.Own(ctx, cluster)
 			if err != nil {
 				t.Fatal(err)
 			}
-			owned[cluster] = storage.WithEpoch(ctx, epoch)
+			owned[cluster] = epoch
 		}
 		if _, err := s.Own(ctx, "c1"); err != nil {
 			t.Fatal(err)
 		}
 		release, waitBlocked := holdCounter(t, opts, s)
-		first := applyAsync(ctx, s, "first", "1")
+		first := applyAsync(ctx, s, "first", storage.Unfenced, "1")
 		waitBlocked(1)
 		var calls []<-chan *sentBatch
 		for _, cluster := range []string{"c0", "c1", "c2"} {
-			calls = append(calls, applyChanges(owned[cluster], s, cluster, []storage.Change{storage.Upsert(object("Pod", "ns", "p", "1"))},
+			calls = append(calls, applyChanges(ctx, s, cluster, owned[cluster], []storage.Change{storage.Upsert(object("Pod", "ns", "p", "1"))},
 				[]loggedChange{{watch.Added, cluster, "p", "1"}}))
 			waitQueued(t, s, len(calls))
 		}

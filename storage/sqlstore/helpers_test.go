@@ -96,7 +96,7 @@ func generate(t testing.TB, s storage.Interface, rng *rand.Rand, perCluster int)
 			for i := range changes {
 				keep[i] = changes[i].Object
 			}
-			if _, err := s.Apply(ctx, c, gvr, changes); err != nil {
+			if _, err := s.ForCluster(c, storage.Unfenced).Apply(ctx, gvr, changes); err != nil {
 				t.Fatalf("apply: %v", err)
 			}
 			for _, u := range keep {

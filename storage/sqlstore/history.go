@@ -97,7 +97,7 @@ const compactStep = 5000
 // history: it holds each of them twice in memory.
 const historyStep = 500
 
-// Compact implements storage.Interface.
+// Compact implements storage.Maintainer.
 func (s *Store) Compact(ctx context.Context, revision int64, keepHistory bool) error {
 	db := s.db.WithContext(ctx)
 	current, compacted, err := revisions(db)
@@ -272,7 +272,7 @@ func groupTimes(tx *gorm.DB, lo, hi int64) (times, error) {
 	return append(first, rest...), nil
 }
 
-// ExpireHistory implements storage.Interface. What it drops is below the
+// ExpireHistory implements storage.Maintainer. What it drops is below the
 // first group committed at or after before (or, when none was, below the
 // last one), so a time in the window always finds the group it falls in.
 func (s *Store) ExpireHistory(ctx context.Context, before time.Time) error {
@@ -306,7 +306,7 @@ func expireTimes(db *gorm.DB, mark int64) error {
 	return deleteBelow(db, &revisionTimeRow{}, *cover-1)
 }
 
-// RevisionAt implements storage.Interface.
+// RevisionAt implements storage.Reader.
 func (s *Store) RevisionAt(ctx context.Context, t time.Time) (int64, error) {
 	var rev int64
 	err := s.read(ctx, func(tx *gorm.DB) error {
@@ -342,7 +342,7 @@ func (s *Store) RevisionAt(ctx context.Context, t time.Time) (int64, error) {
 	return rev, err
 }
 
-// ObjectHistory implements storage.Interface.
+// ObjectHistory implements storage.Reader.
 func (s *Store) ObjectHistory(ctx context.Context, key storage.Key, limit int) ([]storage.Version, error) {
 	if !storableKey(key) {
 		return nil, storage.ErrNotFound

@@ -71,7 +71,7 @@ func BenchmarkHistoryBytes(b *testing.B) {
 			for i := range changes {
 				changes[i] = storage.Upsert(deployment(i, g))
 			}
-			if _, err := s.Apply(ctx, "east", deploymentsGVR, changes); err != nil {
+			if _, err := s.ForCluster("east", storage.Unfenced).Apply(ctx, deploymentsGVR, changes); err != nil {
 				b.Fatal(err)
 			}
 			if g == 0 {

@@ -37,7 +37,7 @@ func jsonEqual(t *testing.T, a, b []byte) bool {
 
 func apply(t *testing.T, s storage.Interface, gvr schema.GroupVersionResource, changes ...storage.Change) int64 {
 	t.Helper()
-	rev, err := s.Apply(context.Background(), "east", gvr, changes)
+	rev, err := s.ForCluster("east", storage.Unfenced).Apply(context.Background(), gvr, changes)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,7 +41,7 @@ func (s *Store) validate(ctx context.Context, q query) (*storage.FieldSet, error
 	return fs, q.ValidateFields(fs)
 }
 
-// List implements storage.Interface.
+// List implements storage.Reader.
 //
 // A page shows the state at one revision R. Rows written at or before R are
 // still in resources as they were; an object changed after R is in the log,

@@ -37,7 +37,7 @@ func TestLogStoresEachVersionOnce(t *testing.T) {
 		}
 		write := func(c storage.Change) int64 {
 			t.Helper()
-			rev, err := s.Apply(ctx, "east", podsGVR, []storage.Change{c})
+			rev, err := s.ForCluster("east", storage.Unfenced).Apply(ctx, podsGVR, []storage.Change{c})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -180,11 +180,11 @@ func TestDeletedEventKeepsLargeIntegers(t *testing.T) {
 		pod := object("Pod", "default", "a", "1", func(u *unstructured.Unstructured) {
 			u.Object["spec"] = map[string]any{"priority": large}
 		})
-		created, err := s.Apply(ctx, "east", podsGVR, []storage.Change{storage.Upsert(pod)})
+		created, err := s.ForCluster("east", storage.Unfenced).Apply(ctx, podsGVR, []storage.Change{storage.Upsert(pod)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Apply(ctx, "east", podsGVR, []storage.Change{storage.Delete("default", "a")}); err != nil {
+		if _, err := s.ForCluster("east", storage.Unfenced).Apply(ctx, podsGVR, []storage.Change{storage.Delete("default", "a")}); err != nil {
 			t.Fatal(err)
 		}
 		events, _, err := s.Changes(ctx, created, 10)

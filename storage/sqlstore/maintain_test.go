@@ -112,7 +112,7 @@ func upsertPods(t *testing.T, s *sqlstore.Store, n int, memberRV string) {
 		for j := i; j < min(i+500, n); j++ {
 			changes = append(changes, storage.Upsert(object("Pod", "default", fmt.Sprintf("pod-%05d", j), memberRV)))
 		}
-		if _, err := s.Apply(context.Background(), "east", podsGVR, changes); err != nil {
+		if _, err := s.ForCluster("east", storage.Unfenced).Apply(context.Background(), podsGVR, changes); err != nil {
 			t.Fatal(err)
 		}
 	}

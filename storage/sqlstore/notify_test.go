@@ -61,7 +61,7 @@ func TestFollow(t *testing.T) {
 // reader's and returns its revision.
 func writeOne(t *testing.T, s *sqlstore.Store, name string) int64 {
 	t.Helper()
-	rev, err := s.Apply(context.Background(), "east", podsGVR, []storage.Change{storage.Upsert(object("Pod", "ns", name, "1"))})
+	rev, err := s.ForCluster("east", storage.Unfenced).Apply(context.Background(), podsGVR, []storage.Change{storage.Upsert(object("Pod", "ns", name, "1"))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -114,7 +114,7 @@ func TestUpdatesKeepAttributes(t *testing.T) {
 					changes = append(changes, storage.Upsert(u))
 					written = append(written, u)
 				}
-				if _, err := s.Apply(ctx, c, podsGVR, changes); err != nil {
+				if _, err := s.ForCluster(c, storage.Unfenced).Apply(ctx, podsGVR, changes); err != nil {
 					t.Fatal(err)
 				}
 				for _, u := range written {

@@ -11,7 +11,7 @@ import (
 	"github.com/panorama-io/panorama/storage"
 )
 
-// Get implements storage.Interface.
+// Get implements storage.Reader.
 func (s *Store) Get(ctx context.Context, key storage.Key) (*storage.Object, error) {
 	if !storableKey(key) {
 		return nil, storage.ErrNotFound
@@ -42,7 +42,7 @@ func storableKey(key storage.Key) bool {
 	return storage.StorableText(key.Cluster) && storage.StorableText(key.Namespace) && storage.StorableText(key.Name)
 }
 
-// MemberVersions implements storage.Interface.
+// MemberVersions implements storage.Reader.
 func (s *Store) MemberVersions(ctx context.Context, cluster string, gvr schema.GroupVersionResource) (map[storage.NamespacedName]string, error) {
 	var rows []resourceRow
 	err := whereResource(s.db.WithContext(ctx).Select("namespace", "name", "member_resource_version"), gvr).
@@ -123,7 +123,7 @@ func (s *Store) Changes(ctx context.Context, since int64, limit int) ([]storage.
 	return out, compacted, err
 }
 
-// History implements storage.Interface.
+// History implements storage.Log.
 func (s *Store) History(ctx context.Context, gvr schema.GroupVersionResource, upTo int64, limit int) ([]storage.LoggedChange, int64, error) {
 	var out []storage.LoggedChange
 	var compacted int64

@@ -29,7 +29,7 @@ func TestDatabaseSizeErrorRefusesTheBatch(t *testing.T) {
 		s := b.Open(t)
 		big := object("Secret", "ns", "big", "1", func(u *unstructured.Unstructured) { u.Object["data"] = map[string]any{"k": data} })
 		good := object("Secret", "ns", "good", "1")
-		_, err := s.Apply(context.Background(), "east", secretsGVR, []storage.Change{storage.Upsert(good), storage.Upsert(big)})
+		_, err := s.ForCluster("east", storage.Unfenced).Apply(context.Background(), secretsGVR, []storage.Change{storage.Upsert(good), storage.Upsert(big)})
 		var some *storage.InvalidObjectError
 		switch {
 		case b.Name != "mysql" && err != nil:

@@ -231,17 +231,12 @@ func (r *Replicated) measure(ctx context.Context) error {
 	return nil
 }
 
-// Apply implements storage.Interface on the primary.
-func (r *Replicated) Apply(ctx context.Context, cluster string, gvr schema.GroupVersionResource, changes []storage.Change) (int64, error) {
-	return r.primary.Apply(ctx, cluster, gvr, changes)
+// ForCluster implements storage.Writer on the primary.
+func (r *Replicated) ForCluster(cluster string, epoch int64) storage.ClusterWriter {
+	return r.primary.ForCluster(cluster, epoch)
 }
 
-// DeleteResource implements storage.Interface on the primary.
-func (r *Replicated) DeleteResource(ctx context.Context, cluster string, gvr schema.GroupVersionResource) (int64, error) {
-	return r.primary.DeleteResource(ctx, cluster, gvr)
-}
-
-// DeleteOrphans implements storage.Interface on the primary.
+// DeleteOrphans implements storage.Maintainer on the primary.
 func (r *Replicated) DeleteOrphans(ctx context.Context, keep []storage.ClusterResource, epochs map[string]int64) (int64, error) {
 	return r.primary.DeleteOrphans(ctx, keep, epochs)
 }
@@ -257,56 +252,46 @@ func (r *Replicated) Epochs(ctx context.Context) (map[string]int64, error) {
 	return r.primary.Epochs(ctx)
 }
 
-// Compact implements storage.Interface on the primary.
+// Compact implements storage.Maintainer on the primary.
 func (r *Replicated) Compact(ctx context.Context, revision int64, keepHistory bool) error {
 	return r.primary.Compact(ctx, revision, keepHistory)
 }
 
-// ExpireHistory implements storage.Interface on the primary.
+// ExpireHistory implements storage.Maintainer on the primary.
 func (r *Replicated) ExpireHistory(ctx context.Context, before time.Time) error {
 	return r.primary.ExpireHistory(ctx, before)
 }
 
-// ObjectHistory implements storage.Interface at the latest revision.
+// ObjectHistory implements storage.Reader at the latest revision.
 func (r *Replicated) ObjectHistory(ctx context.Context, key storage.Key, limit int) ([]storage.Version, error) {
 	return r.reader(ctx, 0).ObjectHistory(ctx, key, limit)
 }
 
-// RevisionAt implements storage.Interface at the latest revision, so that
+// RevisionAt implements storage.Reader at the latest revision, so that
 // a recent time maps to what the primary has committed.
 func (r *Replicated) RevisionAt(ctx context.Context, t time.Time) (int64, error) {
 	return r.reader(ctx, 0).RevisionAt(ctx, t)
 }
 
-// DropSecretData implements storage.Interface on the primary.
-func (r *Replicated) DropSecretData(ctx context.Context, cluster string) error {
-	return r.primary.DropSecretData(ctx, cluster)
-}
-
-// ForgetCluster implements storage.Interface on the primary.
-func (r *Replicated) ForgetCluster(ctx context.Context, cluster string) error {
-	return r.primary.ForgetCluster(ctx, cluster)
-}
-
-// SecretsRewritten implements storage.Interface from the standby, whose
+// SecretsRewritten implements storage.Log from the standby, whose
 // log the watch cache reads: a count it sees there was moved by rewrites
 // the standby has replayed.
 func (r *Replicated) SecretsRewritten(ctx context.Context) (int64, error) {
 	return r.standby.SecretsRewritten(ctx)
 }
 
-// DeclareFields implements storage.Interface on the primary.
+// DeclareFields implements storage.Maintainer on the primary.
 func (r *Replicated) DeclareFields(ctx context.Context, decls []storage.FieldDeclaration) error {
 	return r.primary.DeclareFields(ctx, decls)
 }
 
-// Get implements storage.Interface: the latest state, from the standby
+// Get implements storage.Reader: the latest state, from the standby
 // once it has caught up with the primary.
 func (r *Replicated) Get(ctx context.Context, key storage.Key) (*storage.Object, error) {
 	return r.reader(ctx, 0).Get(ctx, key)
 }
 
-// List implements storage.Interface: at the revision the list is pinned
+// List implements storage.Reader: at the revision the list is pinned
 // to, or the latest, from the standby once it has reached it.
 func (r *Replicated) List(ctx context.Context, q *storage.ListQuery) (*storage.ListResult, error) {
 	need := q.Revision
@@ -319,12 +304,12 @@ func (r *Replicated) List(ctx context.Context, q *storage.ListQuery) (*storage.L
 	return r.reader(ctx, need).List(ctx, q)
 }
 
-// Count implements storage.Interface at the latest revision.
+// Count implements storage.Reader at the latest revision.
 func (r *Replicated) Count(ctx context.Context, q *storage.CountQuery) (*storage.CountResult, error) {
 	return r.reader(ctx, 0).Count(ctx, q)
 }
 
-// MemberVersions implements storage.Interface at the latest revision.
+// MemberVersions implements storage.Reader at the latest revision.
 func (r *Replicated) MemberVersions(ctx context.Context, cluster string, gvr schema.GroupVersionResource) (map[storage.NamespacedName]string, error) {
 	return r.reader(ctx, 0).MemberVersions(ctx, cluster, gvr)
 }
@@ -334,7 +319,7 @@ func (r *Replicated) Changes(ctx context.Context, since int64, limit int) ([]sto
 	return r.standby.Changes(ctx, since, limit)
 }
 
-// History implements storage.Interface from the standby's log.
+// History implements storage.Log from the standby's log.
 func (r *Replicated) History(ctx context.Context, gvr schema.GroupVersionResource, upTo int64, limit int) ([]storage.LoggedChange, int64, error) {
 	return r.standby.History(ctx, gvr, upTo, limit)
 }
@@ -350,18 +335,18 @@ func (r *Replicated) LatestRevision(ctx context.Context) (current, compacted int
 // standby before it reads the primary (--storage-read-wait).
 func (r *Replicated) ReadWait() time.Duration { return r.wait }
 
-// Revision implements storage.Interface: the standby's, which its log
+// Revision implements storage.Log: the standby's, which its log
 // holds up to.
 func (r *Replicated) Revision(ctx context.Context) (int64, int64, error) {
 	return r.standby.Revision(ctx)
 }
 
-// Fields implements storage.Interface from the standby.
+// Fields implements storage.Reader from the standby.
 func (r *Replicated) Fields(ctx context.Context) (*storage.FieldSet, error) {
 	return r.standby.Fields(ctx)
 }
 
-// Changed implements storage.Interface: the primary's writes by this
+// Changed implements storage.Log: the primary's writes by this
 // process (none, in an API server).
 func (r *Replicated) Changed() <-chan struct{} { return r.primary.Changed() }
 
@@ -372,7 +357,7 @@ func (r *Replicated) Follow(ctx context.Context, from int64, probe time.Duration
 	r.standby.Follow(ctx, from, probe, wake)
 }
 
-// Close implements storage.Interface.
+// Close implements storage.Maintainer.
 func (r *Replicated) Close() error {
 	r.stop()
 	<-r.done

@@ -62,7 +62,7 @@ func TestReplicaReadsNeverOlderThanSeen(t *testing.T) {
 		for _, n := range names {
 			changes = append(changes, storage.Upsert(object("Pod", "ns", n, "1")))
 		}
-		rev, err := writer.Apply(ctx, "east", podsGVR, changes)
+		rev, err := writer.ForCluster("east", storage.Unfenced).Apply(ctx, podsGVR, changes)
 		if err != nil {
 			t.Fatal(err)
 		}

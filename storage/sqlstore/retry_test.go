@@ -22,7 +22,7 @@ func TestFailedApplySendsAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	changes := []storage.Change{storage.Upsert(object("Pod", "ns", "p", "42"))}
-	if _, err := s.Apply(ctx, "east", podsGVR, changes); err == nil {
+	if _, err := s.ForCluster("east", storage.Unfenced).Apply(ctx, podsGVR, changes); err == nil {
 		t.Fatal("the refused write succeeded")
 	}
 	if rv := changes[0].Object.GetResourceVersion(); rv != "42" {
@@ -31,7 +31,7 @@ func TestFailedApplySendsAgain(t *testing.T) {
 	if err := db.Exec("DROP TRIGGER refuse").Error; err != nil {
 		t.Fatal(err)
 	}
-	rev, err := s.Apply(ctx, "east", podsGVR, changes)
+	rev, err := s.ForCluster("east", storage.Unfenced).Apply(ctx, podsGVR, changes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestFailedApplySendsAgain(t *testing.T) {
 	if err != nil || o.MemberResourceVersion != "42" {
 		t.Fatalf("stored member resourceVersion %q (%v), want 42", o.MemberResourceVersion, err)
 	}
-	again, err := s.Apply(ctx, "east", podsGVR, []storage.Change{storage.Upsert(object("Pod", "ns", "p", "42"))})
+	again, err := s.ForCluster("east", storage.Unfenced).Apply(ctx, podsGVR, []storage.Change{storage.Upsert(object("Pod", "ns", "p", "42"))})
 	if err != nil || again != rev {
 		t.Fatalf("sent once more: revision %d (%v), want %d: unchanged", again, err, rev)
 	}

@@ -58,7 +58,7 @@ func TestPoisonObjectsAreRefusedAlone(t *testing.T) {
 			{eventsGVR, object("Event", "ns", "l", "1", func(u *unstructured.Unstructured) { u.SetLabels(map[string]string{"k": "v\x00"}) })},
 		} {
 			good := object("Role", "ns", "good-"+tc.gvr.Resource, "1")
-			_, err := s.Apply(ctx, "east", tc.gvr, []storage.Change{storage.Upsert(tc.poison), storage.Upsert(good)})
+			_, err := s.ForCluster("east", storage.Unfenced).Apply(ctx, tc.gvr, []storage.Change{storage.Upsert(tc.poison), storage.Upsert(good)})
 			var inv *storage.InvalidObjectError
 			if !errors.As(err, &inv) || !storage.IsInvalid(err) || len(inv.Refused) != 1 || inv.Refused[0].Name != tc.poison.GetName() {
 				t.Fatalf("%s %q: %v, want the poison refused by name", tc.gvr.Resource, tc.poison.GetName(), err)
@@ -103,7 +103,7 @@ func TestTrailingSpaceIsSignificant(t *testing.T) {
 				u.SetLabels(map[string]string{"tier": typ})
 			}))
 		}
-		if _, err := s.Apply(ctx, "east", podsGVR, []storage.Change{typed("a", "plain "), typed("a ", "other")}); err != nil {
+		if _, err := s.ForCluster("east", storage.Unfenced).Apply(ctx, podsGVR, []storage.Change{typed("a", "plain "), typed("a ", "other")}); err != nil {
 			t.Fatal(err)
 		}
 		if got := names(t, s, storage.ListQuery{GVR: podsGVR}); len(got) != 2 {
@@ -126,7 +126,7 @@ func TestApplyNeverGoesBackInTime(t *testing.T) {
 		s := b.Open(t)
 		ctx := context.Background()
 		key := storage.Key{Cluster: "east", GVR: podsGVR, Namespace: "ns", Name: "p"}
-		rev, err := s.Apply(ctx, "east", podsGVR, []storage.Change{storage.Upsert(object("Pod", "ns", "p", "10"))})
+		rev, err := s.ForCluster("east", storage.Unfenced).Apply(ctx, podsGVR, []storage.Change{storage.Upsert(object("Pod", "ns", "p", "10"))})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,7 +134,7 @@ func TestApplyNeverGoesBackInTime(t *testing.T) {
 			storage.Upsert(object("Pod", "ns", "p", "9")),
 			storage.DeleteAt("ns", "p", "9"),
 		} {
-			got, err := s.Apply(ctx, "east", podsGVR, []storage.Change{c})
+			got, err := s.ForCluster("east", storage.Unfenced).Apply(ctx, podsGVR, []storage.Change{c})
 			if err != nil || got != rev {
 				t.Fatalf("older change: revision %d -> %d, %v", rev, got, err)
 			}
@@ -142,10 +142,10 @@ func TestApplyNeverGoesBackInTime(t *testing.T) {
 				t.Fatalf("older change replaced the object: %+v %v", o, err)
 			}
 		}
-		if got, err := s.Apply(ctx, "east", podsGVR, []storage.Change{storage.Upsert(object("Pod", "ns", "p", "11"))}); err != nil || got != rev+1 {
+		if got, err := s.ForCluster("east", storage.Unfenced).Apply(ctx, podsGVR, []storage.Change{storage.Upsert(object("Pod", "ns", "p", "11"))}); err != nil || got != rev+1 {
 			t.Fatalf("newer upsert: %d, %v", got, err)
 		}
-		if _, err := s.Apply(ctx, "east", podsGVR, []storage.Change{storage.DeleteAt("ns", "p", "12")}); err != nil {
+		if _, err := s.ForCluster("east", storage.Unfenced).Apply(ctx, podsGVR, []storage.Change{storage.DeleteAt("ns", "p", "12")}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := s.Get(ctx, key); !errors.Is(err, storage.ErrNotFound) {
@@ -162,7 +162,7 @@ func TestDeleteOrphans(t *testing.T) {
 		clusters := []string{"east", "gone", "unknown"}
 		for _, cluster := range clusters {
 			for _, gvr := range []schema.GroupVersionResource{podsGVR, secretsGVR} {
-				if _, err := s.Apply(ctx, cluster, gvr, []storage.Change{storage.Upsert(object("X", "ns", "o", "1"))}); err != nil {
+				if _, err := s.ForCluster(cluster, storage.Unfenced).Apply(ctx, gvr, []storage.Change{storage.Upsert(object("X", "ns", "o", "1"))}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -221,7 +221,7 @@ func TestMigrationToNoPadCollation(t *testing.T) {
 		t.Fatalf("attr_value collation %q, %v", collation, err)
 	}
 	ctx := context.Background()
-	if _, err := s.Apply(ctx, "east", podsGVR, []storage.Change{storage.Upsert(object("Pod", "ns", "a", "1")), storage.Upsert(object("Pod", "ns", "a ", "1"))}); err != nil {
+	if _, err := s.ForCluster("east", storage.Unfenced).Apply(ctx, podsGVR, []storage.Change{storage.Upsert(object("Pod", "ns", "a", "1")), storage.Upsert(object("Pod", "ns", "a ", "1"))}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -251,7 +251,7 @@ func TestEntriesWithoutCreationTime(t *testing.T) {
 				changes = append(changes, storage.Upsert(costPod(i, "2")))
 			}
 		}
-		cur, err := s.Apply(ctx, clusters[0], podsGVR, changes)
+		cur, err := s.ForCluster(clusters[0], storage.Unfenced).Apply(ctx, podsGVR, changes)
 		if err != nil {
 			t.Fatal(err)
 		}

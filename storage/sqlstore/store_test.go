@@ -27,7 +27,7 @@ func TestApplyGetAndEvents(t *testing.T) {
 		s := b.Open(t)
 		ctx := context.Background()
 		changed := s.Changed()
-		rev, err := s.Apply(ctx, "east", podsGVR, []storage.Change{
+		rev, err := s.ForCluster("east", storage.Unfenced).Apply(ctx, podsGVR, []storage.Change{
 			storage.Upsert(object("Pod", "default", "a", "10", func(u *unstructured.Unstructured) { u.SetLabels(map[string]string{"app": "web"}) })),
 			storage.Upsert(object("Pod", "default", "b", "11")),
 		})
@@ -57,12 +57,12 @@ func TestApplyGetAndEvents(t *testing.T) {
 		}
 
 		// Same member resourceVersion: nothing is written.
-		if rev, err = s.Apply(ctx, "east", podsGVR, []storage.Change{storage.Upsert(object("Pod", "default", "a", "10"))}); err != nil || rev != 2 {
+		if rev, err = s.ForCluster("east", storage.Unfenced).Apply(ctx, podsGVR, []storage.Change{storage.Upsert(object("Pod", "default", "a", "10"))}); err != nil || rev != 2 {
 			t.Fatalf("unchanged apply: rev %d err %v; want 2", rev, err)
 		}
 		// A modify, a delete, a delete of an absent object, and a key written
 		// twice in one batch (the last wins).
-		rev, err = s.Apply(ctx, "east", podsGVR, []storage.Change{
+		rev, err = s.ForCluster("east", storage.Unfenced).Apply(ctx, podsGVR, []storage.Change{
 			storage.Upsert(object("Pod", "default", "a", "12")),
 			storage.Delete("default", "b"),
 			storage.Delete("default", "nope"),
@@ -114,10 +114,10 @@ func TestApplyGetAndEvents(t *testing.T) {
 		}
 
 		// Removing a resource of a cluster logs a delete per object.
-		if _, err := s.Apply(ctx, "west", podsGVR, []storage.Change{storage.Upsert(object("Pod", "x", "w", "1"))}); err != nil {
+		if _, err := s.ForCluster("west", storage.Unfenced).Apply(ctx, podsGVR, []storage.Change{storage.Upsert(object("Pod", "x", "w", "1"))}); err != nil {
 			t.Fatal(err)
 		}
-		if rev, err = s.DeleteResource(ctx, "east", podsGVR); err != nil || rev != 8 {
+		if rev, err = s.ForCluster("east", storage.Unfenced).DeleteResource(ctx, podsGVR); err != nil || rev != 8 {
 			t.Fatalf("delete resource: rev %d err %v; want 8", rev, err)
 		}
 		res, err := s.List(ctx, &storage.ListQuery{GVR: podsGVR})
@@ -130,7 +130,7 @@ func TestApplyGetAndEvents(t *testing.T) {
 		if events, _, _ = s.Changes(ctx, 6, 10); len(events) != 2 || events[0].Type != watch.Deleted || events[1].Type != watch.Deleted {
 			t.Fatalf("delete events: %+v", events)
 		}
-		if rev, err = s.DeleteResource(ctx, "west", schema.GroupVersionResource{}); err != nil || rev != 9 {
+		if rev, err = s.ForCluster("west", storage.Unfenced).DeleteResource(ctx, schema.GroupVersionResource{}); err != nil || rev != 9 {
 			t.Fatalf("delete cluster: rev %d err %v", rev, err)
 		}
 	})
@@ -325,7 +325,7 @@ func TestPagingUnderConcurrentWrites(t *testing.T) {
 				}
 				changes = append(changes, storage.Upsert(object("Pod", "default", fmt.Sprintf("new-%d", n), "1",
 					func(u *unstructured.Unstructured) { u.SetLabels(map[string]string{"app": "web"}) })))
-				if _, err := s.Apply(ctx, "east", podsGVR, changes); err != nil {
+				if _, err := s.ForCluster("east", storage.Unfenced).Apply(ctx, podsGVR, changes); err != nil {
 					t.Fatal(err)
 				}
 			})
@@ -364,7 +364,7 @@ func TestCompaction(t *testing.T) {
 		s := b.Open(t)
 		ctx := context.Background()
 		for i := range 10 {
-			if _, err := s.Apply(ctx, "east", podsGVR, []storage.Change{storage.Upsert(object("Pod", "ns", fmt.Sprint("p", i), "1"))}); err != nil {
+			if _, err := s.ForCluster("east", storage.Unfenced).Apply(ctx, podsGVR, []storage.Change{storage.Upsert(object("Pod", "ns", fmt.Sprint("p", i), "1"))}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -372,7 +372,7 @@ func TestCompaction(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Apply(ctx, "east", podsGVR, []storage.Change{storage.Delete("ns", "p9")}); err != nil {
+		if _, err := s.ForCluster("east", storage.Unfenced).Apply(ctx, podsGVR, []storage.Change{storage.Delete("ns", "p9")}); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.Compact(ctx, 12, false); err == nil {
@@ -435,7 +435,7 @@ func TestHostileInput(t *testing.T) {
 				u.SetLabels(map[string]string{"i": strconv.Itoa(i)})
 			})))
 		}
-		if _, err := s.Apply(ctx, "east", podsGVR, changes); err != nil {
+		if _, err := s.ForCluster("east", storage.Unfenced).Apply(ctx, podsGVR, changes); err != nil {
 			t.Fatal(err)
 		}
 		for i, h := range hostile {
@@ -495,7 +495,7 @@ func TestHostileInput(t *testing.T) {
 				t.Fatalf("%s: %v, want an invalid-input error", describe(q), err)
 			}
 		}
-		if _, err := s.Apply(ctx, strings.Repeat("c", 300), podsGVR, nil); !storage.IsInvalid(err) {
+		if _, err := s.ForCluster(strings.Repeat("c", 300), storage.Unfenced).Apply(ctx, podsGVR, nil); !storage.IsInvalid(err) {
 			t.Fatalf("overlong cluster name: %v", err)
 		}
 	})

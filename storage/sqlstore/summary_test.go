@@ -118,7 +118,7 @@ func TestCountSummaryStaysExact(t *testing.T) {
 						changes = append(changes, storage.Upsert(u))
 						written = append(written, u)
 					}
-					if _, err := s.Apply(ctx, c, gvr, changes); err != nil {
+					if _, err := s.ForCluster(c, storage.Unfenced).Apply(ctx, gvr, changes); err != nil {
 						t.Fatal(err)
 					}
 					// The last change of a key wins: replay them in order.
@@ -142,7 +142,7 @@ func TestCountSummaryStaysExact(t *testing.T) {
 				}
 				step += ", team declared"
 			case 4:
-				if _, err := s.DeleteResource(ctx, "north", schema.GroupVersionResource{}); err != nil {
+				if _, err := s.ForCluster("north", storage.Unfenced).DeleteResource(ctx, schema.GroupVersionResource{}); err != nil {
 					t.Fatal(err)
 				}
 				for k := range w.objects {

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -36,8 +37,27 @@ type op struct {
 	nm   string
 }
 
-// Apply implements storage.Interface.
-func (s *Store) Apply(ctx context.Context, cluster string, gvr schema.GroupVersionResource, changes []storage.Change) (int64, error) {
+// clusterWriter writes one cluster's objects under one owner epoch, which
+// every batch it submits carries (checkFence).
+type clusterWriter struct {
+	s       *Store
+	cluster string
+	epoch   int64
+}
+
+// ForCluster implements storage.Writer.
+func (s *Store) ForCluster(cluster string, epoch int64) storage.ClusterWriter {
+	return &clusterWriter{s: s, cluster: cluster, epoch: epoch}
+}
+
+// submit submits a batch of w's cluster under w's epoch.
+func (w *clusterWriter) submit(ctx context.Context, rows int, keys *keyLookup, fn batchFunc) (int64, error) {
+	return w.s.submit(ctx, w.cluster, w.epoch, rows, keys, fn)
+}
+
+// Apply implements storage.ClusterWriter.
+func (w *clusterWriter) Apply(ctx context.Context, gvr schema.GroupVersionResource, changes []storage.Change) (int64, error) {
+	cluster := w.cluster
 	if err := validateTarget(cluster, gvr); err != nil {
 		return 0, err
 	}
@@ -60,42 +80,17 @@ func (s *Store) Apply(ctx context.Context, cluster string, gvr schema.GroupVersi
 		}
 		descs = append(descs, d)
 	}
-	// newRow sets an object's resourceVersion to its revision, and a group
-	// may run the batch again: each run starts from the member's.
-	memberRVs := make([]string, len(valid))
-	for i, c := range valid {
-		if c.Object != nil {
-			memberRVs[i] = c.Object.GetResourceVersion()
-		}
-	}
-	rev, err := s.submit(ctx, cluster, len(valid), newKeyLookup(gvr, valid), func(_ *gorm.DB, p *pending, base int64, stored storedRows) (int64, error) {
-		for i, c := range valid {
-			if c.Object != nil {
-				c.Object.SetResourceVersion(memberRVs[i])
-			}
-		}
+	rev, err := w.submit(ctx, len(valid), newKeyLookup(gvr, valid), func(_ *gorm.DB, p *pending, base int64, stored storedRows) (int64, error) {
 		ops := plan(valid, descs, stored)
 		return int64(len(ops)), p.add(cluster, gvr, base, ops)
 	})
-	// A caller whose write failed gets its objects back as it sent them
-	// (written, they are as stored): a synchronizer sends the same ones
-	// again after an error (a lost connection, a node gone), which must
-	// carry the member's resourceVersion, not a revision of the attempt
-	// that failed, or a commit that did happen would be written again.
-	if err != nil {
-		for i, c := range valid {
-			if c.Object != nil {
-				c.Object.SetResourceVersion(memberRVs[i])
-			}
-		}
-	}
 	if err == nil && refused != nil {
 		err = &storage.InvalidObjectError{Refused: refused}
 	}
 	return rev, err
 }
 
-// DeleteOrphans implements storage.Interface. What it removes leaves
+// DeleteOrphans implements storage.Maintainer. What it removes leaves
 // nothing behind that its Cluster would not store: the Secrets it removes
 // lose their contents in the log and history too, and a cluster that keep
 // does not name at all, whose Cluster is gone, its history
@@ -114,19 +109,19 @@ func (s *Store) DeleteOrphans(ctx context.Context, keep []storage.ClusterResourc
 	rev, _, err := s.Revision(ctx)
 	fenced := map[string]bool{}
 	var removed []storage.ClusterResource
-	fence := func(cluster string) context.Context {
+	writer := func(cluster string) storage.ClusterWriter {
 		epoch, ok := epochs[cluster]
 		if !ok {
 			epoch = storage.NeverOwned
 		}
-		return storage.WithEpoch(ctx, epoch)
+		return s.ForCluster(cluster, epoch)
 	}
 	for _, r := range stored {
 		cr := storage.ClusterResource{Cluster: r.Cluster, GVR: r.gvr()}
 		if err != nil || kept[cr] || kept[storage.ClusterResource{Cluster: cr.Cluster}] || fenced[cr.Cluster] {
 			continue
 		}
-		deleted, derr := s.DeleteResource(fence(cr.Cluster), cr.Cluster, cr.GVR)
+		deleted, derr := writer(cr.Cluster).DeleteResource(ctx, cr.GVR)
 		switch {
 		case storage.IsFenced(derr):
 			fenced[cr.Cluster] = true // taken over since keep was made: not orphaned
@@ -145,9 +140,9 @@ func (s *Store) DeleteOrphans(ctx context.Context, keep []storage.ClusterResourc
 			continue
 		case !named[cr.Cluster]:
 			forgotten[cr.Cluster] = true
-			ferr = s.ForgetCluster(fence(cr.Cluster), cr.Cluster)
+			ferr = writer(cr.Cluster).ForgetCluster(ctx)
 		case cr.GVR == storage.SecretsResource:
-			ferr = s.DropSecretData(fence(cr.Cluster), cr.Cluster)
+			ferr = writer(cr.Cluster).DropSecretData(ctx)
 		}
 		if ferr != nil && !storage.IsFenced(ferr) {
 			err = ferr
@@ -156,12 +151,13 @@ func (s *Store) DeleteOrphans(ctx context.Context, keep []storage.ClusterResourc
 	return rev, err
 }
 
-// DeleteResource implements storage.Interface.
-func (s *Store) DeleteResource(ctx context.Context, cluster string, gvr schema.GroupVersionResource) (int64, error) {
-	rev, _, err := s.Revision(ctx)
+// DeleteResource implements storage.ClusterWriter.
+func (w *clusterWriter) DeleteResource(ctx context.Context, gvr schema.GroupVersionResource) (int64, error) {
+	cluster := w.cluster
+	rev, _, err := w.s.Revision(ctx)
 	for err == nil {
 		var n int64
-		rev, err = s.submit(ctx, cluster, deleteChunk, nil, func(tx *gorm.DB, p *pending, base int64, _ storedRows) (int64, error) {
+		rev, err = w.submit(ctx, deleteChunk, nil, func(tx *gorm.DB, p *pending, base int64, _ storedRows) (int64, error) {
 			q := tx.Where("cluster = ?", cluster)
 			if !gvr.Empty() {
 				q = whereResource(q, gvr)
@@ -389,23 +385,13 @@ func inChunks[T any](rows []T, maxRows int, size func(*T) int, write func([]T) e
 	return nil
 }
 
-// newRow makes the stored form of u: metadata.resourceVersion becomes the
-// global revision, the member's one moves to an annotation, and the cluster
-// is named, so that the bytes can be served as they are.
+// newRow makes the stored form of u (stamped), and its attribute rows.
 func newRow(fs *storage.FieldSet, cluster string, gvr schema.GroupVersionResource, rev int64, u *unstructured.Unstructured, d *storage.Object) (resourceRow, []attributeRow, error) {
 	fields := d.Fields
 	if fs != storage.BuiltinFields {
 		fields = fs.Extract(gvr.GroupResource(), u.Object) // the declared ones too
 	}
-	ann := u.GetAnnotations()
-	if ann == nil {
-		ann = map[string]string{}
-	}
-	ann[storage.ClusterAnnotation] = cluster
-	ann[storage.MemberResourceVersionAnnotation] = d.MemberResourceVersion
-	u.SetAnnotations(ann)
-	u.SetResourceVersion(strconv.FormatInt(rev, 10))
-	blob, err := storedObject(u.Object)
+	blob, err := storedObject(stamped(u, cluster, d.MemberResourceVersion, rev).Object)
 	if err != nil {
 		return resourceRow{}, nil, fmt.Errorf("encoding %s/%s: %w", d.Namespace, d.Name, err)
 	}
@@ -418,6 +404,30 @@ func newRow(fs *storage.FieldSet, cluster string, gvr schema.GroupVersionResourc
 		attrs = append(attrs, attributeRow{Revision: rev, Kind: attrKindLabel, Key: k, Value: v})
 	}
 	return row, fieldRows(attrs, rev, fields), nil
+}
+
+// stamped returns u as stored: metadata.resourceVersion becomes the global
+// revision rev, the member's one, memberRV, moves to an annotation, and the
+// cluster is named, so that the bytes can be served as they are. Only the
+// object and its metadata are copied, the rest shared: u stays as the
+// member sent it, for a group that runs the batch again and for a caller
+// that sends it again after an error (a lost connection, a node gone),
+// which must carry the member's resourceVersion, or a commit that did
+// happen would be written again.
+func stamped(u *unstructured.Unstructured, cluster, memberRV string, rev int64) *unstructured.Unstructured {
+	out := &unstructured.Unstructured{Object: maps.Clone(u.Object)}
+	if md, ok := u.Object["metadata"].(map[string]any); ok {
+		out.Object["metadata"] = maps.Clone(md)
+	}
+	ann := out.GetAnnotations() // a copy
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[storage.ClusterAnnotation] = cluster
+	ann[storage.MemberResourceVersionAnnotation] = memberRV
+	out.SetAnnotations(ann)
+	out.SetResourceVersion(strconv.FormatInt(rev, 10))
+	return out
 }
 
 // fieldRows appends the attribute rows of a row's fields. describeChange

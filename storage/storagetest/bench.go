@@ -70,7 +70,7 @@ func IngestPods(b *testing.B, backend string, s storage.Interface, n int) []*sto
 			changes = append(changes, storage.Upsert(BenchPod(rng, j, "1")))
 		}
 		cluster := BenchCluster(i)
-		if _, err := s.Apply(ctx, cluster, Pods, changes); err != nil {
+		if _, err := s.ForCluster(cluster, storage.Unfenced).Apply(ctx, Pods, changes); err != nil {
 			b.Fatal(err)
 		}
 		for _, c := range changes {
