@@ -95,7 +95,7 @@ func (h *Handler) countGroups(req *request, opts *listOptions) (*storage.CountRe
 	if err != nil {
 		return nil, err
 	}
-	translate, err := req.view.count(q, req.res.Namespaced)
+	translate, err := req.view.count(req.r.Context(), q, req.res.Namespaced)
 	if err != nil {
 		return nil, err
 	}

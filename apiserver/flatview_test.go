@@ -530,6 +530,22 @@ func TestFlatCountsDottedNamespace(t *testing.T) {
 	}
 }
 
+// TestFlatCountsDottedNamespaceObjects: a count of Namespace objects in
+// the flat view counts what their list returns: a Namespace named with a
+// dot, which the list leaves out, is in no group, whatever else selects.
+func TestFlatCountsDottedNamespaceObjects(t *testing.T) {
+	flat, _ := dottedNamespaces(t)
+	for path, want := range map[string]string{
+		"/api/v1/namespaces?groupBy=cluster":             "a.b=1",
+		"/api/v1/namespaces?groupBy=label:app":           "<none>=1",
+		"/api/v1/namespaces?groupBy=cluster&fuzzyName=c": "a.b=1",
+	} {
+		if code, _, body := getCounts(t, flat(path), "", ""); code != http.StatusOK || body.groups() != want {
+			t.Errorf("%s: %d %+v, want %s", path, code, body, want)
+		}
+	}
+}
+
 // TestFlatViewDottedNamespace: member namespaces have no dots, so that
 // flat namespaces split back into one cluster and namespace. Namespace
 // "b.c" of cluster "a", which a member may claim, would read as namespace

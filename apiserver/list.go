@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/panorama-io/panorama/apiserver/watchcache"
 	"github.com/panorama-io/panorama/storage"
 )
 
@@ -40,6 +41,12 @@ func (h *Handler) list(w http.ResponseWriter, req *request) {
 	f := formatOf(req.r, req.res, opts.onlyMetadata)
 	streamList(w, req.r, f.listType, &listEnvelope{Kind: f.listKind, APIVersion: f.apiVersion, Metadata: listMeta, Items: []json.RawMessage{}},
 		len(page.Objects), func(i int) ([]byte, error) { return f.item(page.Objects[i].Data) })
+}
+
+// listConsistent reads a page of q at the store's latest state, or at its
+// continue token's.
+func (h *Handler) listConsistent(ctx context.Context, q *storage.ListQuery) (*storage.ListResult, error) {
+	return h.reads().List(ctx, q, watchcache.Freshness{})
 }
 
 // readList reads the page a list asks for.

@@ -1,6 +1,8 @@
 package apiserver
 
 import (
+	"context"
+
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apirequest "k8s.io/apiserver/pkg/endpoints/request"
 
@@ -28,7 +30,7 @@ type view interface {
 	event(e *watchcache.Event) (bool, error)
 	// count translates the count of a query the view translated, and
 	// returns what translates its answer back.
-	count(q *storage.CountQuery, namespaced bool) (func(*storage.CountResult), error)
+	count(ctx context.Context, q *storage.CountQuery, namespaced bool) (func(*storage.CountResult), error)
 	// object is the cluster and member request of a request naming one
 	// object (its subresources: history, refusals).
 	object(info *apirequest.RequestInfo) (cluster string, member *apirequest.RequestInfo)
@@ -43,7 +45,7 @@ type view interface {
 // views are the views named other than after a cluster (AllClusters is
 // the member view of every cluster, "").
 var views = map[string]func(h *Handler) view{
-	searchv1alpha1.FlatClusters: func(h *Handler) view { return newFlatView(h.registry.Names()) },
+	searchv1alpha1.FlatClusters: func(h *Handler) view { return newFlatView(h.registry.Names(), h.listConsistent) },
 }
 
 // viewOf is the view of the cluster a path names.

@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"slices"
 	"strconv"
@@ -97,11 +98,16 @@ type flatView struct {
 	// namespaceObjects is set when the request is of Namespaces, whose
 	// names are member namespaces.
 	namespaceObjects bool
+	// list reads a page of a query, for a count to find what it must
+	// leave out (dottedNamespaces).
+	list func(ctx context.Context, q *storage.ListQuery) (*storage.ListResult, error)
 }
 
 // newFlatView is the flat view of a request that came when the registry
-// knew clusters.
-func newFlatView(clusters []string) *flatView { return &flatView{clusters: clusters} }
+// knew clusters, reading pages with list.
+func newFlatView(clusters []string, list func(context.Context, *storage.ListQuery) (*storage.ListResult, error)) *flatView {
+	return &flatView{clusters: clusters, list: list}
+}
 
 // cluster is "": the flat view reads every cluster.
 func (v *flatView) cluster() string { return "" }
@@ -271,13 +277,19 @@ func (v *flatView) flattens(o *storage.Object) bool {
 // groups by cluster and namespace too, terms added when not asked; the
 // groups in a namespace that does not flatten are left out, and the
 // added terms taken off the answer, merging the groups they told apart.
-// A query that the view must filter (see above) cannot be counted by the
-// store: 400.
-func (v *flatView) count(q *storage.CountQuery, namespaced bool) (func(*storage.CountResult), error) {
+// A count of Namespace objects leaves out, by name, those that do not
+// flatten. A query that the view must filter (see above) cannot be
+// counted by the store: 400.
+func (v *flatView) count(ctx context.Context, q *storage.CountQuery, namespaced bool) (func(*storage.CountResult), error) {
 	if v.keep != nil {
 		return nil, badRequest("the flat view cannot count this selection in one query: it selects other namespaces (or names) " +
 			"in each cluster, or leaves one out with !=; count each cluster apart (namespaces=east.a,east.b) or in its view (" +
 			searchv1alpha1.ViewPath("<cluster>") + "/...)")
+	}
+	if v.namespaceObjects {
+		if err := v.leaveOutDottedNamespaces(ctx, &q.Query); err != nil {
+			return nil, err
+		}
 	}
 	if !namespaced {
 		return func(*storage.CountResult) {}, nil // cluster-scoped objects have no namespace to translate
@@ -292,6 +304,49 @@ func (v *flatView) count(q *storage.CountQuery, namespaced bool) (func(*storage.
 	}
 	q.GroupBy = terms.all
 	return func(res *storage.CountResult) { terms.translate(res, limit) }, nil
+}
+
+// leaveOutDottedNamespaces narrows q, of Namespace objects, to those that
+// flatten: a store counts by what a query selects, and no query selects
+// names without a dot, so the dotted names q selects are read and left
+// out one by one. Members whose kube-apiserver validates namespaces have
+// none; the query's limits bound how many a member may claim (400).
+func (v *flatView) leaveOutDottedNamespaces(ctx context.Context, q *storage.ListQuery) error {
+	dotted, err := v.dottedNamespaces(ctx, *q)
+	if err != nil {
+		return err
+	}
+	reqs := slices.Clip(q.Fields) // q's own are the parsed request's
+	for _, name := range dotted {
+		reqs = append(reqs, fields.Requirement{Field: "metadata.name", Operator: selection.NotEquals, Value: name})
+	}
+	q.Fields = reqs
+	return q.Validate()
+}
+
+// dottedNamespaces are the names with a dot of the Namespace objects q
+// selects, sorted, read page by page.
+func (v *flatView) dottedNamespaces(ctx context.Context, q storage.ListQuery) ([]string, error) {
+	q.Limit, q.OrderBy = storage.MaxLimit, nil
+	if q.FuzzyName == "" {
+		q.FuzzyName = "." // only the names to leave out, when nothing else selects by name
+	}
+	var names []string
+	for {
+		page, err := v.list(ctx, &q)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range page.Objects {
+			if !v.flattens(&o) {
+				names = append(names, o.Name)
+			}
+		}
+		if q.Continue = page.Continue; q.Continue == "" {
+			slices.Sort(names)
+			return slices.Compact(names), nil
+		}
+	}
 }
 
 // flatCount are the terms a flat count of a namespaced resource groups

@@ -1,6 +1,8 @@
 package apiserver
 
 import (
+	"context"
+
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apirequest "k8s.io/apiserver/pkg/endpoints/request"
 
@@ -20,7 +22,7 @@ func (memberView) page(*storage.ListResult) error { return nil }
 
 func (memberView) event(*watchcache.Event) (bool, error) { return true, nil }
 
-func (memberView) count(*storage.CountQuery, bool) (func(*storage.CountResult), error) {
+func (memberView) count(context.Context, *storage.CountQuery, bool) (func(*storage.CountResult), error) {
 	return func(*storage.CountResult) {}, nil
 }
 
