@@ -34,6 +34,9 @@ type dialect struct {
 	// transaction rolled back whole for conflicting with another, which
 	// may simply run again (conflict.go).
 	conflict func(err error) bool
+	// refused says why the database refused a write's values, if err, of
+	// this database's driver, is such a refusal; else "" (refusal).
+	refused func(err error) string
 
 	types map[string]string
 	// tableOptions follow CREATE TABLE (...).

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	mysqldriver "github.com/go-sql-driver/mysql"
 	"gorm.io/driver/mysql"
@@ -27,6 +28,7 @@ func mysqlDialect(collation string) *dialect {
 		open:      openMySQL,
 		connected: mysqlNoPadDialect,
 		conflict:  mysqlConflict,
+		refused:   mysqlRefused,
 		types: map[string]string{
 			"bigint": "BIGINT", "blob": "LONGBLOB", "char1": "CHAR(1)",
 			"s16": varchar(16), "s64": varchar(64), "s128": varchar(128),
@@ -110,6 +112,25 @@ func mysqlNoPadDialect(ctx context.Context, db *gorm.DB) (*dialect, error) {
 		}
 	}
 	return nil, fmt.Errorf("mysql has none of the collations %v: MariaDB 10.2+ or MySQL 8 is required", mysqlCollations)
+}
+
+// mysqlRefused: incorrect string value (1366); packet too large (1153,
+// and 1301, or 1105 when a parameter sent apart is), row too large
+// (1118), or a packet larger than the driver sends.
+func mysqlRefused(err error) string {
+	var my *mysqldriver.MySQLError
+	switch {
+	case errors.Is(err, mysqldriver.ErrPktTooLarge):
+		return refusedSize
+	case !errors.As(err, &my):
+		return ""
+	case my.Number == 1366:
+		return refusedText
+	case my.Number == 1153, my.Number == 1301, my.Number == 1118,
+		my.Number == 1105 && strings.Contains(my.Message, "max_allowed_packet"): // MariaDB's, of a long parameter
+		return refusedSize
+	}
+	return ""
 }
 
 // mysqlConflict: ER_LOCK_DEADLOCK, which Galera's certification failures

@@ -23,6 +23,7 @@ var postgresDialect = &dialect{
 	name:     "postgres",
 	open:     openPostgres,
 	conflict: postgresConflict,
+	refused:  postgresRefused,
 	types: map[string]string{
 		"bigint": "BIGINT", "blob": "BYTEA", "char1": `VARCHAR(1) COLLATE "C"`,
 		"s16": `VARCHAR(16) COLLATE "C"`, "s64": `VARCHAR(64) COLLATE "C"`, "s128": `VARCHAR(128) COLLATE "C"`,
@@ -107,6 +108,22 @@ func openPostgres(dsn string) (gorm.Dialector, error) {
 func customPlans(ctx context.Context, conn *pgx.Conn) error {
 	_, err := conn.Exec(ctx, "SET plan_cache_mode = force_custom_plan")
 	return err
+}
+
+// postgresRefused: invalid byte sequence (22021) or unsupported Unicode
+// escape (22P05); program_limit_exceeded (54000).
+func postgresRefused(err error) string {
+	var pg *pgconn.PgError
+	if !errors.As(err, &pg) {
+		return ""
+	}
+	switch pg.Code {
+	case "22021", "22P05":
+		return refusedText
+	case "54000":
+		return refusedSize
+	}
+	return ""
 }
 
 // postgresConflict: serialization_failure, deadlock_detected.

@@ -1,6 +1,8 @@
 package sqlstore
 
 import (
+	"errors"
+
 	"github.com/libtnb/sqlite"
 	"gorm.io/gorm"
 )
@@ -14,6 +16,7 @@ var sqliteDialect = &dialect{
 	defaultDSN:    DefaultSQLiteFile,
 	open:          openSQLite,
 	oneConnection: true,
+	refused:       sqliteRefused,
 	types: map[string]string{
 		"bigint": "INTEGER", "blob": "BLOB", "char1": "TEXT",
 		"s16": "TEXT", "s64": "TEXT", "s128": "TEXT", "s253": "TEXT", "s317": "TEXT", "s512": "TEXT",
@@ -37,6 +40,19 @@ var sqliteDialect = &dialect{
 	lookupLists:    1,
 	addExcluded:    summaryTable + ".n + excluded.n",
 	moveAttributes: true,
+}
+
+// sqliteTooBig is SQLITE_TOOBIG, the primary result code of a string or
+// blob larger than SQLite takes.
+const sqliteTooBig = 18
+
+// sqliteRefused: SQLITE_TOOBIG.
+func sqliteRefused(err error) string {
+	var lite interface{ Code() int } // modernc.org/sqlite's *Error
+	if errors.As(err, &lite) && lite.Code()&0xff == sqliteTooBig {
+		return refusedSize
+	}
+	return ""
 }
 
 // openSQLite opens the file: WAL lets readers run beside the writer; the

@@ -1,11 +1,6 @@
 package sqlstore
 
 import (
-	"errors"
-	"strings"
-
-	"github.com/go-sql-driver/mysql"
-	"github.com/jackc/pgx/v5/pgconn"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/panorama-io/panorama/storage"
@@ -85,44 +80,21 @@ func validateDescription(c storage.Change, d *storage.Object) *storage.InvalidEr
 
 // refusal says why the database refused a write's values, if err is such
 // a refusal, which the same rows meet every time they are written: text
-// it cannot hold (PostgreSQL's invalid byte sequence 22021 or unsupported
-// Unicode escape 22P05, MySQL's incorrect string value 1366), or a value,
-// row or statement larger than it takes (PostgreSQL's
-// program_limit_exceeded 54000; MySQL's packet too large, 1153 and 1301,
-// or 1105 when a parameter sent apart is, its row too large, 1118, or a
-// packet larger than the driver sends; SQLite's SQLITE_TOOBIG). The
-// write's batch is then refused, not retried; describeChange, and the
-// synchronizer's bound on objects' size, should catch these first.
+// it cannot hold, or a value, row or statement larger than it takes (each
+// dialect's refused says which errors are). The write's batch is then
+// refused, not retried; describeChange, and the synchronizer's bound on
+// objects' size, should catch these first.
 func refusal(err error) (reason string, refused bool) {
-	const text, size = "the database refused a text value", "the database refused a value as too large"
-	var pg *pgconn.PgError
-	if errors.As(err, &pg) {
-		switch pg.Code {
-		case "22021", "22P05":
-			return text, true
-		case "54000":
-			return size, true
+	for _, d := range dialects {
+		if reason := d.refused(err); reason != "" {
+			return reason, true
 		}
-		return "", false
-	}
-	var my *mysql.MySQLError
-	if errors.As(err, &my) {
-		switch {
-		case my.Number == 1366:
-			return text, true
-		case my.Number == 1153, my.Number == 1301, my.Number == 1118,
-			my.Number == 1105 && strings.Contains(my.Message, "max_allowed_packet"): // MariaDB's, of a long parameter
-			return size, true
-		}
-		return "", false
-	}
-	var lite interface{ Code() int } // modernc.org/sqlite's *Error
-	if errors.Is(err, mysql.ErrPktTooLarge) || errors.As(err, &lite) && lite.Code()&0xff == sqliteTooBig {
-		return size, true
 	}
 	return "", false
 }
 
-// sqliteTooBig is SQLITE_TOOBIG, the primary result code of a string or
-// blob larger than SQLite takes.
-const sqliteTooBig = 18
+// Why the database refused a write's values (refusal).
+const (
+	refusedText = "the database refused a text value"
+	refusedSize = "the database refused a value as too large"
+)
