@@ -16,12 +16,12 @@ import (
 // a list's JSON, and a watch event's object, once. client-go's dynamic
 // client reads each page of a list four times over: a scan for its kind, a
 // scan for its items, a decode of the whole list, items included, only to
-// drop them, and a decode of each item. That was 35 % of the controller's
-// CPU in an initial sync (BenchmarkInitialSync, pprof), on a machine the
-// member, the database and the controller share. A watch event's object
-// it scans for its kind, scans to find its end, and scans again to decode
-// it: parsing every event a second time to read its kind alone was 13.6 %
-// of a syncing controller's CPU profile.
+// drop them, and a decode of each item: a large share of the
+// controller's CPU in an initial sync (BenchmarkInitialSync, pprof). A
+// watch event's object it scans for its kind, scans to find its end, and
+// scans again to decode it: parsing every event a second time to read its
+// kind alone showed in a syncing controller's CPU profile too
+// (BenchmarkWatchObjectDecode).
 func NewClient(cfg *rest.Config) (dynamic.Interface, error) {
 	c := dynamic.ConfigFor(cfg)
 	c.NegotiatedSerializer = newDecodedOnce(c.NegotiatedSerializer)

@@ -499,8 +499,8 @@ func (listStreamedToStorage) IsWatchListSemanticsUnSupported() bool { return tru
 // rewritten, so a restart costs one read of that index.
 //
 // A page is written while the next one is fetched and decoded: one after
-// the other, the sync took the member's list time plus the writes' (2.3–5 ×
-// the list alone), when the two can overlap. The pages of one list hold
+// the other, the sync took the member's list time plus the writes'
+// (BenchmarkInitialSync), when the two can overlap. The pages of one list hold
 // each key once, so the order their writes land in does not matter.
 func (s *Synchronizer) list(ctx context.Context, ri dynamic.ResourceInterface) (runtime.Object, error) {
 	if err := s.flush(ctx); err != nil {

@@ -10,9 +10,9 @@ import (
 // Unstructured.MarshalJSON writes (encoding/json's: keys sorted, <, > and
 // & escaped, invalid UTF-8 replaced, and a newline), written by
 // segmentio's encoder, which makes the same bytes in under half the time
-// (BenchmarkObjectJSON). encoding/json was 17 % of the CPU of a sync's
-// writes (pprof of 100,000 ConfigMaps into PostgreSQL), spent while the
-// write holds the revision counter.
+// (BenchmarkObjectJSON). encoding/json was a large share of the CPU of a
+// sync's writes (pprof of BenchmarkInitialSync into PostgreSQL), spent
+// while the write holds the revision counter.
 func appendObjectJSON(b []byte, obj map[string]any) ([]byte, error) {
 	b, err := json.Append(b, obj, json.EscapeHTML|json.SortMapKeys)
 	if err != nil {

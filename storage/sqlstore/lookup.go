@@ -12,9 +12,9 @@ import (
 
 // Lookups of a group. An Apply plans against the stored rows of its keys,
 // and a fenced write checks its cluster's owner epoch. Read one batch at a
-// time, they cost two statements a batch: 50 synchronizers' churn on
-// MariaDB (BenchmarkUpdateChurn) spent 2.5 s of its 12 in them, 2,000
-// statements, against 3.7 s writing the rows and their attributes. So a
+// time, they cost two statements a batch, which under many synchronizers'
+// churn took nearly as long as writing the rows and their attributes
+// (BenchmarkUpdateChurn on MariaDB). So a
 // group reads them for a run of its batches at once, one statement per
 // resource and d.lookupKeys keys (in d.lookupLists lists of names) and
 // one for the epochs, right before the first of them runs. That reads

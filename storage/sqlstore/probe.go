@@ -13,8 +13,8 @@ import (
 // requires and those it excludes. By default (semiJoin), a required one is
 // a subquery of the matching attribute rows (IN), an excluded one a
 // correlated NOT EXISTS, which PostgreSQL plans as an anti-join that a
-// page's LIMIT can stop early (as NOT IN, it read every match: 190 ms for
-// a tenth of a million). Probing, a row's attribute is looked up by the
+// page's LIMIT can stop early (as NOT IN, it read every match:
+// BenchmarkFleet). Probing, a row's attribute is looked up by the
 // row's revision as a scalar subquery, which no database turns into a
 // join: rows are tested one by one, in the order the page's index reads
 // them, until the page is full.
@@ -47,21 +47,17 @@ func (p attrPlan) sql(c attrCond) string {
 //
 // MariaDB plans every attribute subquery as a semi-join, EXISTS and NOT
 // EXISTS too: it reads all the matches, then sorts them or tests the
-// page's rows against them. For a label on a tenth of a million
-// ConfigMaps, that took 1.9 s a page of 100 (BenchmarkFleet; 0.2–0.4 s
-// for the same shape over synthetic rows); excluding a value, it read the
-// whole attribute table (0.2–0.3 s). Probing rows in the order of the
-// index instead reads about limit × objects / matches rows: 5–10 ms and
-// 2 ms there, but a whole resource for a rare label (0.9 s for one in a
-// thousand, 6–20 ms as a semi-join). So the page always probes the
-// attributes it excludes, and probes those it requires when each is
-// common: more matches than √(limit × objects), where the two plans' rows
-// read meet: a tested row costs a probe about what a match costs the
-// semi-join (6 µs each for an image on 1 pod in 200 of a million, with
-// the tables in MariaDB's buffer pool: 120 ms probed, 30 ms as a
-// semi-join; 1.8 s and 0.25 s with its default 128 MB pool, a probe
-// reading the row and its attributes from disk). Half that bound, which
-// the ConfigMaps' costs had suggested, probed that image. It counts each
+// page's rows against them. For a common label that makes a small page
+// cost as much as reading every match (BenchmarkFleet); excluding a
+// value, it read the whole attribute table. Probing rows in the order of
+// the index instead reads about limit × objects / matches rows: far fewer
+// for a common label, but a whole resource for a rare one. So the page
+// always probes the attributes it excludes, and probes those it requires
+// when each is common: more matches than √(limit × objects), where the
+// two plans' rows read meet, a tested row costing a probe about what a
+// match costs the semi-join (make bench-count-1m, an image on 1 pod in
+// 200, in and out of MariaDB's buffer pool). Half that bound, which the
+// ConfigMaps' costs had suggested, probed that image. It counts each
 // one's matches up to the bound, in the attribute index (all resources':
 // an upper bound of the resource's), and the objects as the statistics
 // estimate them (all resources').
@@ -112,10 +108,9 @@ func (s *Store) pagePlan(tx *gorm.DB, q *storage.ListQuery, order []storage.Orde
 // prefix (the resource) with the seek as an index condition, which reads
 // every entry before the page: it costs the range of revisions on the
 // primary key below the seek's range, then takes the index of the order,
-// for the LIMIT, by its prefix alone. A page of 500 ConfigMaps took 8 ms
-// from the second of 50 clusters and 23 ms from the 47th, 3.6 ms at
-// either told the index; the paged list of 100,100 of them 2.4-3.2 times
-// its unpaged list, from one run to another (BenchmarkFleet).
+// for the LIMIT, by its prefix alone: a page cost more the later its
+// cluster came, and a paged list several times its unpaged list, until
+// told the index (BenchmarkFleet).
 func (s *Store) walkIndex(q *storage.ListQuery, order []storage.OrderBy, plan attrPlan) string {
 	if !s.dialect.forceWalk || q.Limit <= 0 || !indexedOrder(order) || !plan.probeRequired ||
 		len(q.Names) > 0 || q.HasOwnerFilter() || len(q.Namespaces) > 0 && len(q.Clusters) == 0 {
