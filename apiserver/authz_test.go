@@ -264,15 +264,15 @@ func (c *countingAuthorizer) during(f func()) int64 {
 
 // countedHandler is testHandler over clusters serving pods, its checks
 // counted.
-func countedHandler(t testing.TB, clusters ...string) (*Handler, *countingAuthorizer) {
-	h := testHandler(t)
+func countedHandler(t testing.TB, clusters ...string) (*Handler, storage.Interface, *countingAuthorizer) {
+	h, store := testHandler(t)
 	h.registry = NewRegistry()
 	for _, c := range clusters {
 		h.registry.Set(clusterServing(c, podsGVR, "Pod"))
 	}
 	checks := &countingAuthorizer{Authorizer: testGrants}
 	h.authz = checks
-	return h, checks
+	return h, store, checks
 }
 
 // fleet is east and n-1 more clusters.
@@ -347,7 +347,7 @@ func madeUpPods() string {
 // and many namespaces, costs no more checks than naming none, whoever
 // asks.
 func TestAuthorizationChecksOfMadeUpNames(t *testing.T) {
-	h, checks := countedHandler(t, "east", "west")
+	h, _, checks := countedHandler(t, "east", "west")
 	base := serve(t, asUser(viewsMux(h)))
 	madeUp := madeUpPods()
 	for _, name := range []string{"admin", "pods", "nsuser", "east", "services", "nobody"} {
@@ -364,8 +364,8 @@ func TestAuthorizationChecksOfMadeUpNames(t *testing.T) {
 // clusters in a namespace, costs one check per read however many clusters
 // there are.
 func TestAuthorizationChecksOfGrantsAcross(t *testing.T) {
-	h, checks := countedHandler(t, fleet(50)...)
-	putPod(t, h.store, "member-07", "a")
+	h, store, checks := countedHandler(t, fleet(50)...)
+	putPod(t, store, "member-07", "a")
 	base := serve(t, asUser(viewsMux(h)))
 	for _, c := range []struct {
 		user, path string
@@ -391,7 +391,7 @@ func TestAuthorizationChecksOfGrantsAcross(t *testing.T) {
 // maxAuthorizationChecks is refused with 400 once it has made them; a self
 // rules review so bounded answers what it checked, Incomplete.
 func TestAuthorizationChecksBounded(t *testing.T) {
-	h, checks := countedHandler(t, fleet(50)...)
+	h, _, checks := countedHandler(t, fleet(50)...)
 	for _, c := range fleet(50) {
 		cl := clusterServing(c, podsGVR, "Pod")
 		for i := range 10 {
@@ -427,7 +427,7 @@ func TestAuthorizationChecksBounded(t *testing.T) {
 // TestAuthorizationStopsWithRequest: no check is made once the request's
 // context has ended.
 func TestAuthorizationStopsWithRequest(t *testing.T) {
-	h, checks := countedHandler(t, fleet(50)...)
+	h, _, checks := countedHandler(t, fleet(50)...)
 	ctx, cancel := context.WithCancel(apirequest.WithUser(context.Background(), &user.DefaultInfo{Name: "east"}))
 	defer cancel()
 	const atCancel = 5
@@ -448,8 +448,8 @@ func TestAuthorizationStopsWithRequest(t *testing.T) {
 // system:unauthenticated, are refused every read, review and discovery of
 // Panorama before any check; public paths are left to the host.
 func TestAnonymousRefused(t *testing.T) {
-	h, checks := countedHandler(t, "east", "west")
-	putPod(t, h.store, "east", "a")
+	h, store, checks := countedHandler(t, "east", "west")
+	putPod(t, store, "east", "a")
 	authz, err := serverAuthorizer(checks, genericoptions.NewDelegatingAuthorizationOptions().AlwaysAllowPaths)
 	if err != nil {
 		t.Fatal(err)
@@ -504,10 +504,10 @@ func TestAnonymousRefused(t *testing.T) {
 // messages, warnings, self reviews) names no cluster they may not read and
 // did not name, and stays the same when such a cluster is added.
 func TestAuthorizationNamesNoUnreadableCluster(t *testing.T) {
-	h, _ := countedHandler(t, "east", "west")
-	putPod(t, h.store, "east", "a")
-	putPod(t, h.store, "west", "b")
-	putPod(t, h.store, "hidden", "c") // its Cluster comes later
+	h, store, _ := countedHandler(t, "east", "west")
+	putPod(t, store, "east", "a")
+	putPod(t, store, "west", "b")
+	putPod(t, store, "hidden", "c") // its Cluster comes later
 	base := serve(t, asUser(viewsMux(h)))
 	requests := []struct {
 		method, path, body string
@@ -560,9 +560,9 @@ func TestAuthorizationNamesNoUnreadableCluster(t *testing.T) {
 // is answered, byte for byte, as one in a cluster that exists and the user
 // may not read.
 func TestMissingClusterAsUnreadable(t *testing.T) {
-	withWest, _ := countedHandler(t, "east", "west")
-	putPod(t, withWest.store, "west", "b")
-	withoutWest, _ := countedHandler(t, "east")
+	withWest, westStore, _ := countedHandler(t, "east", "west")
+	putPod(t, westStore, "west", "b")
+	withoutWest, _, _ := countedHandler(t, "east")
 	exists, missing := serve(t, asUser(viewsMux(withWest))), serve(t, asUser(viewsMux(withoutWest)))
 	for _, path := range []string{
 		"/clusters/west/api/v1/namespaces/ns/pods/b/history",
@@ -587,7 +587,7 @@ func TestMissingClusterAsUnreadable(t *testing.T) {
 // a read naming 1,000 made-up clusters and 1,000 namespaces against one
 // naming none.
 func BenchmarkAuthorizationChecks(b *testing.B) {
-	h, checks := countedHandler(b, fleet(50)...)
+	h, _, checks := countedHandler(b, fleet(50)...)
 	base := serve(b, asUser(viewsMux(h)))
 	reads := []struct{ name, user, path string }{
 		{"tenant", "nsuser", viewPathOf("/api/v1/namespaces/ns/pods")},

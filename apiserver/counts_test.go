@@ -170,8 +170,8 @@ func (s *countingStore) Count(ctx context.Context, q *storage.CountQuery) (*stor
 // answers is the summary's until the cache holds the pods, and loads
 // nothing.
 func TestCountsFromCache(t *testing.T) {
-	h := testHandler(t)
-	store := &countingStore{Interface: h.store}
+	h, raw := testHandler(t)
+	store := &countingStore{Interface: raw}
 	h.store = store
 	srv := httptest.NewServer(asUser(h))
 	t.Cleanup(srv.Close)

@@ -35,7 +35,7 @@ const crdColumnsTTL = 30 * time.Second
 // custom resources it syncs. Requests share what it read through a
 // sync.Map, read without a lock.
 type crdColumns struct {
-	store storage.Interface
+	store storage.Reader
 	cache sync.Map // crdColumnsKey -> crdColumnsEntry
 }
 

@@ -126,11 +126,11 @@ func FuzzServePath(f *testing.F) {
 			f.Add(strings.TrimPrefix(viewPathOf(p), groupVersion), q)
 		}
 	}
-	h := testHandler(f)
+	h, store := testHandler(f)
 	for _, name := range []string{"a", "b"} {
-		putPod(f, h.store, "east", name)
+		putPod(f, store, "east", name)
 	}
-	putOpenAPI(f, h.store, "east", "v1.37.2", map[string]string{"api/v1": openAPIDoc("v1.37.2", []string{"/api/v1/pods"}, map[string]string{"P": "p"})})
+	putOpenAPI(f, store, "east", "v1.37.2", map[string]string{"api/v1": openAPIDoc("v1.37.2", []string{"/api/v1/pods"}, map[string]string{"P": "p"})})
 	srv := asUser(h)
 	f.Fuzz(func(t *testing.T, path, query string) {
 		u := &url.URL{Path: groupVersion + path, RawQuery: query}

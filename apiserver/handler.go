@@ -32,7 +32,7 @@ const (
 // Handler serves the views' paths.
 type Handler struct {
 	registry *Registry
-	store    storage.Interface
+	store    storage.Reader
 	cache    *watchcache.Cache
 	crds     crdColumns
 	// authz is the host's delegated authorizer, asked for every member read.

@@ -41,29 +41,32 @@ func testServer(t testing.TB) (storage.Interface, *rest.Config, *Registry) {
 
 // testServerWith is testServer with a watch cache tuned by opts.
 func testServerWith(t testing.TB, opts watchcache.Options) (storage.Interface, *rest.Config, *Registry) {
-	return serveHandler(t, testHandlerWith(t, opts))
+	h, store := testHandlerWith(t, opts)
+	return serveHandler(t, h, store)
 }
 
-// serveHandler serves h's paths as testServer does.
-func serveHandler(t testing.TB, h *Handler) (storage.Interface, *rest.Config, *Registry) {
+// serveHandler serves h's paths, read from store, as testServer does.
+func serveHandler(t testing.TB, h *Handler, store storage.Interface) (storage.Interface, *rest.Config, *Registry) {
 	mux := http.NewServeMux()
 	mux.Handle(searchv1alpha1.ViewsPrefix+"/", h)
 	mux.Handle(ResourcesPrefix+"/", h)
 	mux.HandleFunc(CollectionsPath+"/", h.ServeCollections)
 	srv := httptest.NewServer(asUser(mux))
 	t.Cleanup(srv.Close)
-	return h.store, &rest.Config{Host: srv.URL + searchv1alpha1.ViewPath("")}, h.registry
+	return store, &rest.Config{Host: srv.URL + searchv1alpha1.ViewPath("")}, h.registry
 }
 
 // testHandler is a handler over a real store (SQLite) and watch cache, with
-// clusters east and west serving pods.
-func testHandler(t testing.TB) *Handler {
+// clusters east and west serving pods, and the store, to write to: the
+// handler only reads it.
+func testHandler(t testing.TB) (*Handler, storage.Interface) {
 	return testHandlerWith(t, watchcache.Options{PollInterval: 100 * time.Millisecond})
 }
 
 // testHandlerWith is testHandler with a watch cache tuned by opts.
-func testHandlerWith(t testing.TB, opts watchcache.Options) *Handler {
-	return testHandlerOver(t, storagetest.Backends()[0].Open(t), opts)
+func testHandlerWith(t testing.TB, opts watchcache.Options) (*Handler, storage.Interface) {
+	store := storagetest.Backends()[0].Open(t)
+	return testHandlerOver(t, store, opts), store
 }
 
 // testHandlerOver is testHandlerWith over store.
@@ -375,8 +378,8 @@ func TestGetClusterScoped(t *testing.T) {
 // up is answered 504 Timeout, as kube-apiserver does, and is not logged as
 // an internal error.
 func TestRequestContextEnds(t *testing.T) {
-	h := testHandler(t)
-	putPod(t, h.store, "east", "a")
+	h, store := testHandler(t)
+	putPod(t, store, "east", "a")
 	var (
 		mu     sync.Mutex
 		logged []string

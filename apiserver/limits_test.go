@@ -20,7 +20,8 @@ import (
 // serveOn serves the handler over a store of backend b, as testServer
 // over SQLite.
 func serveOn(t *testing.T, b storagetest.Backend) (storage.Interface, *rest.Config) {
-	store, cfg, _ := serveHandler(t, testHandlerOver(t, b.Open(t), watchcache.Options{PollInterval: 100 * time.Millisecond}))
+	store := b.Open(t)
+	_, cfg, _ := serveHandler(t, testHandlerOver(t, store, watchcache.Options{PollInterval: 100 * time.Millisecond}), store)
 	return store, cfg
 }
 

@@ -306,7 +306,7 @@ func (c *openAPICache) put(key string, data []byte) {
 // stored documents are read when the cache has not got it; one that
 // changed since the index was read is served as it now is, under its own
 // hash.
-func (c *openAPICache) document(ctx context.Context, store storage.Interface, path string, srcs []openAPISource, protobuf bool) ([]byte, string, error) {
+func (c *openAPICache) document(ctx context.Context, store storage.Reader, path string, srcs []openAPISource, protobuf bool) ([]byte, string, error) {
 	key := func(hash string) string {
 		if protobuf {
 			return "pb:" + hash

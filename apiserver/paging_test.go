@@ -83,8 +83,8 @@ func (s *readCountingStore) Fields(ctx context.Context) (*storage.FieldSet, erro
 // 410 Expired, as kube-apiserver answers it, from either: from the cache
 // once its tail has read the compaction.
 func TestPagedList(t *testing.T) {
-	h := testHandler(t)
-	raw := h.store
+	h, store := testHandler(t)
+	raw := store
 	counting := &readCountingStore{Interface: raw, calls: map[string]int{}}
 	h.store = counting // the watch cache keeps the store itself: only the handler's reads are counted
 	mux := http.NewServeMux()

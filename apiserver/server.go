@@ -28,7 +28,6 @@ import (
 
 	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
 	"github.com/panorama-io/panorama/apiserver/watchcache"
-	"github.com/panorama-io/panorama/storage"
 )
 
 var (
@@ -126,15 +125,16 @@ func (o *Options) Validate() error {
 // Server is a ready-to-run server.
 type Server struct {
 	generic  *genericapiserver.GenericAPIServer
-	store    storage.Interface
+	store    watchcache.Store
 	cache    *watchcache.Cache
 	registry *Registry
 	host     dynamic.Interface
 	authz    authorizer.Authorizer
 }
 
-// New builds the server over an open store (which the caller closes).
-func (o *Options) New(store storage.Interface) (*Server, error) {
+// New builds the server over an open store (which the caller closes). It
+// reads the store and tails its change log, and never writes to it.
+func (o *Options) New(store watchcache.Store) (*Server, error) {
 	if err := o.Recommended.SecureServing.MaybeDefaultWithSelfSignedCerts("localhost", nil, []net.IP{net.ParseIP("127.0.0.1")}); err != nil {
 		return nil, fmt.Errorf("creating self-signed certificates: %w", err)
 	}

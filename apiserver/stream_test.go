@@ -22,10 +22,10 @@ import (
 // TestStreamedListsAsEncodedWhole: lists written item by item are, as JSON,
 // what encoding the whole list at once gives, in every format.
 func TestStreamedListsAsEncodedWhole(t *testing.T) {
-	h := testHandler(t)
-	putPod(t, h.store, "east", "a")
-	putPod(t, h.store, "west", "b")
-	putPod(t, h.store, "east", "c")
+	h, store := testHandler(t)
+	putPod(t, store, "east", "a")
+	putPod(t, store, "west", "b")
+	putPod(t, store, "east", "c")
 	srv := httptest.NewServer(asUser(h))
 	t.Cleanup(srv.Close)
 	ctx := context.Background()

@@ -76,17 +76,17 @@ func widgetsTable(t *testing.T, srv, view string) ([]string, map[string]map[stri
 // name and by age) defines Phase to read spec.password, and a column
 // Leaked; east's rows never show either reading of east's password.
 func TestCRDColumnsPerCluster(t *testing.T) {
-	h := testHandler(t)
+	h, store := testHandler(t)
 	srv := httptest.NewServer(asUser(h))
 	t.Cleanup(srv.Close)
 	for _, c := range []string{"aaa", "east", "west"} {
 		h.registry.Set(clusterServing(c, widgetsGVR, "Widget"))
 	}
 	own := []printerColumnSpec{{"Phase", "string", ".status.phase"}, {"Age", "date", ".metadata.creationTimestamp"}}
-	putWidgetsCRD(t, h.store, "east", own...)
-	putWidgetsCRD(t, h.store, "west", own...)
-	putWidget(t, h.store, "east", "w1", "Running", "hunter2")
-	putWidget(t, h.store, "west", "w2", "Pending", "swordfish")
+	putWidgetsCRD(t, store, "east", own...)
+	putWidgetsCRD(t, store, "west", own...)
+	putWidget(t, store, "east", "w1", "Running", "hunter2")
+	putWidget(t, store, "west", "w2", "Pending", "swordfish")
 
 	// No CRD stored for aaa yet: it has no say.
 	if cols, rows := widgetsTable(t, srv.URL, ""); strings.Join(cols, ",") != "Cluster,Name,Phase,Age" ||
@@ -94,8 +94,8 @@ func TestCRDColumnsPerCluster(t *testing.T) {
 		t.Fatalf("clusters that agree: columns %v, rows %v", cols, rows)
 	}
 
-	putWidgetsCRD(t, h.store, "aaa", printerColumnSpec{"Phase", "string", ".spec.password"}, printerColumnSpec{"Leaked", "string", ".spec.password"})
-	putWidget(t, h.store, "aaa", "w0", "Evil", "aaa's own")
+	putWidgetsCRD(t, store, "aaa", printerColumnSpec{"Phase", "string", ".spec.password"}, printerColumnSpec{"Leaked", "string", ".spec.password"})
+	putWidget(t, store, "aaa", "w0", "Evil", "aaa's own")
 	// A server that has read no CRD yet, as this one 30 s later.
 	later := httptest.NewServer(asUser(&Handler{registry: h.registry, store: h.store, cache: h.cache, crds: crdColumns{store: h.store}, authz: h.authz}))
 	t.Cleanup(later.Close)
@@ -127,9 +127,9 @@ func TestCRDColumnsPerCluster(t *testing.T) {
 // deadlocks (go test's -timeout fails it); under -race, a shared parser
 // without a lock is reported.
 func TestCRDColumnsConcurrent(t *testing.T) {
-	h := testHandler(t)
+	h, store := testHandler(t)
 	h.registry.Set(clusterServing("east", widgetsGVR, "Widget"))
-	putWidgetsCRD(t, h.store, "east", printerColumnSpec{"Phase", "string", ".status.phase"})
+	putWidgetsCRD(t, store, "east", printerColumnSpec{"Phase", "string", ".status.phase"})
 	cols := h.columnsFor(context.Background(), widgetsGVR, "")
 	phase := cols[len(cols)-1]
 	if phase.def.Name != "Phase" {

@@ -84,7 +84,7 @@ type Options struct {
 
 // Cache is the watch cache of every resource that was asked for.
 type Cache struct {
-	store storage.Interface
+	store Store
 	opts  Options
 
 	// tail serializes the writers of the cached state: applying the log,
@@ -123,8 +123,15 @@ type Cache struct {
 	secretsRewritten int64
 }
 
+// Store is what a cache reads: the objects, which it loads, and the
+// change log, which it tails. A cache never writes.
+type Store interface {
+	storage.Reader
+	storage.Log
+}
+
 // New makes a cache over store; Run feeds it.
-func New(store storage.Interface, opts Options) *Cache {
+func New(store Store, opts Options) *Cache {
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = DefaultPollInterval
 	}
