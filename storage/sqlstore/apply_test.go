@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/panorama-io/panorama/storage"
-	"github.com/panorama-io/panorama/storage/sqlstore"
 	"github.com/panorama-io/panorama/storage/storagetest"
 )
 
@@ -35,18 +34,13 @@ func TestApplyLeavesTheCallersObjects(t *testing.T) {
 		}
 	}
 
-	db := sqlstore.GormDB(s)
-	if err := db.Exec(`CREATE TRIGGER refuse BEFORE INSERT ON resources BEGIN SELECT RAISE(ABORT, 'refused by trigger'); END`).Error; err != nil {
-		t.Fatal(err)
-	}
+	accept := refuseObjects(t, s)
 	sent := changes()
 	if _, err := w.Apply(ctx, podsGVR, sent); err == nil {
 		t.Fatal("the refused write succeeded")
 	}
 	unchanged("refused", sent)
-	if err := db.Exec("DROP TRIGGER refuse").Error; err != nil {
-		t.Fatal(err)
-	}
+	accept()
 
 	sent = changes()
 	if _, err := w.Apply(ctx, podsGVR, sent); err != nil {

@@ -96,18 +96,20 @@ func generate(t testing.TB, s storage.Interface, rng *rand.Rand, perCluster int)
 			for i := range changes {
 				keep[i] = changes[i].Object
 			}
-			if _, err := s.ForCluster(c, storage.Unfenced).Apply(ctx, gvr, changes); err != nil {
+			rev, err := s.ForCluster(c, storage.Unfenced).Apply(ctx, gvr, changes)
+			if err != nil {
 				t.Fatalf("apply: %v", err)
 			}
-			for _, u := range keep {
-				w.put(c, gvr, u)
+			for i, u := range keep {
+				// Each object, new, took the batch's next revision.
+				w.put(c, gvr, u).Revision = rev - int64(len(keep)-1-i)
 			}
 		}
 	}
 	return w
 }
 
-func (w *world) put(cluster string, gvr schema.GroupVersionResource, u *unstructured.Unstructured) {
+func (w *world) put(cluster string, gvr schema.GroupVersionResource, u *unstructured.Unstructured) *storage.Object {
 	data, _ := u.MarshalJSON()
 	o, err := storage.BuiltinFields.DecodeStored(gvr.GroupResource(), data) // as the store describes it
 	if err != nil {
@@ -115,6 +117,7 @@ func (w *world) put(cluster string, gvr schema.GroupVersionResource, u *unstruct
 	}
 	o.Cluster, o.GVR = cluster, gvr
 	w.objects[o.Key] = &o
+	return &o
 }
 
 // expect is the brute-force answer to q: every object, filtered in Go,

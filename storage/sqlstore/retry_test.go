@@ -17,10 +17,7 @@ import (
 func TestFailedApplySendsAgain(t *testing.T) {
 	s := storagetest.Backends()[0].Open(t) // SQLite: the refusal is a trigger
 	ctx := context.Background()
-	db := sqlstore.GormDB(s)
-	if err := db.Exec(`CREATE TRIGGER refuse BEFORE INSERT ON resources BEGIN SELECT RAISE(ABORT, 'refused by trigger'); END`).Error; err != nil {
-		t.Fatal(err)
-	}
+	accept := refuseObjects(t, s)
 	changes := []storage.Change{storage.Upsert(object("Pod", "ns", "p", "42"))}
 	if _, err := s.ForCluster("east", storage.Unfenced).Apply(ctx, podsGVR, changes); err == nil {
 		t.Fatal("the refused write succeeded")
@@ -28,9 +25,7 @@ func TestFailedApplySendsAgain(t *testing.T) {
 	if rv := changes[0].Object.GetResourceVersion(); rv != "42" {
 		t.Fatalf("after a failed write the object carries resourceVersion %q, not the member's", rv)
 	}
-	if err := db.Exec("DROP TRIGGER refuse").Error; err != nil {
-		t.Fatal(err)
-	}
+	accept()
 	rev, err := s.ForCluster("east", storage.Unfenced).Apply(ctx, podsGVR, changes)
 	if err != nil {
 		t.Fatal(err)
@@ -42,5 +37,21 @@ func TestFailedApplySendsAgain(t *testing.T) {
 	again, err := s.ForCluster("east", storage.Unfenced).Apply(ctx, podsGVR, []storage.Change{storage.Upsert(object("Pod", "ns", "p", "42"))})
 	if err != nil || again != rev {
 		t.Fatalf("sent once more: revision %d (%v), want %d: unchanged", again, err, rev)
+	}
+}
+
+// refuseObjects has s, on SQLite, refuse every object written, as a
+// database refuses a row after the batch was planned, until accept.
+func refuseObjects(t *testing.T, s *sqlstore.Store) (accept func()) {
+	t.Helper()
+	db := sqlstore.GormDB(s)
+	if err := db.Exec(`CREATE TRIGGER refuse BEFORE INSERT ON resources BEGIN SELECT RAISE(ABORT, 'refused by trigger'); END`).Error; err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		t.Helper()
+		if err := db.Exec("DROP TRIGGER refuse").Error; err != nil {
+			t.Fatal(err)
+		}
 	}
 }
