@@ -425,9 +425,9 @@ func (s *Synchronizer) apply(ctx context.Context, batch []pendingChange) error {
 // storage refuses whole, with an InvalidError (the database refused a
 // value, too large or text it cannot hold, without saying whose), is
 // written again in halves, down to the objects refused, so that the
-// others land. The halves are copies: storage rewrites the objects it
-// writes, and the batch, still queued, must stay as the member sent it
-// for when a half fails otherwise and it is written again.
+// others land. The halves share the batch's objects, which Apply never
+// changes, so the batch, still queued, stays as the member sent it for
+// when a half fails otherwise and it is written again.
 func (s *Synchronizer) write(ctx context.Context, changes []storage.Change) ([]storage.RefusedObject, error) {
 	if len(changes) == 0 {
 		return nil, nil
@@ -443,19 +443,12 @@ func (s *Synchronizer) write(ctx context.Context, changes []storage.Change) ([]s
 	case len(changes) == 1:
 		return []storage.RefusedObject{{NamespacedName: nameOf(changes[0]), Err: whole}}, nil
 	}
-	copies := make([]storage.Change, len(changes))
-	for i, c := range changes {
-		copies[i] = c
-		if c.Object != nil {
-			copies[i].Object = c.Object.DeepCopy()
-		}
-	}
-	half := len(copies) / 2
-	first, err := s.write(ctx, copies[:half])
+	half := len(changes) / 2
+	first, err := s.write(ctx, changes[:half])
 	if err != nil {
 		return nil, err
 	}
-	rest, err := s.write(ctx, copies[half:])
+	rest, err := s.write(ctx, changes[half:])
 	if err != nil {
 		return nil, err
 	}
