@@ -19,6 +19,8 @@ import (
 // the dialect, never the database's name.
 type dialect struct {
 	name string
+	// dsnForm shows --storage-dsn's form for the database, in its help.
+	dsnForm string
 	// defaultDSN is the DSN when none is given; without one, a DSN is
 	// required.
 	defaultDSN string
@@ -135,8 +137,30 @@ type dialect struct {
 	readReplicas bool
 }
 
+// knownDialects are the databases, the default first: the one list of
+// them.
+var knownDialects = []*dialect{sqliteDialect, mysqlDialect(mysqlCollations[0]), postgresDialect}
+
 // dialects are the databases by their --storage name.
-var dialects = byName(mysqlDialect(mysqlCollations[0]), postgresDialect, sqliteDialect)
+var dialects = byName(knownDialects...)
+
+// dialectNames lists the --storage names, as "a, b or c".
+func dialectNames() string {
+	names := make([]string, len(knownDialects))
+	for i, d := range knownDialects {
+		names[i] = d.name
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+// dsnForms lists each database's --storage-dsn form, for its help.
+func dsnForms() string {
+	forms := make([]string, len(knownDialects))
+	for i, d := range knownDialects {
+		forms[i] = d.name + ": " + d.dsnForm
+	}
+	return strings.Join(forms, "; ")
+}
 
 func byName(ds ...*dialect) map[string]*dialect {
 	m := make(map[string]*dialect, len(ds))

@@ -25,6 +25,7 @@ func mysqlDialect(collation string) *dialect {
 	}
 	return &dialect{
 		name:      "mysql",
+		dsnForm:   "user:pass@tcp(host:3306)/db",
 		open:      openMySQL,
 		connected: mysqlNoPadDialect,
 		conflict:  mysqlConflict,

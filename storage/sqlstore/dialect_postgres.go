@@ -21,6 +21,7 @@ const postgresMaintained = "resources, attributes, events, history, " + summaryT
 
 var postgresDialect = &dialect{
 	name:     "postgres",
+	dsnForm:  "host=... user=... dbname=... or postgres://...",
 	open:     openPostgres,
 	conflict: postgresConflict,
 	refused:  postgresRefused,

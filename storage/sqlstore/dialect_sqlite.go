@@ -13,6 +13,7 @@ import (
 // would cost the idle process for nothing.
 var sqliteDialect = &dialect{
 	name:          "sqlite",
+	dsnForm:       "a file path (default " + DefaultSQLiteFile + ")",
 	defaultDSN:    DefaultSQLiteFile,
 	open:          openSQLite,
 	oneConnection: true,

@@ -23,7 +23,8 @@
 //   - dialect.go: what differs between the databases, asked by every other
 //     file; dialect_mysql.go, dialect_postgres.go and dialect_sqlite.go:
 //     each database's (open, error classification, schema changes,
-//     notification). Adding a database is a file and a line in dialects.
+//     notification). Adding a database is a file and a line in
+//     knownDialects (docs/architecture.md, "Add a database").
 //   - schema.go: tables and migrations; rows.go, blob.go, json.go: how
 //     objects are stored and read back.
 //   - write.go, group.go, pending.go, lookup.go, arrays.go, validate.go:

@@ -21,7 +21,7 @@ import (
 
 // Options select and reach the database.
 type Options struct {
-	// Driver is sqlite, mysql or postgres.
+	// Driver names a dialect: sqlite, mysql or postgres (dialects).
 	Driver string
 	// DSN is the driver's data source name; for sqlite, a file path.
 	DSN string
@@ -38,9 +38,8 @@ const DefaultSQLiteFile = "panorama.db"
 
 // AddFlags binds the standard storage flags.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.Driver, "storage", sqliteDialect.name, "Storage backend: sqlite, mysql or postgres.")
-	fs.StringVar(&o.DSN, "storage-dsn", "", "Data source name of the backend; for sqlite a file path (default "+DefaultSQLiteFile+"). "+
-		"mysql: user:pass@tcp(host:3306)/db, postgres: host=... user=... dbname=... or postgres://...")
+	fs.StringVar(&o.Driver, "storage", sqliteDialect.name, "Storage backend: "+dialectNames()+".")
+	fs.StringVar(&o.DSN, "storage-dsn", "", "Data source name of the backend; "+dsnForms())
 	fs.IntVar(&o.MaxOpenConns, "storage-max-open-conns", 20, "Maximum open connections to the backend.")
 }
 
@@ -48,7 +47,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 func (o *Options) Validate() error {
 	d, ok := dialects[o.Driver]
 	if !ok {
-		return fmt.Errorf("--storage: unknown backend %q (want sqlite, mysql or postgres)", o.Driver)
+		return fmt.Errorf("--storage: unknown backend %q (want %s)", o.Driver, dialectNames())
 	}
 	if d.defaultDSN == "" && o.DSN == "" {
 		return fmt.Errorf("--storage-dsn is required for %s", o.Driver)
@@ -171,7 +170,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 func connect(ctx context.Context, o Options) (*Store, error) {
 	d, ok := dialects[o.Driver]
 	if !ok {
-		return nil, fmt.Errorf("unknown storage backend %q (want sqlite, mysql or postgres)", o.Driver)
+		return nil, fmt.Errorf("unknown storage backend %q (want %s)", o.Driver, dialectNames())
 	}
 	dsn := cmp.Or(o.DSN, d.defaultDSN)
 	if dsn == "" {
