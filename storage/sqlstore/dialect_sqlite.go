@@ -1,10 +1,14 @@
 package sqlstore
 
 import (
+	"context"
+	"database/sql"
 	"errors"
+	"time"
 
 	"github.com/libtnb/sqlite"
 	"gorm.io/gorm"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // sqliteDialect is SQLite's. It is not probed for the revision: one
@@ -59,6 +63,42 @@ func sqliteRefused(err error) string {
 // openSQLite opens the file: WAL lets readers run beside the writer; the
 // busy timeout covers another process holding the file. Text is never read
 // as a time (the dialector asks for it by default): it is members' strings.
+// WAL is a property of the file, so it is set once, before the pool opens.
 func openSQLite(file string) (gorm.Dialector, error) {
-	return sqlite.Open(file + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_texttotime=0&_inttotime=0"), nil
+	if err := useWAL(file); err != nil {
+		return nil, err
+	}
+	return sqlite.Open(file + "?" + sqliteBusyTimeout + "&_pragma=synchronous(NORMAL)&_texttotime=0&_inttotime=0"), nil
+}
+
+const sqliteBusyTimeout = "_pragma=busy_timeout(10000)"
+
+// sqliteBusy is SQLITE_BUSY.
+const sqliteBusy = 5
+
+// useWAL switches file to WAL. Switching takes the file's exclusive lock,
+// and when two openers both hold the shared lock SQLite answers one of them
+// "busy" at once rather than call its busy handler (it would deadlock), so
+// the switch is retried for as long as the busy timeout would have waited
+// (TestConcurrentMigrations).
+func useWAL(file string) error {
+	db, err := sql.Open(sqlite.DriverName, file+"?"+sqliteBusyTimeout)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = db.Close() }()
+	var busy error
+	err = wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := db.ExecContext(ctx, "PRAGMA journal_mode=WAL")
+		var lite interface{ Code() int } // modernc.org/sqlite's *Error
+		if errors.As(err, &lite) && lite.Code()&0xff == sqliteBusy {
+			busy = err
+			return false, nil
+		}
+		return true, err
+	})
+	if wait.Interrupted(err) && busy != nil {
+		return busy
+	}
+	return err
 }
