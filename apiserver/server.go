@@ -60,29 +60,14 @@ func NewOptions() *Options {
 	ro := genericoptions.NewRecommendedOptions("/registry/panorama", codecs.LegacyCodec(searchv1alpha1.SchemeGroupVersion))
 	ro.Etcd = nil
 	ro.Admission = nil
-	return &Options{Recommended: ro, ServerRun: genericoptions.NewServerRunOptions(), WatchCache: watchcache.Options{
-		PollInterval: watchcache.DefaultPollInterval, ProbeInterval: watchcache.DefaultProbeInterval, RingSize: watchcache.DefaultRingSize,
-		WatchBuffer: watchcache.DefaultWatchBuffer, MaxWatches: watchcache.DefaultMaxWatches,
-		MaxWatchesPerUser: watchcache.DefaultMaxWatchesPerUser, FreshnessTimeout: watchcache.DefaultFreshnessTimeout,
-	}}
+	return &Options{Recommended: ro, ServerRun: genericoptions.NewServerRunOptions(), WatchCache: watchcache.NewOptions()}
 }
 
 // AddFlags binds every flag.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Recommended.AddFlags(fs)
 	o.ServerRun.AddUniversalFlags(fs)
-	wc := &o.WatchCache
-	fs.DurationVar(&wc.PollInterval, "watch-cache-poll-interval", wc.PollInterval,
-		"How often the change log is read for writes by other processes sharing the database: the safety net behind PostgreSQL notifications and the revision probe, which find them sooner.")
-	fs.DurationVar(&wc.ProbeInterval, "watch-cache-probe-interval", wc.ProbeInterval,
-		"On MySQL/MariaDB, how often the revision is read to find writes by other processes (PostgreSQL notifies them instead).")
-	fs.IntVar(&wc.RingSize, "watch-cache-size", wc.RingSize, "Recent changes kept per resource for watches that resume.")
-	fs.IntVar(&wc.WatchBuffer, "watch-buffer-size", wc.WatchBuffer,
-		"Events queued per watch for a slow client; past them, a watch reads what its client has yet to take from the watch cache's ring of recent changes, and is closed, for its client to resume from its last resourceVersion, only when the ring no longer holds them.")
-	fs.IntVar(&wc.MaxWatches, "max-watches", wc.MaxWatches,
-		"Most watches open at once; beyond, a watch is refused with 429 Too Many Requests. 0 means unlimited.")
-	fs.IntVar(&wc.MaxWatchesPerUser, "max-watches-per-user", wc.MaxWatchesPerUser,
-		"Most watches one user has open at once; beyond, a watch is refused with 429 Too Many Requests. 0 means unlimited.")
+	o.WatchCache.AddFlags(fs)
 }
 
 // Complete fills defaults that depend on other flags: outside a cluster the
@@ -101,24 +86,7 @@ func (o *Options) Complete() {
 // Validate reports every flag in error.
 func (o *Options) Validate() error {
 	errs := append(o.Recommended.Validate(), o.ServerRun.Validate()...)
-	wc := &o.WatchCache
-	if wc.PollInterval <= 0 {
-		errs = append(errs, fmt.Errorf("--watch-cache-poll-interval must be positive, not %s", wc.PollInterval))
-	}
-	if wc.ProbeInterval <= 0 {
-		errs = append(errs, fmt.Errorf("--watch-cache-probe-interval must be positive, not %s", wc.ProbeInterval))
-	}
-	for _, f := range []struct {
-		flag     string
-		n, least int
-	}{
-		{"--watch-cache-size", wc.RingSize, 1}, {"--watch-buffer-size", wc.WatchBuffer, 1},
-		{"--max-watches", wc.MaxWatches, 0}, {"--max-watches-per-user", wc.MaxWatchesPerUser, 0},
-	} {
-		if f.n < f.least {
-			errs = append(errs, fmt.Errorf("%s must be at least %d, not %d", f.flag, f.least, f.n))
-		}
-	}
+	errs = append(errs, o.WatchCache.Validate()...)
 	return utilerrors.NewAggregate(errs)
 }
 

@@ -37,50 +37,10 @@ import (
 	"github.com/panorama-io/panorama/storage"
 )
 
-// Defaults.
 const (
-	DefaultPollInterval = time.Second
-	// DefaultProbeInterval keeps a write's watch event close behind it on
-	// databases that cannot notify (BenchmarkWatchLatency), at one
-	// primary-key read of the revision per interval.
-	DefaultProbeInterval = 25 * time.Millisecond
-	DefaultRingSize      = 10000
-	// DefaultWatchBuffer is small, as kube-apiserver's watch channels are:
-	// an idle watch costs little, and a client that falls this far behind
-	// reads the rest from the ring (Watcher).
-	DefaultWatchBuffer       = 100
-	DefaultMaxWatches        = 10000
-	DefaultMaxWatchesPerUser = 1000
-	// DefaultFreshnessTimeout is kube-apiserver's watch cache blockTimeout:
-	// how long a watch at a resourceVersion the cache has not reached waits
-	// for it before the 504 "Too large resource version".
-	DefaultFreshnessTimeout = 3 * time.Second
-	tailBatch               = 1000
-	initPage                = 5000
+	tailBatch = 1000
+	initPage  = 5000
 )
-
-// Options tune a Cache. Zero values take the defaults, except the watch
-// limits, where 0 means unlimited.
-type Options struct {
-	PollInterval time.Duration
-	// ProbeInterval is how often the revision is read, on MySQL/MariaDB,
-	// to find writes by other processes before the poll.
-	ProbeInterval time.Duration
-	// RingSize is how many recent changes each resource keeps for watches
-	// that resume.
-	RingSize int
-	// WatchBuffer is how many events a watch queues for a slow client;
-	// past them, the watch reads what it missed from the ring, and is
-	// closed only when the ring no longer holds it.
-	WatchBuffer int
-	// MaxWatches and MaxWatchesPerUser bound the open watches; beyond them
-	// a watch is refused with a TooManyWatchesError.
-	MaxWatches        int
-	MaxWatchesPerUser int
-	// FreshnessTimeout is how long a watch waits for the cache to reach its
-	// resourceVersion.
-	FreshnessTimeout time.Duration
-}
 
 // Cache is the watch cache of every resource that was asked for.
 type Cache struct {
