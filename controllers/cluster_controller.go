@@ -96,6 +96,7 @@ type ClusterReconciler struct {
 
 	events  chan event.TypedGenericEvent[*clusterv1alpha1.Cluster]
 	openAPI openAPIChecks // openapi.go
+	checks  memberChecks  // membercheck.go
 	owners  owners        // owners.go
 
 	// secretData has storage drop the Secrets' data a Cluster does not
@@ -266,10 +267,14 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	return result, err
 }
 
-// sync does the work and records the outcome in status.
+// sync does the work and records the outcome in status. While the last
+// check of the member is fresh (membercheck.go) it only refreshes the
+// status from the synchronizers, unless one of them fails, which is news
+// of the member worth a check at once.
 func (r *ClusterReconciler) sync(ctx context.Context, c *clusterv1alpha1.Cluster, epoch int64, status *clusterv1alpha1.ClusterStatus) (ctrl.Result, error) {
 	requeue := ctrl.Result{RequeueAfter: r.HealthInterval}
 	if c.Spec.Paused {
+		r.checks.forget(c.Name)
 		r.Pool.Stop(c.Name)
 		for i := range status.SyncResources {
 			status.SyncResources[i].State = clusterv1alpha1.SyncStatePaused
@@ -277,6 +282,32 @@ func (r *ClusterReconciler) sync(ctx context.Context, c *clusterv1alpha1.Cluster
 		setCondition(status, clusterv1alpha1.ConditionSynced, false, ReasonPaused, "syncing is paused; stored objects are kept")
 		return ctrl.Result{}, nil
 	}
+	selections := slices.Clone(c.Spec.SyncResources)
+	var problems []string
+	// partial: what is selected could not be read in full. Resources missing
+	// from such a selection may still be wanted, so they keep syncing and
+	// none of their objects is removed.
+	partial := false
+	key := checkKey{generation: c.Generation, epoch: epoch}
+	if ref := c.Spec.SyncResourcesRef; ref != "" {
+		var shared clusterv1alpha1.ClusterSyncResources
+		if err := r.Get(ctx, client.ObjectKey{Name: ref}, &shared); err != nil {
+			problems = append(problems, fmt.Sprintf("ClusterSyncResources %q: %v", ref, err))
+			partial = partial || !apierrors.IsNotFound(err)
+		} else {
+			selections = append(selections, shared.Spec.SyncResources...)
+			key.sharedVersion = shared.ResourceVersion
+		}
+	}
+	now := time.Now()
+	if last, ok := r.checks.fresh(c.Name, key, r.HealthInterval, now); ok && !r.syncFailing(c.Name) {
+		setMemberConditions(status, last.version, last.insecure)
+		r.fillSyncStatus(c.Name, status)
+		setSynced(status, last.problems)
+		return ctrl.Result{RequeueAfter: last.at.Add(r.HealthInterval).Sub(now)}, nil
+	}
+	r.checks.forget(c.Name)
+
 	cfg, configID, err := memberConfig(ctx, r.APIReader, r.Secrets, c)
 	if err != nil {
 		reason := ReasonInvalidConfig
@@ -289,12 +320,7 @@ func (r *ClusterReconciler) sync(ctx context.Context, c *clusterv1alpha1.Cluster
 		setCondition(status, clusterv1alpha1.ConditionReady, false, reason, err.Error())
 		return requeue, nil
 	}
-	if cfg.Insecure {
-		setCondition(status, clusterv1alpha1.ConditionTLSVerified, false, ReasonInsecureSkipTLS,
-			"spec.insecureSkipTLSVerify is set: the member's certificate is not verified, so anyone on the way can read its credentials and contents")
-	} else {
-		setCondition(status, clusterv1alpha1.ConditionTLSVerified, true, ReasonTLSVerified, "the member's certificate is verified")
-	}
+	setTLSCondition(status, cfg.Insecure)
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		setCondition(status, clusterv1alpha1.ConditionReady, false, ReasonInvalidConfig, err.Error())
@@ -310,26 +336,11 @@ func (r *ClusterReconciler) sync(ctx context.Context, c *clusterv1alpha1.Cluster
 	if v, err := dc.ServerVersion(); err == nil {
 		status.Version = statusText(v.GitVersion)
 	}
-	setCondition(status, clusterv1alpha1.ConditionReady, true, ReasonHealthy, "the member's API server is ready")
+	setMemberConditions(status, status.Version, cfg.Insecure)
 
 	dyn, err := synchronizer.NewClient(cfg)
 	if err != nil {
 		return requeue, err
-	}
-	selections := slices.Clone(c.Spec.SyncResources)
-	var problems []string
-	// partial: what is selected could not be read in full. Resources missing
-	// from such a selection may still be wanted, so they keep syncing and
-	// none of their objects is removed.
-	partial := false
-	if ref := c.Spec.SyncResourcesRef; ref != "" {
-		var shared clusterv1alpha1.ClusterSyncResources
-		if err := r.Get(ctx, client.ObjectKey{Name: ref}, &shared); err != nil {
-			problems = append(problems, fmt.Sprintf("ClusterSyncResources %q: %v", ref, err))
-			partial = partial || !apierrors.IsNotFound(err)
-		} else {
-			selections = append(selections, shared.Spec.SyncResources...)
-		}
 	}
 	if c.Spec.SyncAllCustomResources {
 		md, err := metadata.NewForConfig(cfg)
@@ -377,7 +388,43 @@ func (r *ClusterReconciler) sync(ctx context.Context, c *clusterv1alpha1.Cluster
 	}
 	r.secretData.resolved(c.Name, sel)
 	r.checkOpenAPI(ctx, c.Name, epoch, configID, status.Version, dc.RESTClient(), sel) // openapi.go
+	r.checks.record(c.Name, memberCheck{key: key, at: now, version: status.Version, insecure: cfg.Insecure, problems: problems})
 	r.fillSyncStatus(c.Name, status)
+	setSynced(status, problems)
+	return requeue, nil
+}
+
+// syncFailing reports whether a synchronizer of cluster is in error.
+func (r *ClusterReconciler) syncFailing(cluster string) bool {
+	for _, s := range r.Pool.Statuses(cluster) {
+		if s.State == clusterv1alpha1.SyncStateError {
+			return true
+		}
+	}
+	return false
+}
+
+// setTLSCondition says whether the member's certificate is verified.
+func setTLSCondition(status *clusterv1alpha1.ClusterStatus, insecure bool) {
+	if insecure {
+		setCondition(status, clusterv1alpha1.ConditionTLSVerified, false, ReasonInsecureSkipTLS,
+			"spec.insecureSkipTLSVerify is set: the member's certificate is not verified, so anyone on the way can read its credentials and contents")
+		return
+	}
+	setCondition(status, clusterv1alpha1.ConditionTLSVerified, true, ReasonTLSVerified, "the member's certificate is verified")
+}
+
+// setMemberConditions shows a member found healthy, of version, reached
+// with or without verifying its certificate.
+func setMemberConditions(status *clusterv1alpha1.ClusterStatus, version string, insecure bool) {
+	status.Version = version
+	setTLSCondition(status, insecure)
+	setCondition(status, clusterv1alpha1.ConditionReady, true, ReasonHealthy, "the member's API server is ready")
+}
+
+// setSynced sets the Synced condition from the selection's problems and
+// the synchronizers' states in status.
+func setSynced(status *clusterv1alpha1.ClusterStatus, problems []string) {
 	switch {
 	case len(problems) > 0:
 		setCondition(status, clusterv1alpha1.ConditionSynced, false, ReasonSyncResourcesNotFound, strings.Join(problems, "; "))
@@ -404,7 +451,6 @@ func (r *ClusterReconciler) sync(ctx context.Context, c *clusterv1alpha1.Cluster
 			setCondition(status, clusterv1alpha1.ConditionSynced, true, ReasonSynced, fmt.Sprintf("%d resources synced", len(status.SyncResources)))
 		}
 	}
-	return requeue, nil
 }
 
 func (r *ClusterReconciler) fillSyncStatus(cluster string, status *clusterv1alpha1.ClusterStatus) {

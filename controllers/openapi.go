@@ -34,8 +34,9 @@ const (
 
 // openAPIChecks remembers, per cluster, what its stored documents were last
 // checked for and when, so that the member is asked again only every
-// HealthInterval or when that changes: a Cluster is reconciled at every
-// change of a synchronizer's state too.
+// HealthInterval or when that changes: a member is checked again before
+// that whenever its Cluster's spec changes or a synchronizer of it fails
+// (membercheck.go).
 type openAPIChecks struct {
 	mu   sync.Mutex
 	last map[string]openAPICheck

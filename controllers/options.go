@@ -2,7 +2,9 @@ package controllers
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"time"
 
@@ -44,16 +46,27 @@ type Options struct {
 // keeps its Events that long, and Panorama as long, whatever the member's.
 const DefaultEventRetention = time.Hour
 
-// DefaultMaxConcurrentReconciles: a reconcile mostly waits on the member
-// (health check, discovery), so a few run side by side on any machine.
-const DefaultMaxConcurrentReconciles = 4
+// reconcilesPerCPU is how many reconciles run at once per CPU. A reconcile
+// that checks a member waits on round trips, to the member (health,
+// version, discovery, CRDs, OpenAPI) and to the host (the credential
+// Secret, the status write; controller-runtime's client leaves their rate
+// to the host's priority and fairness), and spends a small share of that
+// time on the CPU (BenchmarkFleetReconcile's profile); every other
+// reconcile is answered from memory (membercheck.go). So Clusters added at
+// once are checked side by side, as many as keep the CPUs busy rather
+// than waiting in the queue.
+const reconcilesPerCPU = 16
+
+// DefaultMaxConcurrentReconciles is reconcilesPerCPU for each CPU the
+// process may use (GOMAXPROCS, which follows the container's CPU limit).
+func DefaultMaxConcurrentReconciles() int { return reconcilesPerCPU * runtime.GOMAXPROCS(0) }
 
 // AddFlags binds the options to flags, with their defaults.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.HealthInterval, "cluster-health-interval", 30*time.Second, "How often each member is health-checked and its resources rediscovered.")
 	fs.DurationVar(&o.CompactionInterval, "compaction-interval", 5*time.Minute, "How often the change log is compacted to the revision of the previous time (watches and continue tokens stay valid at least this long); 0 disables.")
 	fs.DurationVar(&o.HistoryRetention, "history-retention", storage.DefaultHistoryRetention, "How long the history of every object's changes is kept past the compaction of the change log (object history, lists asOf a past time); 0 keeps none.")
-	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", DefaultMaxConcurrentReconciles, "How many Clusters are reconciled (health-checked, rediscovered) at once.")
+	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", DefaultMaxConcurrentReconciles(), fmt.Sprintf("How many Clusters are reconciled (health-checked, rediscovered) at once (default: %d per CPU the process may use).", reconcilesPerCPU))
 	fs.DurationVar(&o.EventRetention, "event-retention", DefaultEventRetention, "How long after it was last seen a synced Event is kept, for Clusters that set no spec.eventRetention.")
 	fs.StringVar(&o.SecretNamespace, "secret-namespace", podNamespace(), "The only namespace whose Secrets Clusters may name as member credentials (default: the pod's namespace).")
 	fs.StringSliceVar(&o.ClusterAPISecretNamespaces, "cluster-api-secret-namespaces", nil, "Namespaces whose Cluster API kubeconfig Secrets (<cluster>-kubeconfig, type cluster.x-k8s.io/secret) Clusters may name, as imported Clusters of Cluster API do; the controller must be granted get of Secrets there.")

@@ -19,7 +19,7 @@ func TestMaxConcurrentReconcilesFlag(t *testing.T) {
 	if err := fs.Parse([]string{"--secret-namespace=panorama-system"}); err != nil {
 		t.Fatal(err)
 	}
-	if o.MaxConcurrentReconciles != controllers.DefaultMaxConcurrentReconciles || o.MaxConcurrentReconciles < 2 {
+	if o.MaxConcurrentReconciles != controllers.DefaultMaxConcurrentReconciles() || o.MaxConcurrentReconciles < 16 {
 		t.Fatalf("default concurrency %d", o.MaxConcurrentReconciles)
 	}
 	if err := o.Validate(); err != nil {

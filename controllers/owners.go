@@ -116,6 +116,7 @@ func (r *ClusterReconciler) stop(cluster string) {
 	r.Pool.Stop(cluster)
 	forgetCluster(cluster)
 	r.openAPI.forget(cluster)
+	r.checks.forget(cluster)
 	r.owners.forget(cluster)
 }
 

@@ -63,7 +63,7 @@ func SetupWithManager(mgr ctrl.Manager, store storage.Interface, opts Options) e
 // newClusterReconciler applies the defaults of opts.
 func newClusterReconciler(mgr ctrl.Manager, store storage.Interface, opts Options) *ClusterReconciler {
 	if opts.MaxConcurrentReconciles == 0 {
-		opts.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
+		opts.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles()
 	}
 	if opts.EventRetention == 0 {
 		opts.EventRetention = DefaultEventRetention
