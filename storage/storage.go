@@ -120,9 +120,12 @@ type Reader interface {
 	// returns the revision a read would then show, below rev when the
 	// store has not reached it.
 	ReadableRevision(ctx context.Context, rev int64) (int64, error)
-	// ReadWait is how long a read waits for a replica to reach the
-	// revision it must show before it reads the primary; 0 when reads show
-	// every commit at once.
+	// ReadsLag reports whether reads may show less than every commit:
+	// they go to a replica, which replays the primary's commits late.
+	ReadsLag() bool
+	// ReadWait is how long a read that lags waits for its replica to
+	// reach the revision it must show before it reads the primary; 0 may
+	// mean "read the primary at once" (ReadsLag says whether reads lag).
 	ReadWait() time.Duration
 }
 

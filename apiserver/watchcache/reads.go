@@ -65,14 +65,16 @@ func (r *Reads) cached(ctx context.Context, rd read) (ok bool, current, compacte
 }
 
 // reaches reports whether the cache may be asked for a read at rev, the
-// store's latest: at once when reads show every commit at once, else
-// once it has applied rev within the store's ReadWait.
+// store's latest: at once when reads show every commit at once (the cache
+// then waits for its tail, which the store's commits wake), else once it
+// has applied rev within the store's ReadWait, which may be none: a
+// replica's lag is then the primary's to answer, not the cache's to wait
+// out.
 func (r *Reads) reaches(ctx context.Context, rev int64) bool {
-	wait := r.store.ReadWait()
-	if wait == 0 {
+	if !r.store.ReadsLag() {
 		return true
 	}
-	ctx, cancel := context.WithTimeout(ctx, wait)
+	ctx, cancel := context.WithTimeout(ctx, r.store.ReadWait())
 	defer cancel()
 	return r.cache.WaitForRevision(ctx, rev) == nil
 }

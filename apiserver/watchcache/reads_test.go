@@ -31,14 +31,18 @@ func (s *listCounting) LatestRevision(ctx context.Context) (int64, int64, error)
 	return cur + s.ahead, compacted, err
 }
 
+func (s *listCounting) ReadsLag() bool { return s.ahead > 0 }
+
 func (s *listCounting) ReadWait() time.Duration { return s.readWait }
 
 // TestReadsDecide: a consistent list is the cache's once it has applied
 // the store's latest revision, the store's when the cache cannot reach it
-// within the store's ReadWait; a list of the cache's state as it is never
-// asks the store; a query the cache cannot answer is the store's.
+// within the store's ReadWait, at once when that is none (the cache's
+// freshness timeout, an hour here, is never waited out); a list of the
+// cache's state as it is never asks the store; a query the cache cannot
+// answer is the store's.
 func TestReadsDecide(t *testing.T) {
-	s, c, _, _ := fortyLoaded(t, 7, watchcache.Options{PollInterval: 50 * time.Millisecond})
+	s, c, _, _ := fortyLoaded(t, 7, watchcache.Options{PollInterval: 50 * time.Millisecond, FreshnessTimeout: time.Hour})
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name      string
@@ -49,6 +53,8 @@ func TestReadsDecide(t *testing.T) {
 	}{
 		{"consistent, the cache current", &listCounting{Interface: s}, storage.ListQuery{GVR: pods, Limit: 10}, watchcache.Freshness{}, 0},
 		{"consistent, the cache behind", &listCounting{Interface: s, ahead: 1000, readWait: 50 * time.Millisecond},
+			storage.ListQuery{GVR: pods, Limit: 10}, watchcache.Freshness{}, 1},
+		{"consistent, the cache behind, no read wait", &listCounting{Interface: s, ahead: 1000},
 			storage.ListQuery{GVR: pods, Limit: 10}, watchcache.Freshness{}, 1},
 		{"as it is", &listCounting{Interface: s, ahead: 1000, readWait: time.Hour}, storage.ListQuery{GVR: pods}, watchcache.Freshness{Any: true}, 0},
 		{"owner filter", &listCounting{Interface: s}, storage.ListQuery{GVR: pods, OwnerName: "x"}, watchcache.Freshness{Any: true}, 1},

@@ -76,6 +76,9 @@ func (s *Store) ReadableRevision(ctx context.Context, _ int64) (int64, error) {
 	return current, err
 }
 
+// ReadsLag implements storage.Reader: reads show every commit at once.
+func (s *Store) ReadsLag() bool { return false }
+
 // ReadWait implements storage.Reader: reads never wait.
 func (s *Store) ReadWait() time.Duration { return 0 }
 

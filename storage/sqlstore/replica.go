@@ -331,6 +331,10 @@ func (r *Replicated) LatestRevision(ctx context.Context) (current, compacted int
 	return r.primary.Revision(ctx)
 }
 
+// ReadsLag implements storage.Reader: the standby replays the primary's
+// commits late, whatever --storage-read-wait says of waiting for it.
+func (r *Replicated) ReadsLag() bool { return true }
+
 // ReadWait implements storage.Reader: how long a read waits for the
 // standby before it reads the primary (--storage-read-wait).
 func (r *Replicated) ReadWait() time.Duration { return r.wait }
