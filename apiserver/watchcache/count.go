@@ -48,7 +48,7 @@ func (c *Cache) Holds(gvr schema.GroupVersionResource) bool { return c.loaded(gv
 func (c *Cache) loaded(gvr schema.GroupVersionResource, start bool) *resource {
 	c.mu.Lock()
 	r := c.resources[gvr]
-	if r == nil && start && c.started {
+	if r == nil && start && c.started && !c.notCached[gvr] {
 		c.startLoad(gvr)
 	}
 	c.mu.Unlock()
@@ -58,6 +58,7 @@ func (c *Cache) loaded(gvr schema.GroupVersionResource, start bool) *resource {
 	select {
 	case <-r.loaded:
 		if r.err == nil {
+			c.touch(r)
 			return r
 		}
 	default:

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	apiresource "k8s.io/apimachinery/pkg/api/resource"
 )
 
 // Defaults.
@@ -25,6 +26,9 @@ const (
 	// how long a watch at a resourceVersion the cache has not reached waits
 	// for it before the 504 "Too large resource version".
 	DefaultFreshnessTimeout = 3 * time.Second
+	// CgroupRoot is where a container's cgroup file system is, which
+	// DefaultMemoryBudget reads its memory limit from.
+	CgroupRoot = "/sys/fs/cgroup"
 )
 
 // Options tune a Cache. Zero values take the defaults, except the watch
@@ -48,6 +52,9 @@ type Options struct {
 	// FreshnessTimeout is how long a watch waits for the cache to reach its
 	// resourceVersion.
 	FreshnessTimeout time.Duration
+	// MemoryBudget bounds, in bytes, what the cached resources hold
+	// (budget.go); 0 means unlimited.
+	MemoryBudget int64
 }
 
 // NewOptions returns the defaults.
@@ -56,6 +63,7 @@ func NewOptions() Options {
 		PollInterval: DefaultPollInterval, ProbeInterval: DefaultProbeInterval, RingSize: DefaultRingSize,
 		WatchBuffer: DefaultWatchBuffer, MaxWatches: DefaultMaxWatches,
 		MaxWatchesPerUser: DefaultMaxWatchesPerUser, FreshnessTimeout: DefaultFreshnessTimeout,
+		MemoryBudget: DefaultMemoryBudget(CgroupRoot),
 	}
 }
 
@@ -72,6 +80,28 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Most watches open at once; beyond, a watch is refused with 429 Too Many Requests. 0 means unlimited.")
 	fs.IntVar(&o.MaxWatchesPerUser, "max-watches-per-user", o.MaxWatchesPerUser,
 		"Most watches one user has open at once; beyond, a watch is refused with 429 Too Many Requests. 0 means unlimited.")
+	fs.Var(quantityBytes{&o.MemoryBudget}, "watch-cache-memory-budget",
+		"Memory the watch cache's resources may hold (a quantity: 4Gi, 500M). Past it, the least recently read resources without watches are evicted, "+
+			"and what the cache does not hold is read from the database. The default is a quarter of the container's memory limit (cgroup memory.max), "+
+			"unlimited when it has none. 0 means unlimited.")
+}
+
+// quantityBytes binds a flag given as a resource.Quantity to a count of
+// bytes.
+type quantityBytes struct{ n *int64 }
+
+func (q quantityBytes) String() string {
+	return apiresource.NewQuantity(*q.n, apiresource.BinarySI).String()
+}
+func (q quantityBytes) Type() string { return "quantity" }
+
+func (q quantityBytes) Set(s string) error {
+	v, err := apiresource.ParseQuantity(s)
+	if err != nil {
+		return err
+	}
+	*q.n = v.Value()
+	return nil
 }
 
 // Validate reports every flag in error.
@@ -82,6 +112,9 @@ func (o *Options) Validate() []error {
 	}
 	if o.ProbeInterval <= 0 {
 		errs = append(errs, fmt.Errorf("--watch-cache-probe-interval must be positive, not %s", o.ProbeInterval))
+	}
+	if o.MemoryBudget < 0 {
+		errs = append(errs, fmt.Errorf("--watch-cache-memory-budget must not be negative, not %d bytes", o.MemoryBudget))
 	}
 	for _, f := range []struct {
 		flag     string

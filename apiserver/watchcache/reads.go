@@ -103,10 +103,13 @@ func (r *Reads) List(ctx context.Context, q *storage.ListQuery, f Freshness) (*s
 		return nil, err
 	case cached && asIs:
 		objs, rev, err := r.cache.List(ctx, q)
-		if err != nil {
+		switch {
+		case IsNotCached(err): // the store lists it, limit honored
+		case err != nil:
 			return nil, err
+		default:
+			return &storage.ListResult{Objects: objs, Revision: rev}, nil
 		}
-		return &storage.ListResult{Objects: objs, Revision: rev}, nil
 	case cached:
 		if page, ok, err := r.cache.Page(ctx, q, current, compacted); ok || err != nil {
 			return page, err

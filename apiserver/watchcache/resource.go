@@ -30,6 +30,10 @@ type resource struct {
 	oldest   int64
 	watchers map[*Watcher]struct{}
 	closed   bool
+	// bytes estimates what the objects and the ring hold (budget.go).
+	bytes int64
+	// used orders the resources by their last read (Cache.touch).
+	used atomic.Int64
 	// fields are those the objects are described with. A change of the
 	// indexed fields replaces them where it describes the resource's
 	// objects alike, and drops the resource where it does not
@@ -117,10 +121,14 @@ func (r *resource) apply(e *storage.LoggedChange) error {
 
 // applyChange applies a change and queues it for the watchers.
 func (r *resource) applyChange(ch change) {
+	if was := r.objects.get(ch.obj.Key); was != nil && was.Revision <= r.oldest {
+		r.bytes -= objectBytes(was) // no entry of the ring keeps it
+	}
 	if ch.typ == watch.Deleted {
 		r.objects.remove(ch.obj.Key)
 	} else {
 		r.objects.put(ch.obj)
+		r.bytes += objectBytes(ch.obj)
 	}
 	r.revision = ch.rev
 	r.record(ch)
@@ -176,16 +184,56 @@ func (r *resource) remember(history []storage.LoggedChange, compacted int64) err
 	return nil
 }
 
-// record appends a change to the ring, dropping the oldest when full.
+// hold puts o, loaded from a snapshot, among the objects.
+func (r *resource) hold(o *storage.Object) {
+	r.objects.put(o)
+	r.bytes += objectBytes(o)
+}
+
+// record appends a change to the ring, dropping the oldest when full. An
+// entry's object that is no longer current is the ring's alone to hold,
+// and counted so while the entry stays.
 func (r *resource) record(ch change) {
 	if r.full {
-		r.oldest = r.ring[r.next].rev
+		old := &r.ring[r.next]
+		r.oldest = old.rev
+		r.bytes -= r.entryBytes(old)
 	}
+	r.bytes += r.entryBytes(&ch)
 	r.ring[r.next] = ch
 	r.next = (r.next + 1) % len(r.ring)
 	if r.next == 0 {
 		r.full = true
 	}
+}
+
+// entryBytes estimates what a ring entry holds: itself, and its object
+// when that is not current.
+func (r *resource) entryBytes(ch *change) int64 {
+	n := changeBytes(ch)
+	if r.objects.get(ch.obj.Key) != ch.obj {
+		n += objectBytes(ch.obj)
+	}
+	return n
+}
+
+// watched reports whether r has open watches, which pin it.
+func (r *resource) watched() bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return len(r.watchers) > 0
+}
+
+// closeUnwatched closes r if it has no watches, so that none starts on it
+// after; false if it has some.
+func (r *resource) closeUnwatched() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.watchers) > 0 {
+		return false
+	}
+	r.closed = true
+	return true
 }
 
 // selected returns the objects q may select, and whether they are still

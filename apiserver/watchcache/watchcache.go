@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -72,6 +73,9 @@ type Cache struct {
 	started       bool
 	ctx           context.Context // Run's, for loads shared by several requests
 	resources     map[schema.GroupVersionResource]*resource
+	// notCached are the resources that alone exceeded the memory budget
+	// when loaded: the store answers them until a reset.
+	notCached map[schema.GroupVersionResource]bool
 	// fields are the indexed fields objects are described with.
 	fields  *storage.FieldSet
 	watches int
@@ -81,6 +85,9 @@ type Cache struct {
 	// (storage.Interface.SecretsRewritten) that the cached Secrets
 	// reflect. Run's alone.
 	secretsRewritten int64
+
+	// clock orders the resources by use (touch).
+	clock atomic.Int64
 }
 
 // Store is what a cache reads: the objects, which it loads, and the
@@ -109,8 +116,10 @@ func New(store Store, opts Options) *Cache {
 	}
 	c := &Cache{
 		store: store, opts: opts, tailing: map[schema.GroupVersionResource]*resource{}, nudge: make(chan struct{}, 1),
-		resources: map[schema.GroupVersionResource]*resource{}, perUser: map[string]int{},
+		resources: map[schema.GroupVersionResource]*resource{}, notCached: map[schema.GroupVersionResource]bool{},
+		perUser: map[string]int{},
 	}
+	budgetBytes.Set(float64(opts.MemoryBudget))
 	c.cond = sync.NewCond(&c.mu)
 	return c
 }
@@ -242,6 +251,7 @@ func (c *Cache) step(ctx context.Context) (int, error) {
 	c.revision = last
 	c.cond.Broadcast()
 	c.mu.Unlock()
+	c.evict()
 	return len(events), nil
 }
 
@@ -275,6 +285,10 @@ func (c *Cache) drop(revision int64) {
 	c.cond.Broadcast()
 	c.mu.Unlock()
 	c.dropWhere(func(*resource) bool { return true })
+	c.mu.Lock()
+	clear(c.notCached) // they may have shrunk: the next read tries again
+	c.mu.Unlock()
+	heldBytes.Set(0)
 }
 
 // dropWhere drops the resources that match, loaded or loading: the
@@ -362,6 +376,10 @@ func (c *Cache) resource(ctx context.Context, gvr schema.GroupVersionResource) (
 	}
 	for {
 		c.mu.Lock()
+		if c.notCached[gvr] {
+			c.mu.Unlock()
+			return nil, errOverBudget
+		}
 		r := c.resources[gvr]
 		if r == nil {
 			r = c.startLoad(gvr)
@@ -373,6 +391,9 @@ func (c *Cache) resource(ctx context.Context, gvr schema.GroupVersionResource) (
 			return nil, ctx.Err()
 		}
 		if !errors.Is(r.err, errReloading) {
+			if r.err == nil {
+				c.touch(r)
+			}
 			return r, r.err
 		}
 	}
@@ -402,6 +423,12 @@ func (c *Cache) load(ctx context.Context, r *resource, at int64) {
 	case err == nil:
 	case storage.IsTooOld(err) || errors.Is(err, errReloading):
 		r.err = errReloading // a reset or compaction overtook the load: start again
+	case errors.Is(err, errOverBudget):
+		r.err = err
+		c.mu.Lock()
+		c.notCached[r.gvr] = true
+		c.mu.Unlock()
+		refused(r.gvr)
 	default:
 		r.err = fmt.Errorf("loading %s into the watch cache: %w", r.gvr, err)
 	}
@@ -433,7 +460,10 @@ func (c *Cache) fill(ctx context.Context, r *resource, at int64) error {
 			if err != nil {
 				return err
 			}
-			r.objects.put(o)
+			r.hold(o)
+		}
+		if !c.fits(r.bytes) {
+			return errOverBudget
 		}
 		if page.Continue == "" {
 			break
@@ -491,6 +521,8 @@ func (c *Cache) publish(ctx context.Context, r *resource, at int64) error {
 		return errReloading
 	}
 	c.tailing[r.gvr] = r
+	c.touch(r)
+	c.evict()
 	return nil
 }
 
@@ -623,7 +655,9 @@ func (c *Cache) watch(ctx context.Context, q *storage.ListQuery, opts WatchOptio
 	var r *resource
 	for {
 		var err error
-		if r, err = c.resource(ctx, q.GVR); err != nil {
+		if r, err = c.resource(ctx, q.GVR); IsNotCached(err) {
+			return c.watchLog(ctx, q, opts, release)
+		} else if err != nil {
 			return nil, err
 		}
 		r.mu.Lock()

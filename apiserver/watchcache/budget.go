@@ -1,0 +1,177 @@
+package watchcache
+
+// The memory budget (Options.MemoryBudget) bounds what the cache holds.
+//
+// What a resource holds is estimated as it changes (resource.bytes): each
+// object costs its JSON, its description (labels and indexed fields) and
+// a fixed share of the index's sets and maps; each entry of the ring a
+// fixed overhead and its pre-image, plus the object it names while that
+// object is no longer current (the ring alone keeps it then). The
+// estimate is checked against the heap by TestHeldBytesEstimate.
+//
+// Past the budget, whole resources are evicted, least recently read
+// first: a resource is what a load reads and the tail keeps current, and
+// clients list a resource of every cluster at once, so a resource is the
+// unit that is used, or not, as a whole. A resource with open watches is
+// pinned, counted against the budget but never evicted: its watches read
+// the ring (Watcher.catchUp), which would otherwise have to be rebuilt
+// from the log; the others are evicted first. A resource that alone
+// exceeds the budget is not cached at all: its load stops as soon as it
+// does, and its reads are the store's (Reads), its watches the log's
+// (logwatch.go). What the cache does not hold, the store serves with the
+// same semantics: the store's continue tokens are the cache's.
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/component-base/metrics/legacyregistry"
+
+	"github.com/panorama-io/panorama/storage"
+)
+
+// Fixed costs of the estimate, beyond the bytes of strings and JSON: an
+// object's struct, its slot, key-order and key-map entries and its share
+// of the postings; a label or field entry's map slot and posting; a ring
+// entry and its pre-image's struct. TestHeldBytesEstimate keeps them
+// honest against the heap.
+const (
+	objectOverhead = 600
+	entryOverhead  = 80
+	changeOverhead = 200
+)
+
+// objectBytes estimates what o costs the cache while it holds it.
+func objectBytes(o *storage.Object) int64 {
+	n := objectOverhead + len(o.Data) + len(o.Namespace) + len(o.Name) + len(o.UID) + len(o.MemberResourceVersion)
+	for k, v := range o.Labels {
+		n += entryOverhead + len(k) + len(v)
+	}
+	for k, vs := range o.Fields {
+		n += entryOverhead + len(k)
+		for _, v := range vs {
+			n += len(v)
+		}
+	}
+	return int64(n)
+}
+
+// changeBytes estimates what a ring entry costs beyond its object.
+func changeBytes(ch *change) int64 {
+	if ch.prev == nil {
+		return changeOverhead
+	}
+	return changeOverhead + int64(len(ch.prev.deflated))
+}
+
+// errOverBudget stops the load of a resource that alone exceeds the
+// budget: it is not cached.
+var errOverBudget = errors.New("the resource alone exceeds the watch cache's memory budget")
+
+// IsNotCached reports whether err says the cache does not hold a resource
+// and will not: the store answers its reads.
+func IsNotCached(err error) bool { return errors.Is(err, errOverBudget) }
+
+// fits reports whether a resource of the given estimate may be cached.
+func (c *Cache) fits(bytes int64) bool {
+	return c.opts.MemoryBudget <= 0 || bytes <= c.opts.MemoryBudget
+}
+
+// evict drops the least recently used unwatched resources until what the
+// published resources hold is within the budget. c.tail is held.
+func (c *Cache) evict() {
+	held := map[*resource]int64{}
+	var total int64
+	for _, r := range c.tailing {
+		r.mu.RLock()
+		held[r] = r.bytes
+		r.mu.RUnlock()
+		total += held[r]
+	}
+	heldBytes.Set(float64(total))
+	for c.opts.MemoryBudget > 0 && total > c.opts.MemoryBudget {
+		var lru *resource
+		for r := range held {
+			if r.watched() {
+				continue // pinned
+			}
+			if lru == nil || r.used.Load() < lru.used.Load() {
+				lru = r
+			}
+		}
+		if lru == nil {
+			return // what is left is watched
+		}
+		if !lru.closeUnwatched() {
+			delete(held, lru) // a watch started since: pinned
+			continue
+		}
+		c.dropWhere(func(r *resource) bool { return r == lru })
+		total -= held[lru]
+		delete(held, lru)
+		evictions.WithLabelValues(lru.gvr.Group, lru.gvr.Resource).Inc()
+		heldBytes.Set(float64(total))
+	}
+}
+
+// touch marks r as used now, for evict's order.
+func (c *Cache) touch(r *resource) { r.used.Store(c.clock.Add(1)) }
+
+// cgroupUnlimited is at or above what cgroup v1 reports for no limit (the
+// largest page-aligned int64).
+const cgroupUnlimited = 1 << 62
+
+// DefaultMemoryBudget is the budget of a cache in a container whose cgroup
+// file system is at root: a quarter of its memory limit (cgroup v2's
+// memory.max, else v1's memory.limit_in_bytes), 0 (unlimited) when it has
+// none. A quarter, because the heap the cache holds is about its
+// estimate, the garbage collector lets the heap grow to twice what is
+// live before it collects (GOGC), and requests, encoding and the rest of
+// the server need the remaining half. Without a limit the operator chose
+// none, and there is no figure to derive one from: the cache holds what
+// is read, as it did before budgets.
+func DefaultMemoryBudget(root string) int64 {
+	for _, file := range []string{"memory.max", filepath.Join("memory", "memory.limit_in_bytes")} {
+		data, err := os.ReadFile(filepath.Join(root, file))
+		if err != nil {
+			continue
+		}
+		limit, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+		if err != nil || limit <= 0 || limit >= cgroupUnlimited {
+			return 0 // "max", or v1's "unlimited"
+		}
+		return limit / 4
+	}
+	return 0
+}
+
+// The cache's metrics, measured here.
+var (
+	heldBytes = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "panorama_apiserver_watch_cache_bytes",
+		Help: "Estimated heap the watch cache's resources hold: objects, indexes and rings of recent changes.",
+	})
+	budgetBytes = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "panorama_apiserver_watch_cache_budget_bytes",
+		Help: "The watch cache's memory budget (--watch-cache-memory-budget); 0 when unlimited.",
+	})
+	evictions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "panorama_apiserver_watch_cache_evictions_total",
+		Help: "Resources evicted from the watch cache to stay within its memory budget, or not cached because one alone exceeds it, by group and resource.",
+	}, []string{"group", "resource"})
+)
+
+func init() {
+	legacyregistry.Registerer().MustRegister(heldBytes, budgetBytes, evictions)
+}
+
+// refused counts a resource not cached because it alone exceeds the
+// budget.
+func refused(gvr schema.GroupVersionResource) {
+	evictions.WithLabelValues(gvr.Group, gvr.Resource).Inc()
+}
