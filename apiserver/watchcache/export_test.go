@@ -42,3 +42,16 @@ func PageBy(way int) (restore func()) {
 // StaleCompaction is how many poll intervals a page trusts the tail's
 // compaction mark.
 const StaleCompaction = staleCompaction
+
+// HeldBytes is what the cache estimates its published resources hold.
+func HeldBytes(c *Cache) int64 {
+	c.tail.Lock()
+	defer c.tail.Unlock()
+	var n int64
+	for _, r := range c.tailing {
+		r.mu.RLock()
+		n += r.bytes
+		r.mu.RUnlock()
+	}
+	return n
+}

@@ -26,7 +26,9 @@ func (c *Cache) watchLog(ctx context.Context, q *storage.ListQuery, opts WatchOp
 	selected := map[storage.Key]bool{}
 	from := opts.ResourceVersion
 	fromState := opts.SendInitialEvents || from == 0
-	if !fromState {
+	if fromState {
+		from = c.Revision() // the state as of now, as the cache's
+	} else {
 		// The keys selected at the watch's revision, so that a change
 		// after it is told ADDED, MODIFIED or DELETED as the cache tells
 		// it; a revision compacted away is a TooOldError, as cached.
@@ -61,8 +63,8 @@ func (c *Cache) listStore(ctx context.Context, q *storage.ListQuery, at int64, f
 	}
 }
 
-// runLog sends w's events read from the store: the state first when
-// fromState, then the log's changes after from. It ends when the log is
+// runLog sends w's events read from the store: the state at from first
+// when fromState, then the log's changes after from. It ends when the log is
 // compacted past it (its client resumes or relists), or as a cached
 // watch ends.
 func (w *Watcher) runLog(ctx context.Context, c *Cache, fromState bool, from int64, selected map[storage.Key]bool) {
@@ -86,16 +88,15 @@ func (w *Watcher) runLog(ctx context.Context, c *Cache, fromState bool, from int
 		}
 	}
 	if fromState {
-		rev, err := c.listStore(ctx, w.q, 0, func(o *storage.Object) bool {
+		_, err := c.listStore(ctx, w.q, from, func(o *storage.Object) bool {
 			selected[o.Key] = true
 			return send(Event{Type: watch.Added, Revision: o.Revision, Object: o})
 		})
 		if err != nil || ctx.Err() != nil {
 			return
 		}
-		from = rev
 		if w.opts.SendInitialEvents && w.opts.Bookmarks {
-			if !send(Event{Type: watch.Bookmark, Revision: rev, InitialEventsEnd: true}) {
+			if !send(Event{Type: watch.Bookmark, Revision: from, InitialEventsEnd: true}) {
 				return
 			}
 		}

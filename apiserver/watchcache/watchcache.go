@@ -474,7 +474,13 @@ func (c *Cache) fill(ctx context.Context, r *resource, at int64) error {
 	if err != nil {
 		return err
 	}
-	return r.remember(history, compacted)
+	if err := r.remember(history, compacted); err != nil {
+		return err
+	}
+	if !c.fits(r.bytes) {
+		return errOverBudget
+	}
+	return nil
 }
 
 // catchUp applies to the unpublished r the changes of its resource after

@@ -1,0 +1,384 @@
+package watchcache_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/panorama-io/panorama/apiserver/watchcache"
+	"github.com/panorama-io/panorama/storage"
+	"github.com/panorama-io/panorama/storage/storagetest"
+)
+
+// TestDefaultMemoryBudget: a quarter of the cgroup's limit, v2 first,
+// v1 else, unlimited when there is none.
+func TestDefaultMemoryBudget(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		files map[string]string
+		want  int64
+	}{
+		{"v2", map[string]string{"memory.max": "4294967296\n"}, 1 << 30},
+		{"v2 unlimited", map[string]string{"memory.max": "max\n"}, 0},
+		{"v1", map[string]string{"memory/memory.limit_in_bytes": "2147483648\n"}, 512 << 20},
+		{"v1 unlimited", map[string]string{"memory/memory.limit_in_bytes": "9223372036854771712\n"}, 0},
+		{"v2 before v1", map[string]string{"memory.max": "1073741824", "memory/memory.limit_in_bytes": "2147483648"}, 256 << 20},
+		{"no cgroup", nil, 0},
+	} {
+		root := t.TempDir()
+		for name, content := range tc.files {
+			path := filepath.Join(root, name)
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := watchcache.DefaultMemoryBudget(root); got != tc.want {
+			t.Errorf("%s: budget %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestMemoryBudgetFlag: the flag takes a quantity; a negative one is
+// refused.
+func TestMemoryBudgetFlag(t *testing.T) {
+	for _, tc := range []struct {
+		arg     string
+		want    int64
+		invalid bool
+	}{{"64Mi", 64 << 20, false}, {"1G", 1e9, false}, {"0", 0, false}, {"-1Mi", -1 << 20, true}} {
+		o := watchcache.NewOptions()
+		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+		o.AddFlags(fs)
+		if err := fs.Parse([]string{"--watch-cache-memory-budget=" + tc.arg}); err != nil {
+			t.Fatalf("%s: %v", tc.arg, err)
+		}
+		if o.MemoryBudget != tc.want {
+			t.Errorf("%s: %d bytes, want %d", tc.arg, o.MemoryBudget, tc.want)
+		}
+		if errs := o.Validate(); (len(errs) > 0) != tc.invalid {
+			t.Errorf("%s: errors %v, want some: %v", tc.arg, errs, tc.invalid)
+		}
+	}
+}
+
+// budgeted are the resources of the budget's tests, each holding the same
+// pods.
+var budgeted = []schema.GroupVersionResource{
+	{Group: "a.example.com", Version: "v1", Resource: "pods"},
+	{Group: "b.example.com", Version: "v1", Resource: "pods"},
+	{Group: "c.example.com", Version: "v1", Resource: "pods"},
+}
+
+// writeBudgeted writes round of pods keys to every budgeted resource; it
+// returns the revision after.
+func writeBudgeted(t *testing.T, s storage.Interface, round int, keys []int, deletes ...int) int64 {
+	t.Helper()
+	var rev int64
+	for _, gvr := range budgeted {
+		rng := rand.New(rand.NewPCG(uint64(round), 3))
+		var changes []storage.Change
+		for _, i := range keys {
+			changes = append(changes, countedPod(rng, i, round))
+		}
+		for _, i := range deletes {
+			changes = append(changes, storage.Delete(fmt.Sprintf("ns-%d", i%3), fmt.Sprintf("pod-%d", i)))
+		}
+		var err error
+		if rev, err = s.ForCluster("east", storage.Unfenced).Apply(context.Background(), gvr, changes); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return rev
+}
+
+// oneResourceBudget is a budget that holds one budgeted resource and not
+// two: what a cache holds of one, and half again.
+func oneResourceBudget(t *testing.T, s storage.Interface) int64 {
+	t.Helper()
+	c := run(t, s, watchcache.Options{})
+	if _, _, err := c.List(context.Background(), &storage.ListQuery{GVR: budgeted[0]}); err != nil {
+		t.Fatal(err)
+	}
+	return watchcache.HeldBytes(c) * 3 / 2
+}
+
+// held spells which budgeted resources c holds.
+func held(c *watchcache.Cache) string {
+	var out []string
+	for _, gvr := range budgeted {
+		if c.Holds(gvr) {
+			out = append(out, gvr.Group[:1])
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+// answers spells every answer of q the way r gives them: the whole list,
+// its pages of 7 by continue token, and its counts by tier.
+func answers(t *testing.T, r reader, q storage.ListQuery) string {
+	t.Helper()
+	ctx := context.Background()
+	var b strings.Builder
+	list, err := r.List(ctx, &q)
+	if err != nil {
+		return "list: " + err.Error()
+	}
+	fmt.Fprintf(&b, "list at %d:\n%s", list.Revision, objectLines(list.Objects))
+	pq := q
+	pq.Limit = 7
+	for {
+		page, err := r.List(ctx, &pq)
+		if err != nil {
+			return b.String() + "page: " + err.Error()
+		}
+		fmt.Fprintf(&b, "page at %d: %s\n", page.Revision, pageKeys(page))
+		if page.Continue == "" {
+			break
+		}
+		pq.Continue = page.Continue
+	}
+	if q.Revision == 0 {
+		res, err := r.Count(ctx, countQuery(t, q, 0, "label:tier"))
+		if err != nil {
+			return b.String() + "count: " + err.Error()
+		}
+		b.WriteString(spell(res))
+	}
+	return b.String()
+}
+
+// reader lists and counts, as the store or Reads do.
+type reader interface {
+	List(ctx context.Context, q *storage.ListQuery) (*storage.ListResult, error)
+	Count(ctx context.Context, q *storage.CountQuery) (*storage.CountResult, error)
+}
+
+// consistentReads reads through Reads, consistently.
+type consistentReads struct{ *watchcache.Reads }
+
+func (r consistentReads) List(ctx context.Context, q *storage.ListQuery) (*storage.ListResult, error) {
+	return r.Reads.List(ctx, q, watchcache.Freshness{})
+}
+
+func (r consistentReads) Count(ctx context.Context, q *storage.CountQuery) (*storage.CountResult, error) {
+	return r.Reads.Count(ctx, q, watchcache.Freshness{})
+}
+
+// TestEvictionAnswersAsStore lists resources in turn under a budget that
+// holds one of them: the least recently read is evicted, and every
+// answer, cached, evicted or not yet loaded, at the latest revision, at
+// an earlier one and below the compacted one, is the store's.
+func TestEvictionAnswersAsStore(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
+		s := b.Open(t)
+		ctx := context.Background()
+		all := firstPods(60)
+		early := writeBudgeted(t, s, 1, all)
+		writeBudgeted(t, s, 2, all[:20], 40, 41)
+		c := run(t, s, watchcache.Options{MemoryBudget: oneResourceBudget(t, s)})
+		reads := consistentReads{watchcache.NewReads(s, c)}
+		selector, err := labels.Parse("tier=front")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sel, _ := selector.Requirements()
+		for round, gvr := range append(budgeted, budgeted...) {
+			for _, q := range []storage.ListQuery{
+				{GVR: gvr}, {GVR: gvr, Labels: sel}, {GVR: gvr, Namespaces: []string{"ns-1"}}, {GVR: gvr, Revision: early},
+			} {
+				// The cache loads on a first page, without waiting: the
+				// later answers are the cache's.
+				for range 3 {
+					if got, want := answers(t, reads, q), answers(t, s, q); got != want {
+						t.Fatalf("round %d, %+v: through the cache\n%s\nthe store\n%s", round, q, got, want)
+					}
+				}
+			}
+			if _, _, err := c.List(ctx, &storage.ListQuery{GVR: gvr}); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := held(c), gvr.Group[:1]; got != want {
+				t.Errorf("round %d: the cache holds %q, want only %q", round, got, want)
+			}
+		}
+		cur, _, err := s.Revision(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Compact(ctx, cur, false); err != nil {
+			t.Fatal(err)
+		}
+		q := storage.ListQuery{GVR: budgeted[0], Revision: early, Limit: 5}
+		if _, err := reads.List(ctx, &q); !storage.IsTooOld(err) {
+			t.Errorf("a list below the compacted revision: %v, want too old", err)
+		}
+	})
+}
+
+// events reads w until it has seen revision last, and spells its events
+// but bookmarks, which tell how far it has seen.
+func events(t *testing.T, w *watchcache.Watcher, last int64) string {
+	t.Helper()
+	return within(t, "events", func() string {
+		var b strings.Builder
+		for e := range w.ResultChan() {
+			if e.Type != watch.Bookmark {
+				fmt.Fprintf(&b, "%s %s/%s at %d\n", e.Type, e.Object.Namespace, e.Object.Name, e.Revision)
+			}
+			if e.Revision >= last {
+				break
+			}
+		}
+		return b.String()
+	})
+}
+
+// TestWatchOfAResourceNotCached: a resource that alone exceeds the budget
+// is not cached; its watches, served from the log, see what a cached
+// watch sees: every change, objects entering and leaving the selection
+// as ADDED and DELETED, from a revision or from the state.
+func TestWatchOfAResourceNotCached(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
+		s := b.Open(t)
+		ctx := context.Background()
+		all := firstPods(30)
+		from := writeBudgeted(t, s, 1, all)
+		cached := run(t, s, watchcache.Options{})
+		tiny := run(t, s, watchcache.Options{MemoryBudget: 1024})
+		sel, _ := labels.SelectorFromSet(labels.Set{"tier": "front"}).Requirements()
+		gvr := budgeted[0]
+		type pair struct{ cached, tiny *watchcache.Watcher }
+		var watches []pair
+		for _, opts := range []watchcache.WatchOptions{{ResourceVersion: from}, {}, {ResourceVersion: from, SendInitialEvents: true}} {
+			opts.Bookmarks, opts.BookmarkInterval = true, time.Nanosecond
+			for _, q := range []storage.ListQuery{{GVR: gvr}, {GVR: gvr, Labels: sel}} {
+				var p pair
+				var err error
+				if p.cached, err = cached.Watch(ctx, &q, opts); err != nil {
+					t.Fatal(err)
+				}
+				if p.tiny, err = tiny.Watch(ctx, &q, opts); err != nil {
+					t.Fatal(err)
+				}
+				watches = append(watches, p)
+			}
+		}
+		if held(tiny) != "" {
+			t.Fatalf("the cache of a tiny budget holds %s", held(tiny))
+		}
+		writeBudgeted(t, s, 2, all[:20], 25)
+		last := writeBudgeted(t, s, 3, all[10:])
+		for i, p := range watches {
+			got, want := events(t, p.tiny, last), events(t, p.cached, last)
+			if got != want || want == "" {
+				t.Errorf("watch %d: from the log\n%s\nfrom the cache\n%s", i, got, want)
+			}
+			p.tiny.Stop()
+			p.cached.Stop()
+		}
+	})
+}
+
+// TestWatchPinsItsResource: a watched resource is not evicted, however
+// long ago it was read, and its watch sees every change while others are
+// loaded and evicted around it; unwatched, it is evicted as any other.
+func TestWatchPinsItsResource(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
+		s := b.Open(t)
+		ctx := context.Background()
+		all := firstPods(60)
+		from := writeBudgeted(t, s, 1, all)
+		writeBudgeted(t, s, 2, all[:30], 50)
+		c := run(t, s, watchcache.Options{MemoryBudget: oneResourceBudget(t, s)})
+		reference := run(t, s, watchcache.Options{})
+		q := storage.ListQuery{GVR: budgeted[0]}
+		opts := watchcache.WatchOptions{ResourceVersion: from, Bookmarks: true, BookmarkInterval: time.Nanosecond}
+	w, err := c.Watch(ctx, &q, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		ref, err := reference.Watch(ctx, &q, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ref.Stop()
+		for round, gvr := range budgeted[1:] {
+			if _, _, err := c.List(ctx, &storage.ListQuery{GVR: gvr}); err != nil {
+				t.Fatal(err)
+			}
+			if !c.Holds(budgeted[0]) {
+				t.Fatalf("round %d: the watched resource was evicted", round)
+			}
+		}
+		if got := held(c); got != "a" {
+			t.Errorf("the cache holds %q, want the watched resource alone", got)
+		}
+		last := writeBudgeted(t, s, 3, all[:2])
+		if got, want := events(t, w, last), events(t, ref, last); got != want || want == "" {
+			t.Errorf("the pinned watch\n%s\nunbudgeted\n%s", got, want)
+		}
+		w.Stop()
+		drained(t, "the pinned watch", w)
+		if _, _, err := c.List(ctx, &storage.ListQuery{GVR: budgeted[1]}); err != nil {
+			t.Fatal(err)
+		}
+		if got := held(c); got != "b" {
+			t.Errorf("unwatched, the cache holds %q, want b alone", got)
+		}
+	})
+}
+
+// TestHeldBytesEstimate holds the estimate of what a cache holds to the
+// heap it takes, realistic pods synced and then changed (the ring then
+// holds their pre-images).
+func TestHeldBytesEstimate(t *testing.T) {
+	const n = 2000
+	s := storagetest.Backends()[0].Open(t)
+	ctx := context.Background()
+	for round := range 2 {
+		rng := rand.New(rand.NewPCG(11, 11))
+		var changes []storage.Change
+		for i := range n {
+			changes = append(changes, storage.Upsert(storagetest.RealisticPod(rng, i, round)))
+		}
+		if _, err := s.ForCluster("east", storage.Unfenced).Apply(ctx, pods, changes); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := liveHeap()
+	c := run(t, s, watchcache.Options{})
+	if _, _, err := c.List(ctx, &storage.ListQuery{GVR: pods}); err != nil {
+		t.Fatal(err)
+	}
+	heap := liveHeap() - before
+	estimate := watchcache.HeldBytes(c)
+	ratio := float64(estimate) / float64(heap)
+	t.Logf("estimate %d B, heap %d B: %.2fx", estimate, heap, ratio)
+	if ratio < 0.75 || ratio > 1.5 {
+		t.Errorf("the estimate is %.2fx the heap the cache holds, want within 0.75x-1.5x", ratio)
+	}
+	runtime.KeepAlive(c)
+}
+
+// liveHeap is the heap in use after a collection.
+func liveHeap() int64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
+}
