@@ -99,6 +99,8 @@ type ClusterReconciler struct {
 	checks  memberChecks  // membercheck.go
 	owners  owners        // owners.go
 
+	discovered discoveries // discovery.go
+
 	// secretData has storage drop the Secrets' data a Cluster does not
 	// keep (secretdata.go).
 	secretData secretDataDrops
@@ -357,7 +359,7 @@ func (r *ClusterReconciler) sync(ctx context.Context, c *clusterv1alpha1.Cluster
 		selections = append(selections, crdsSelection)
 		selections = append(selections, crds...)
 	}
-	member, err := discover(dc)
+	member, err := r.discovered.discover(ctx, c.Name, configID, dc) // discovery.go
 	if err != nil {
 		setCondition(status, clusterv1alpha1.ConditionSynced, false, ReasonDiscoveryFailed, memberErrorText(err))
 		r.fillSyncStatus(c.Name, status)

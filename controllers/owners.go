@@ -117,6 +117,7 @@ func (r *ClusterReconciler) stop(cluster string) {
 	forgetCluster(cluster)
 	r.openAPI.forget(cluster)
 	r.checks.forget(cluster)
+	r.discovered.forget(cluster)
 	r.owners.forget(cluster)
 }
 

@@ -26,6 +26,7 @@ type memberResources struct {
 	partial bool
 }
 
+// discover reads what the member serves with client-go's discovery.
 func discover(dc discovery.DiscoveryInterface) (*memberResources, error) {
 	groups, lists, err := dc.ServerGroupsAndResources()
 	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
@@ -33,8 +34,18 @@ func discover(dc discovery.DiscoveryInterface) (*memberResources, error) {
 	}
 	// A group that failed discovery (a broken aggregated API, say) is left
 	// out; the rest still syncs.
+	values := make([]metav1.APIGroup, 0, len(groups))
+	for _, g := range groups {
+		values = append(values, *g)
+	}
+	return memberResourcesOf(values, lists, err != nil), nil
+}
+
+// memberResourcesOf is what discovery's groups and resource lists say a
+// member serves; partial when some groups failed discovery.
+func memberResourcesOf(groups []metav1.APIGroup, lists []*metav1.APIResourceList, partial bool) *memberResources {
 	m := &memberResources{preferred: map[string]string{}, versions: map[string][]string{}, resources: map[schema.GroupVersion][]metav1.APIResource{},
-		partial: err != nil}
+		partial: partial}
 	for _, g := range groups {
 		m.preferred[g.Name] = g.PreferredVersion.Version
 		for _, v := range g.Versions {
@@ -53,7 +64,7 @@ func discover(dc discovery.DiscoveryInterface) (*memberResources, error) {
 			m.resources[gv] = append(m.resources[gv], r)
 		}
 	}
-	return m, nil
+	return m
 }
 
 // customResourceSelections selects every resource a CRD of the member
