@@ -21,7 +21,8 @@ import (
 	"github.com/panorama-io/panorama/storage"
 )
 
-// Panorama authorizes every member read itself, by host RBAC, with
+// Panorama authorizes every member read itself, by host RBAC (in process
+// or asked of the host, as --authorization-mode says: hostauthz), with
 // attributes it builds (see check): verb get, list or watch; API group
 // search.panorama.io; resource the member resource as kubectl spells it
 // ("pods", "deployments.apps"); namespace the member namespace ("" across
@@ -46,10 +47,11 @@ const clustersResource = "clusters"
 // too, so nobody may read one.
 var pathShapeNames = map[string]bool{"api": true, "apis": true, "clusters": true}
 
-// maxAuthorizationChecks bounds the checks one request makes. Each is a
-// SubjectAccessReview unless the delegated authorizer's cache has the
-// answer, and the host's client is shared by every request of the server,
-// so that one request must not take it for long.
+// maxAuthorizationChecks bounds the checks one request makes. A check the
+// host's RBAC in process does not allow is a SubjectAccessReview in mode
+// Webhook, unless the delegated authorizer's cache has the answer, and the
+// host's client is shared by every request of the server, so that one
+// request must not take it for long.
 const maxAuthorizationChecks = 1000
 
 // errTooManyChecks refuses a request that would need more checks. It is a
@@ -368,9 +370,10 @@ var publicInfoPaths = []string{"/healthz", "/livez", "/readyz", "/version", "/ve
 
 // serverAuthorizer is the generic server's authorizer: anonymous users are
 // refused everything but public paths before any check, member reads are
-// the handler's to authorize (handledByPanorama), and the rest is the
-// delegated authorizer's, which lets alwaysAllowPaths pass.
-func serverAuthorizer(delegated authorizer.Authorizer, alwaysAllowPaths []string) (authorizer.Authorizer, error) {
+// the handler's to authorize (handledByPanorama), and host, the host's
+// authorization as hostauthz composes it, decides the rest and lets
+// alwaysAllowPaths pass.
+func serverAuthorizer(host authorizer.Authorizer, alwaysAllowPaths []string) (authorizer.Authorizer, error) {
 	public, err := path.NewAuthorizer(append(slices.Clone(alwaysAllowPaths), publicInfoPaths...))
 	if err != nil {
 		return nil, err
@@ -378,7 +381,7 @@ func serverAuthorizer(delegated authorizer.Authorizer, alwaysAllowPaths []string
 	return union.New(
 		union.NamedAuthorizer{AuthorizerName: "anonymous", Authorizer: refuseAnonymous(public)},
 		union.NamedAuthorizer{AuthorizerName: "panorama", Authorizer: handledByPanorama},
-		union.NamedAuthorizer{AuthorizerName: "delegated", Authorizer: delegated},
+		union.NamedAuthorizer{AuthorizerName: "host", Authorizer: host},
 	)
 }
 

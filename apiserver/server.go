@@ -1,7 +1,7 @@
 // Package apiserver is Panorama's aggregated API server: discovery, get,
 // list and watch of every synced resource, across clusters or for one, on
-// k8s.io/apiserver's GenericAPIServer with delegated authentication and
-// authorization.
+// k8s.io/apiserver's GenericAPIServer with delegated authentication and the
+// host's authorization (hostauthz).
 package apiserver
 
 import (
@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
+	"github.com/panorama-io/panorama/apiserver/hostauthz"
 	"github.com/panorama-io/panorama/apiserver/watchcache"
 )
 
@@ -44,15 +45,19 @@ func init() {
 }
 
 // Options are the server's flags: the standard ones of an aggregated API
-// server, minus etcd and admission, plus the watch cache. Storage is opened
+// server, minus etcd and admission, plus how requests are authorized and
+// the watch cache. Storage is opened
 // by the caller (its flags are sqlstore.Options'), since the all-in-one
 // binary shares one store with the controller manager.
 type Options struct {
 	Recommended *genericoptions.RecommendedOptions
 	// ServerRun holds kube-apiserver's own serving flags: in-flight limits
 	// (API Priority and Fairness's seats), request timeouts, shutdown.
-	ServerRun  *genericoptions.ServerRunOptions
-	WatchCache watchcache.Options
+	ServerRun *genericoptions.ServerRunOptions
+	// Authorization chooses how the host's authorization is asked: its
+	// RBAC in process, by SubjectAccessReview, or both in turn.
+	Authorization hostauthz.Options
+	WatchCache    watchcache.Options
 }
 
 // NewOptions returns the defaults.
@@ -60,13 +65,14 @@ func NewOptions() *Options {
 	ro := genericoptions.NewRecommendedOptions("/registry/panorama", codecs.LegacyCodec(searchv1alpha1.SchemeGroupVersion))
 	ro.Etcd = nil
 	ro.Admission = nil
-	return &Options{Recommended: ro, ServerRun: genericoptions.NewServerRunOptions(), WatchCache: watchcache.NewOptions()}
+	return &Options{Recommended: ro, ServerRun: genericoptions.NewServerRunOptions(), Authorization: hostauthz.NewOptions(), WatchCache: watchcache.NewOptions()}
 }
 
 // AddFlags binds every flag.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Recommended.AddFlags(fs)
 	o.ServerRun.AddUniversalFlags(fs)
+	o.Authorization.AddFlags(fs)
 	o.WatchCache.AddFlags(fs)
 }
 
@@ -86,6 +92,7 @@ func (o *Options) Complete() {
 // Validate reports every flag in error.
 func (o *Options) Validate() error {
 	errs := append(o.Recommended.Validate(), o.ServerRun.Validate()...)
+	errs = append(errs, o.Authorization.Validate()...)
 	errs = append(errs, o.WatchCache.Validate()...)
 	return utilerrors.NewAggregate(errs)
 }
@@ -121,13 +128,18 @@ func (o *Options) New(store watchcache.Store) (*Server, error) {
 	}
 	cfg.RequestInfoResolver = requestInfoResolver{delegate: genericapiserver.NewRequestInfoResolver(&cfg.Config)}
 	// The delegated authorizer, which caches the host's answers for
-	// --authorization-webhook-cache-{authorized,unauthorized}-ttl.
+	// --authorization-webhook-cache-{authorized,unauthorized}-ttl, is the
+	// Webhook mode; the RBAC mode's informers start with the generic
+	// server's, before it is ready.
 	delegated := cfg.Authorization.Authorizer
 	if delegated == nil {
-		return nil, errors.New("no authorizer: Panorama asks the host's RBAC for every read")
+		return nil, errors.New("no authorizer: Panorama asks the host's authorization for every read")
 	}
-	var err error
-	if cfg.Authorization.Authorizer, err = serverAuthorizer(delegated, o.Recommended.Authorization.AlwaysAllowPaths); err != nil { // authz.go
+	authz, authzReady, err := o.Authorization.New(cfg.SharedInformerFactory, delegated, o.Recommended.Authorization)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Authorization.Authorizer, err = serverAuthorizer(authz, o.Recommended.Authorization.AlwaysAllowPaths); err != nil { // authz.go
 		return nil, err
 	}
 	generic, err := cfg.Complete().New("panorama-apiserver", genericapiserver.NewEmptyDelegate())
@@ -140,13 +152,13 @@ func (o *Options) New(store watchcache.Store) (*Server, error) {
 	}
 	s := &Server{
 		generic: generic, store: store, cache: watchcache.New(store, o.WatchCache),
-		registry: NewRegistry(), host: host, authz: delegated,
+		registry: NewRegistry(), host: host, authz: authz,
 	}
 	s.install()
-	if err := generic.AddReadyzChecks(healthz.NamedCheck("storage", func(r *http.Request) error {
+	if err := generic.AddReadyzChecks(append(authzReady, healthz.NamedCheck("storage", func(r *http.Request) error {
 		_, _, err := store.Revision(r.Context())
 		return err
-	})); err != nil {
+	}))...); err != nil {
 		return nil, err
 	}
 	return s, nil

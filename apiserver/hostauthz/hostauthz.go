@@ -1,0 +1,176 @@
+// Package hostauthz authorizes requests as the host cluster's
+// kube-apiserver would, in the order --authorization-mode names: by the
+// host's RBAC, evaluated in process by kube-apiserver's own RBAC
+// authorizer over informer caches of the host's Roles, ClusterRoles and
+// their bindings ("RBAC"), or by asking the host, a SubjectAccessReview
+// through the delegated authorizer ("Webhook").
+//
+// It exists because asking is slow for Panorama's reads: a tenant's read
+// across clusters can need one question per cluster, and the delegated
+// authorizer's client is shared by every request of the server. RBAC
+// evaluated here answers as the host's does (the same code on the same
+// objects), at the cost of watching the four RBAC kinds. Hosts with other
+// authorizers (webhooks, ABAC) list Webhook after RBAC, so that what RBAC
+// does not allow is still asked.
+package hostauthz
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
+	"k8s.io/apiserver/pkg/authorization/path"
+	"k8s.io/apiserver/pkg/authorization/union"
+	"k8s.io/apiserver/pkg/server/healthz"
+	genericoptions "k8s.io/apiserver/pkg/server/options"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/kubernetes/plugin/pkg/auth/authorizer/rbac"
+)
+
+// The modes, named as kube-apiserver's --authorization-mode names them.
+const (
+	// ModeRBAC evaluates the host's RBAC objects in process. Its allow is
+	// final; it never denies, so a later mode decides what it does not
+	// allow.
+	ModeRBAC = "RBAC"
+	// ModeWebhook asks the host by SubjectAccessReview, through the
+	// delegated authorizer and its decision cache.
+	ModeWebhook = "Webhook"
+)
+
+var modes = []string{ModeRBAC, ModeWebhook}
+
+// Options choose the modes.
+type Options struct {
+	// Modes are asked in order; the first that allows (or denies)
+	// decides, and a request no mode allows is refused.
+	Modes []string
+}
+
+// NewOptions returns the default: RBAC alone, right for hosts that
+// authorize by RBAC alone (kubeadm's and most distributions' hosts, whose
+// Node authorizer grants nothing of Panorama's group).
+func NewOptions() Options { return Options{Modes: []string{ModeRBAC}} }
+
+// AddFlags binds --authorization-mode.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringSliceVar(&o.Modes, "authorization-mode", o.Modes, fmt.Sprintf(
+		"Ordered list of the ways requests are authorized, of %s: %s evaluates the host's RBAC objects in process "+
+			"(needs list and watch of roles, clusterroles, rolebindings and clusterrolebindings on the host); "+
+			"%s asks the host by SubjectAccessReview (--authorization-kubeconfig). "+
+			"Use %s,%s when the host has authorizers besides RBAC.",
+		strings.Join(modes, ", "), ModeRBAC, ModeWebhook, ModeRBAC, ModeWebhook))
+}
+
+// Validate reports modes unknown, repeated or missing.
+func (o *Options) Validate() []error {
+	var errs []error
+	if len(o.Modes) == 0 {
+		errs = append(errs, fmt.Errorf("--authorization-mode: at least one of %s", strings.Join(modes, ", ")))
+	}
+	for i, m := range o.Modes {
+		switch {
+		case !slices.Contains(modes, m):
+			errs = append(errs, fmt.Errorf("--authorization-mode: unknown mode %q, want one of %s", m, strings.Join(modes, ", ")))
+		case slices.Contains(o.Modes[:i], m):
+			errs = append(errs, fmt.Errorf("--authorization-mode: mode %q listed twice", m))
+		}
+	}
+	return errs
+}
+
+// New composes the modes as kube-apiserver does: the privileged groups
+// and always-allowed paths of delegation first, then each mode. RBAC reads
+// the host's RBAC objects from host's informers, which the caller starts;
+// webhook is the delegated authorizer. The readiness checks pass once
+// those informers have synced, and until then RBAC allows nothing.
+func (o Options) New(host informers.SharedInformerFactory, webhook authorizer.Authorizer, delegation *genericoptions.DelegatingAuthorizationOptions) (authorizer.Authorizer, []healthz.HealthChecker, error) {
+	authorizers := []union.NamedAuthorizer{{
+		AuthorizerName: "privileged-groups", Authorizer: authorizerfactory.NewPrivilegedGroups(delegation.AlwaysAllowGroups...),
+	}}
+	paths, err := path.NewAuthorizer(delegation.AlwaysAllowPaths)
+	if err != nil {
+		return nil, nil, err
+	}
+	authorizers = append(authorizers, union.NamedAuthorizer{AuthorizerName: "always-allow-paths", Authorizer: paths})
+	var ready []healthz.HealthChecker
+	for _, m := range o.Modes {
+		switch m {
+		case ModeRBAC:
+			r := NewRBAC(host)
+			ready = append(ready, healthz.NamedCheck("host-rbac", r.Synced))
+			authorizers = append(authorizers, union.NamedAuthorizer{AuthorizerName: "host-rbac", Authorizer: r})
+		case ModeWebhook:
+			authorizers = append(authorizers, union.NamedAuthorizer{AuthorizerName: "host-webhook", Authorizer: webhook})
+		}
+	}
+	composed, err := union.New(authorizers...)
+	return composed, ready, err
+}
+
+// RBAC is kube-apiserver's RBAC authorizer over informer caches of the
+// host's RBAC objects. Aggregated ClusterRoles need nothing of it: the
+// host's controller manager writes their rules into them.
+type RBAC struct {
+	rbac   *rbac.RBACAuthorizer
+	synced []cache.InformerSynced
+}
+
+// errNotSynced is the answer of RBAC before its caches are filled: a
+// partial cache could only allow less than the host, so it allows nothing.
+var errNotSynced = errors.New("the host's RBAC objects are not listed yet")
+
+// NewRBAC registers informers of the four RBAC kinds with host, which
+// must be started after, and returns the authorizer reading them.
+func NewRBAC(host informers.SharedInformerFactory) *RBAC {
+	v1 := host.Rbac().V1()
+	roles, roleBindings, clusterRoles, clusterRoleBindings := v1.Roles(), v1.RoleBindings(), v1.ClusterRoles(), v1.ClusterRoleBindings()
+	return &RBAC{
+		rbac: rbac.New(
+			&rbac.RoleGetter{Lister: roles.Lister()},
+			&rbac.RoleBindingLister{Lister: roleBindings.Lister()},
+			&rbac.ClusterRoleGetter{Lister: clusterRoles.Lister()},
+			&rbac.ClusterRoleBindingLister{Lister: clusterRoleBindings.Lister()},
+		),
+		synced: []cache.InformerSynced{
+			roles.Informer().HasSynced, roleBindings.Informer().HasSynced,
+			clusterRoles.Informer().HasSynced, clusterRoleBindings.Informer().HasSynced,
+		},
+	}
+}
+
+// Synced fails until every cache has synced: a readiness check.
+func (r *RBAC) Synced(*http.Request) error {
+	for _, synced := range r.synced {
+		if !synced() {
+			return errNotSynced
+		}
+	}
+	return nil
+}
+
+// Authorize allows what the host's RBAC allows, and has no opinion on
+// anything else, nor before the caches have synced.
+func (r *RBAC) Authorize(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+	if err := r.Synced(nil); err != nil {
+		return authorizer.DecisionNoOpinion, "", err
+	}
+	return r.rbac.Authorize(ctx, a)
+}
+
+// ConditionsAwareAuthorize is Authorize: RBAC has no conditions.
+func (r *RBAC) ConditionsAwareAuthorize(ctx context.Context, a authorizer.Attributes) authorizer.ConditionsAwareDecision {
+	return authorizer.ConditionsAwareDecisionFromParts(r.Authorize(ctx, a))
+}
+
+// EvaluateConditions fails closed, as RBAC's own.
+func (r *RBAC) EvaluateConditions(ctx context.Context, d authorizer.ConditionsAwareDecision, data authorizer.ConditionsData) (authorizer.Decision, string, error) {
+	return r.rbac.EvaluateConditions(ctx, d, data)
+}
