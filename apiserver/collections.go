@@ -1,6 +1,8 @@
 package apiserver
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -10,7 +12,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
@@ -86,11 +87,8 @@ func (h *Handler) ServeCollections(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	resources := h.collection(name)
-	out := &searchv1alpha1.CollectionResource{TypeMeta: typeMeta, ObjectMeta: metav1.ObjectMeta{Name: name},
-		ResourceTypes: collectionTypes(resources), Items: []runtime.RawExtension{}}
-	out.Kind = "CollectionResource"
-	var rev, limit int64
-	var readable int
+	var reads []*listOptions
+	var limit int64
 	all := &request{r: r, view: memberView("")} // collections are of every cluster
 	for _, res := range resources {
 		opts, err := parseListOptions(r.URL.Query(), res.GVR, "", "", false)
@@ -111,7 +109,6 @@ func (h *Handler) ServeCollections(w http.ResponseWriter, r *http.Request) {
 			writeError(w, r, err, collectionsGR)
 			return
 		}
-		readable++
 		if opts.query.Continue != "" {
 			writeError(w, r, badRequest("continue is not supported for collections"), collectionsGR)
 			return
@@ -119,36 +116,83 @@ func (h *Handler) ServeCollections(w http.ResponseWriter, r *http.Request) {
 		if limit == 0 {
 			limit = opts.query.Limit
 		}
-		if rev == 0 && opts.asOf != nil { // history.go
-			if err := h.resolveAsOf(r.Context(), opts); err != nil {
-				writeError(w, r, err, collectionsGR)
-				return
-			}
-			rev = opts.query.Revision
-		}
-		// Every resource at the first one's revision: one consistent answer.
-		opts.query.Revision, opts.query.Limit = rev, 0
-		if limit > 0 {
-			if opts.query.Limit = limit - int64(len(out.Items)); opts.query.Limit <= 0 {
-				break
-			}
-		}
-		page, err := h.reads().List(r.Context(), &opts.query, watchcache.Freshness{})
-		if err != nil {
-			writeError(w, r, err, collectionsGR)
-			return
-		}
-		rev = page.Revision
-		for _, o := range page.Objects {
-			out.Items = append(out.Items, runtime.RawExtension{Raw: o.Data})
-		}
+		reads = append(reads, opts)
 	}
-	if readable == 0 && len(resources) > 0 {
+	if len(reads) == 0 && len(resources) > 0 {
 		writeError(w, r, apierrors.NewForbidden(collectionsGR, name, errors.New("you may read none of its resources in any cluster")), collectionsGR)
 		return
 	}
-	if rev > 0 {
-		out.ResourceVersion = strconv.FormatInt(rev, 10)
+	pages := &collectionPages{h: h, ctx: r.Context(), reads: reads, limit: limit, left: limit}
+	if len(reads) > 0 && reads[0].asOf != nil { // history.go
+		if err := h.resolveAsOf(r.Context(), reads[0]); err != nil {
+			writeError(w, r, err, collectionsGR)
+			return
+		}
+		pages.rev = reads[0].query.Revision
 	}
-	writeJSON(w, http.StatusOK, out)
+	page, err := pages.next()
+	if err != nil {
+		writeError(w, r, err, collectionsGR)
+		return
+	}
+	out := &collectionEnvelope{TypeMeta: typeMeta, Metadata: metav1.ObjectMeta{Name: name}, ResourceTypes: collectionTypes(resources), Items: []json.RawMessage{}}
+	out.Kind = "CollectionResource"
+	if pages.rev > 0 {
+		out.Metadata.ResourceVersion = strconv.FormatInt(pages.rev, 10)
+	}
+	streamItems(w, r, "application/json", out, func(yield func([]byte, error) bool) {
+		for page != nil {
+			for i := range page.Objects {
+				if !yield(page.Objects[i].Data, nil) {
+					return
+				}
+			}
+			if page, err = pages.next(); err != nil {
+				yield(nil, err)
+				return
+			}
+		}
+	})
+}
+
+// collectionEnvelope is a CollectionResource with its items last and
+// always present, as streamItems wants them.
+type collectionEnvelope struct {
+	metav1.TypeMeta `json:",inline"`
+	Metadata        metav1.ObjectMeta                       `json:"metadata"`
+	ResourceTypes   []searchv1alpha1.CollectionResourceType `json:"resourceTypes"`
+	Items           []json.RawMessage                       `json:"items"`
+}
+
+// collectionPages reads the objects of a collection's resources a page
+// at a time, every resource at the first one's revision, until limit
+// objects (0: all) are read.
+type collectionPages struct {
+	h     *Handler
+	ctx   context.Context
+	reads []*listOptions
+	// rev is the revision read at, once the first page sets it.
+	rev         int64
+	limit, left int64
+}
+
+// next returns the next page, nil after the last.
+func (c *collectionPages) next() (*storage.ListResult, error) {
+	if len(c.reads) == 0 || (c.limit > 0 && c.left <= 0) {
+		return nil, nil
+	}
+	q := &c.reads[0].query
+	q.Revision, q.Limit = c.rev, unpagedPage
+	if c.limit > 0 {
+		q.Limit = min(unpagedPage, c.left)
+	}
+	page, err := c.h.reads().List(c.ctx, q, watchcache.Freshness{})
+	if err != nil {
+		return nil, err
+	}
+	c.rev, c.left = page.Revision, c.left-int64(len(page.Objects))
+	if q.Continue = page.Continue; q.Continue == "" {
+		c.reads = c.reads[1:]
+	}
+	return page, nil
 }

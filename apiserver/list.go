@@ -13,6 +13,11 @@ import (
 	"github.com/panorama-io/panorama/storage"
 )
 
+// unpagedPage is how many objects a list without a limit reads at a time:
+// its answer is streamed page by page, every page at the first one's
+// revision (its continue token's), rather than read whole first.
+const unpagedPage = 500
+
 // list answers a list, or its counts when it groups them (counts.go).
 func (h *Handler) list(w http.ResponseWriter, req *request) {
 	gr := req.res.GVR.GroupResource()
@@ -25,22 +30,52 @@ func (h *Handler) list(w http.ResponseWriter, req *request) {
 		h.count(w, req, opts)
 		return
 	}
-	page, err := h.readList(req.r.Context(), opts)
-	if err == nil {
-		err = req.view.page(page)
+	// A Table's rows are written from the whole list: it is read whole.
+	unpaged := opts.query.Limit == 0 && !wantsTable(req.r)
+	if unpaged {
+		opts.query.Limit = unpagedPage
 	}
+	page, err := h.readViewed(req, opts)
 	if err != nil {
 		writeError(w, req.r, err, gr)
 		return
 	}
 	listMeta := metav1.ListMeta{ResourceVersion: strconv.FormatInt(page.Revision, 10), Continue: page.Continue, RemainingItemCount: page.RemainingCount}
+	if unpaged {
+		listMeta.Continue, listMeta.RemainingItemCount = "", nil
+	}
 	if wantsTable(req.r) {
 		h.writeTable(w, req, page.Objects, listMeta)
 		return
 	}
 	f := formatOf(req.r, req.res, opts.onlyMetadata)
-	streamList(w, req.r, f.listType, &listEnvelope{Kind: f.listKind, APIVersion: f.apiVersion, Metadata: listMeta, Items: []json.RawMessage{}},
-		len(page.Objects), func(i int) ([]byte, error) { return f.item(page.Objects[i].Data) })
+	streamItems(w, req.r, f.listType, &listEnvelope{Kind: f.listKind, APIVersion: f.apiVersion, Metadata: listMeta, Items: []json.RawMessage{}},
+		func(yield func([]byte, error) bool) {
+			for {
+				for i := range page.Objects {
+					if !yield(f.item(page.Objects[i].Data)) {
+						return
+					}
+				}
+				if !unpaged || page.Continue == "" {
+					return
+				}
+				opts.query.Continue = page.Continue
+				if page, err = h.readViewed(req, opts); err != nil {
+					yield(nil, err)
+					return
+				}
+			}
+		})
+}
+
+// readViewed reads the page a list asks for, as req's view shows it.
+func (h *Handler) readViewed(req *request, opts *listOptions) (*storage.ListResult, error) {
+	page, err := h.readList(req.r.Context(), opts)
+	if err != nil {
+		return nil, err
+	}
+	return page, req.view.page(page)
 }
 
 // listConsistent reads a page of q at the store's latest state, or at its

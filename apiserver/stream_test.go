@@ -9,14 +9,19 @@ import (
 	"net/http/httptest"
 	"reflect"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
+	"github.com/panorama-io/panorama/apiserver/watchcache"
 	"github.com/panorama-io/panorama/storage"
+	"github.com/panorama-io/panorama/storage/storagetest"
 )
 
 // TestStreamedListsAsEncodedWhole: lists written item by item are, as JSON,
@@ -133,5 +138,59 @@ func TestStreamListMemory(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	if allocated := after.TotalAlloc - before.TotalAlloc; allocated > 64<<10 {
 		t.Fatalf("writing a list of %d KiB allocated %d KiB", n*size>>10, allocated>>10)
+	}
+}
+
+// unboundedCounting is a store that counts the lists asked of it without
+// a limit: answers it holds whole.
+type unboundedCounting struct {
+	storage.Interface
+	unbounded atomic.Int32
+}
+
+func (s *unboundedCounting) List(ctx context.Context, q *storage.ListQuery) (*storage.ListResult, error) {
+	if q.Limit == 0 {
+		s.unbounded.Add(1)
+	}
+	return s.Interface.List(ctx, q)
+}
+
+// TestUnpagedListReadsPages: a list without a limit of more objects than
+// a page, from the store (the cache holds nothing under a budget of a
+// byte), is read a page at a time, never whole, and answers every
+// object, at one revision, as one list of the store does.
+func TestUnpagedListReadsPages(t *testing.T) {
+	base := storagetest.Backends()[0].Open(t)
+	var changes []storage.Change
+	for i := range 2*unpagedPage + 3 {
+		changes = append(changes, storage.Upsert(&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Pod",
+			"metadata": map[string]any{"name": fmt.Sprintf("pod-%04d", i), "namespace": "ns", "resourceVersion": "1"}}}))
+	}
+	if _, err := base.ForCluster("east", storage.Unfenced).Apply(context.Background(), podsGVR, changes); err != nil {
+		t.Fatal(err)
+	}
+	store := &unboundedCounting{Interface: base}
+	h := testHandlerOver(t, store, watchcache.Options{MemoryBudget: 1})
+	srv := httptest.NewServer(asUser(h))
+	t.Cleanup(srv.Close)
+	whole, err := base.List(context.Background(), &storage.ListQuery{GVR: podsGVR})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, o := range whole.Objects {
+		want = append(want, o.Name)
+	}
+	code, _, got := getJSON(t, srv.URL+searchv1alpha1.ViewPath("")+"/api/v1/pods", "")
+	var names []string
+	for _, it := range got["items"].([]any) {
+		names = append(names, it.(map[string]any)["metadata"].(map[string]any)["name"].(string))
+	}
+	meta := got["metadata"].(map[string]any)
+	if code != http.StatusOK || !slices.Equal(names, want) || meta["resourceVersion"] != strconv.FormatInt(whole.Revision, 10) || meta["continue"] != nil {
+		t.Fatalf("%d, %d of %d items, metadata %v", code, len(names), len(want), meta)
+	}
+	if n := store.unbounded.Load(); n > 0 {
+		t.Errorf("the store was asked %d lists without a limit", n)
 	}
 }
