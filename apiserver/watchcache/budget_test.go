@@ -307,7 +307,7 @@ func TestWatchPinsItsResource(t *testing.T) {
 		reference := run(t, s, watchcache.Options{})
 		q := storage.ListQuery{GVR: budgeted[0]}
 		opts := watchcache.WatchOptions{ResourceVersion: from, Bookmarks: true, BookmarkInterval: time.Nanosecond}
-	w, err := c.Watch(ctx, &q, opts)
+		w, err := c.Watch(ctx, &q, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
