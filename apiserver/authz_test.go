@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -21,14 +23,18 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	genericapifilters "k8s.io/apiserver/pkg/endpoints/filters"
 	apirequest "k8s.io/apiserver/pkg/endpoints/request"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
 	"github.com/panorama-io/panorama/storage"
+	"github.com/panorama-io/panorama/test/testenv"
 )
 
 // grant is one RBAC-like rule of the fake authorizer; "" matches anything
@@ -611,4 +617,63 @@ func BenchmarkAuthorizationChecks(b *testing.B) {
 	b.ReportMetric(total["named"]/total["none"], "named/none")
 	b.Logf("checks per read over 50 clusters: tenant of one namespace %.0f, admin %.0f (%.2f x); naming 1,000 made-up clusters and 1,000 namespaces %.0f, naming none %.0f (%.3f x)",
 		total["tenant"], total["admin"], total["tenant"]/total["admin"], total["named"], total["none"], total["named"]/total["none"])
+}
+
+// TestTenantReadsAskTheHostNothing: in the default --authorization-mode a
+// tenant's reads across a fleet, allowed or not, are decided by the host's
+// RBAC in process: no SubjectAccessReview reaches the host.
+func TestTenantReadsAskTheHostNothing(t *testing.T) {
+	host := testenv.Start(t, testenv.WithoutCRDs())
+	client := kubernetes.NewForConfigOrDie(host.Config)
+	ctx := context.Background()
+	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// README's grant: pods in namespace ns, of every cluster.
+	if _, err := client.RbacV1().Roles("ns").Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "pods"}, Rules: []rbacv1.PolicyRule{{
+		APIGroups: []string{searchv1alpha1.GroupName}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.RbacV1().RoleBindings("ns").Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "pods"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "pods"},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "tenant"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	delegation := genericoptions.NewDelegatingAuthorizationOptions()
+	sar, err := authorizerfactory.DelegatingAuthorizerConfig{SubjectAccessReviewClient: client.AuthorizationV1(),
+		AllowCacheTTL: delegation.AllowCacheTTL, DenyCacheTTL: delegation.DenyCacheTTL, WebhookRetryBackoff: delegation.WebhookRetryBackoff}.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sars := &countingAuthorizer{Authorizer: sar}
+	factory := informers.NewSharedInformerFactory(client, 0)
+	authz, _, err := NewOptions().Authorization.New(factory, sars, delegation)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop, cancel := context.WithCancel(ctx)
+	defer cancel()
+	factory.Start(stop.Done())
+	factory.WaitForCacheSync(stop.Done())
+
+	h, store, _ := countedHandler(t, fleet(50)...)
+	h.authz = authz
+	putPod(t, store, "member-07", "a")
+	base := serve(t, asUser(viewsMux(h)))
+	for _, c := range []struct {
+		path string
+		code int
+	}{
+		{"/api/v1/namespaces/ns/pods", http.StatusOK},
+		{"/api/v1/pods?namespaces=ns", http.StatusOK},
+		{"/clusters/member-07/api/v1/namespaces/ns/pods/a", http.StatusOK},
+		{"/api/v1/namespaces/ns/pods?groupBy=cluster", http.StatusOK},
+		{"/api/v1/pods", http.StatusForbidden},
+		{"/api/v1/namespaces/other/pods", http.StatusForbidden},
+	} {
+		var got answer
+		if n := sars.during(func() { got = call(t, http.MethodGet, base+viewPathOf(c.path), "tenant", nil, "") }); n != 0 || got.code != c.code {
+			t.Errorf("tenant %s: %d SubjectAccessReviews, %d %.200s; want none and %d", c.path, n, got.code, got.body, c.code)
+		}
+	}
 }
