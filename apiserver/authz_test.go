@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -33,6 +34,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
+	"github.com/panorama-io/panorama/apiserver/hostauthz"
 	"github.com/panorama-io/panorama/storage"
 	"github.com/panorama-io/panorama/test/testenv"
 )
@@ -619,9 +621,11 @@ func BenchmarkAuthorizationChecks(b *testing.B) {
 		total["tenant"], total["admin"], total["tenant"]/total["admin"], total["named"], total["none"], total["named"]/total["none"])
 }
 
-// TestTenantReadsAskTheHostNothing: in the default --authorization-mode a
-// tenant's reads across a fleet, allowed or not, are decided by the host's
-// RBAC in process: no SubjectAccessReview reaches the host.
+// TestTenantReadsAskTheHostNothing: in the default --authorization-mode,
+// RBAC, a tenant's reads across a fleet, allowed or not, are decided by
+// the host's RBAC in process: no SubjectAccessReview reaches the host. With
+// RBAC,Webhook only what RBAC does not allow is asked; with Webhook,
+// everything.
 func TestTenantReadsAskTheHostNothing(t *testing.T) {
 	host := testenv.Start(t, testenv.WithoutCRDs())
 	client := kubernetes.NewForConfigOrDie(host.Config)
@@ -639,28 +643,32 @@ func TestTenantReadsAskTheHostNothing(t *testing.T) {
 		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "tenant"}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	delegation := genericoptions.NewDelegatingAuthorizationOptions()
-	sar, err := authorizerfactory.DelegatingAuthorizerConfig{SubjectAccessReviewClient: client.AuthorizationV1(),
-		AllowCacheTTL: delegation.AllowCacheTTL, DenyCacheTTL: delegation.DenyCacheTTL, WebhookRetryBackoff: delegation.WebhookRetryBackoff}.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sars := &countingAuthorizer{Authorizer: sar}
-	factory := informers.NewSharedInformerFactory(client, 0)
-	authz, _, err := NewOptions().Authorization.New(factory, sars, delegation)
-	if err != nil {
-		t.Fatal(err)
-	}
 	stop, cancel := context.WithCancel(ctx)
 	defer cancel()
-	factory.Start(stop.Done())
-	factory.WaitForCacheSync(stop.Done())
-
-	h, store, _ := countedHandler(t, fleet(50)...)
-	h.authz = authz
-	putPod(t, store, "member-07", "a")
-	base := serve(t, asUser(viewsMux(h)))
-	for _, c := range []struct {
+	// handlerIn is a handler over 50 clusters authorized in modes, with
+	// the SubjectAccessReviews it sends counted, uncached so that every
+	// read that asks is seen asking.
+	handlerIn := func(modes []string) (string, *countingAuthorizer) {
+		delegation := genericoptions.NewDelegatingAuthorizationOptions()
+		sar, err := authorizerfactory.DelegatingAuthorizerConfig{SubjectAccessReviewClient: client.AuthorizationV1(),
+			AllowCacheTTL: time.Nanosecond, DenyCacheTTL: time.Nanosecond, WebhookRetryBackoff: delegation.WebhookRetryBackoff}.New()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sars := &countingAuthorizer{Authorizer: sar}
+		factory := informers.NewSharedInformerFactory(client, 0)
+		authz, _, err := hostauthz.Options{Modes: modes}.New(factory, sars, delegation)
+		if err != nil {
+			t.Fatal(err)
+		}
+		factory.Start(stop.Done())
+		factory.WaitForCacheSync(stop.Done())
+		h, store, _ := countedHandler(t, fleet(50)...)
+		h.authz = authz
+		putPod(t, store, "member-07", "a")
+		return serve(t, asUser(viewsMux(h))), sars
+	}
+	reads := []struct {
 		path string
 		code int
 	}{
@@ -670,10 +678,22 @@ func TestTenantReadsAskTheHostNothing(t *testing.T) {
 		{"/api/v1/namespaces/ns/pods?groupBy=cluster", http.StatusOK},
 		{"/api/v1/pods", http.StatusForbidden},
 		{"/api/v1/namespaces/other/pods", http.StatusForbidden},
+	}
+	for _, c := range []struct {
+		modes                  []string
+		askAllowed, askRefused bool
+	}{
+		{hostauthz.NewOptions().Modes, false, false},
+		{[]string{hostauthz.ModeRBAC, hostauthz.ModeWebhook}, false, true},
+		{[]string{hostauthz.ModeWebhook}, true, true},
 	} {
-		var got answer
-		if n := sars.during(func() { got = call(t, http.MethodGet, base+viewPathOf(c.path), "tenant", nil, "") }); n != 0 || got.code != c.code {
-			t.Errorf("tenant %s: %d SubjectAccessReviews, %d %.200s; want none and %d", c.path, n, got.code, got.body, c.code)
+		base, sars := handlerIn(c.modes)
+		for _, r := range reads {
+			var got answer
+			n := sars.during(func() { got = call(t, http.MethodGet, base+viewPathOf(r.path), "tenant", nil, "") })
+			if ask := map[bool]bool{true: c.askAllowed, false: c.askRefused}[r.code == http.StatusOK]; (n > 0) != ask || got.code != r.code {
+				t.Errorf("%v: tenant %s: %d SubjectAccessReviews, %d %.200s; want %d, asking the host %v", c.modes, r.path, n, got.code, got.body, r.code, ask)
+			}
 		}
 	}
 }

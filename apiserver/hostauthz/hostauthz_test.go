@@ -3,7 +3,6 @@ package hostauthz_test
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -183,51 +182,6 @@ func TestAuthorizationMatrix(t *testing.T) {
 	} {
 		if allowed[who] != n {
 			t.Errorf("%s is allowed %d of the questions, want %d", who, allowed[who], n)
-		}
-	}
-}
-
-// countingAuthorizer counts the questions that reach an authorizer.
-type countingAuthorizer struct {
-	authorizer.Authorizer
-	n atomic.Int64
-}
-
-func (c *countingAuthorizer) Authorize(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
-	c.n.Add(1)
-	return c.Authorizer.Authorize(ctx, a)
-}
-
-// TestModes: RBAC alone asks the host nothing and refuses what RBAC does
-// not allow; RBAC,Webhook asks the host only what RBAC does not allow;
-// Webhook asks it everything.
-func TestModes(t *testing.T) {
-	client, sar := hostWithGrants(t)
-	ctx := context.Background()
-	tenantRead := authorizer.AttributesRecord{User: matrixUsers["namespace"], Verb: "list", APIGroup: group, Resource: "pods", Namespace: "web", ResourceRequest: true}
-	refused := tenantRead
-	refused.Namespace = "default"
-	for _, c := range []struct {
-		modes                 []string
-		readSARs, refusedSARs int64
-	}{
-		{[]string{hostauthz.ModeRBAC}, 0, 0},
-		{[]string{hostauthz.ModeRBAC, hostauthz.ModeWebhook}, 0, 1},
-		{[]string{hostauthz.ModeWebhook}, 1, 1},
-	} {
-		webhook := &countingAuthorizer{Authorizer: sar}
-		authz := inProcess(t, client, hostauthz.Options{Modes: c.modes}, webhook)
-		for _, q := range []struct {
-			a     authorizer.AttributesRecord
-			allow bool
-			sars  int64
-		}{{tenantRead, true, c.readSARs}, {refused, false, c.refusedSARs}} {
-			before := webhook.n.Load()
-			d, reason, err := authz.Authorize(ctx, q.a)
-			if (d == authorizer.DecisionAllow) != q.allow || webhook.n.Load()-before != q.sars {
-				t.Errorf("%v: %s in namespace %q: %v (%s, %v) after %d SubjectAccessReviews, want allowed %v after %d",
-					c.modes, q.a.User.GetName(), q.a.Namespace, d, reason, err, webhook.n.Load()-before, q.allow, q.sars)
-			}
 		}
 	}
 }
