@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 
@@ -191,11 +190,7 @@ func TestEvictionAnswersAsStore(t *testing.T) {
 		writeBudgeted(t, s, 2, all[:20], 40, 41)
 		c := run(t, s, watchcache.Options{MemoryBudget: oneResourceBudget(t, s)})
 		reads := consistentReads{watchcache.NewReads(s, c)}
-		selector, err := labels.Parse("tier=front")
-		if err != nil {
-			t.Fatal(err)
-		}
-		sel, _ := selector.Requirements()
+		sel := requirements(t, "tier=front")
 		for round, gvr := range append(budgeted, budgeted...) {
 			for _, q := range []storage.ListQuery{
 				{GVR: gvr}, {GVR: gvr, Labels: sel}, {GVR: gvr, Namespaces: []string{"ns-1"}}, {GVR: gvr, Revision: early},
@@ -259,7 +254,7 @@ func TestWatchOfAResourceNotCached(t *testing.T) {
 		from := writeBudgeted(t, s, 1, all)
 		cached := run(t, s, watchcache.Options{})
 		tiny := run(t, s, watchcache.Options{MemoryBudget: 1024})
-		sel, _ := labels.SelectorFromSet(labels.Set{"tier": "front"}).Requirements()
+		sel := requirements(t, "tier=front")
 		gvr := budgeted[0]
 		type pair struct{ cached, tiny *watchcache.Watcher }
 		var watches []pair
