@@ -119,11 +119,13 @@ func (r *ClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	} else {
 		r.owners.setupUnsharded(r.Store)
 	}
-	// On shutdown, no synchronizer outlives the manager: each has stopped,
-	// its storage call in flight returned, before the manager returns.
+	// On shutdown, no synchronizer or OpenAPI sync outlives the manager:
+	// each has stopped, its storage call in flight returned, before the
+	// manager returns.
 	if err := mgr.Add(runnable{sharded, func(ctx context.Context) error {
 		<-ctx.Done()
 		r.Pool.StopAll()
+		r.openAPI.stopAll()
 		return nil
 	}}); err != nil {
 		return err
@@ -229,6 +231,7 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 			return ctrl.Result{}, nil
 		}
 		r.Pool.Stop(c.Name)
+		r.openAPI.forget(c.Name)
 		if _, err := r.Store.ForCluster(c.Name, epoch).DeleteResource(ctx, schema.GroupVersionResource{}); err != nil {
 			return ctrl.Result{}, fmt.Errorf("removing stored objects: %w", err)
 		}

@@ -58,7 +58,7 @@ func newScheme() *runtime.Scheme {
 }
 
 // hostClient is a client of the host's API for the tests' own objects.
-func hostClient(t *testing.T, host *testenv.Env) client.Client {
+func hostClient(t testing.TB, host *testenv.Env) client.Client {
 	t.Helper()
 	hc, err := client.New(host.Config, client.Options{Scheme: newScheme()})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"slices"
 	"sync"
@@ -37,9 +38,30 @@ const (
 // HealthInterval or when that changes: a member is checked again before
 // that whenever its Cluster's spec changes or a synchronizer of it fails
 // (membercheck.go).
+//
+// The syncs run beside the reconciles, a few at once (openAPISyncsAtOnce):
+// a member's documents, fetched, checked and stored, took most of a
+// reconcile's time and CPU when many Clusters were added at once
+// (BenchmarkFleetReconcile's profile), while the Clusters waited in the
+// queue.
 type openAPIChecks struct {
 	mu   sync.Mutex
 	last map[string]openAPICheck
+	// running holds each cluster's sync in flight.
+	running map[string]*openAPIRun
+	// slots holds a token for each sync in flight.
+	slots chan struct{}
+	// stopped is set by stopAll: no sync starts after it.
+	stopped bool
+}
+
+// openAPISyncsAtOnce bounds the syncs in flight: each holds documents of
+// up to maxOpenAPIDocumentBytes, decoded and encoded again.
+const openAPISyncsAtOnce = 2
+
+type openAPIRun struct {
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
 type openAPICheck struct {
@@ -62,24 +84,80 @@ func (c *openAPIChecks) due(cluster, key string, interval time.Duration, now tim
 	return true
 }
 
-func (c *openAPIChecks) forget(cluster string) {
+// start runs sync for cluster in the background, unless a sync of it is
+// in flight: then the cluster's documents are due at its next check.
+func (c *openAPIChecks) start(ctx context.Context, cluster string, sync func(context.Context)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.last, cluster)
+	if c.stopped {
+		return
+	}
+	if _, ok := c.running[cluster]; ok {
+		delete(c.last, cluster)
+		return
+	}
+	if c.running == nil {
+		c.running, c.slots = map[string]*openAPIRun{}, make(chan struct{}, openAPISyncsAtOnce)
+	}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	run := &openAPIRun{cancel: cancel, done: make(chan struct{})}
+	c.running[cluster] = run
+	go func() {
+		defer close(run.done)
+		defer func() {
+			c.mu.Lock()
+			delete(c.running, cluster)
+			c.mu.Unlock()
+		}()
+		select {
+		case c.slots <- struct{}{}:
+			defer func() { <-c.slots }()
+		case <-ctx.Done():
+			return
+		}
+		sync(ctx)
+	}()
 }
 
-// checkOpenAPI runs syncOpenAPI when due: every HealthInterval, and at once
-// when the connection, the member's version or the selection changes. A
-// failure is logged, and the documents stored before are kept: they are
+// forget cancels cluster's sync in flight and returns once it has
+// returned: nothing it writes lands after the cluster's objects are
+// removed or another owner takes the cluster over.
+func (c *openAPIChecks) forget(cluster string) {
+	c.mu.Lock()
+	delete(c.last, cluster)
+	run := c.running[cluster]
+	c.mu.Unlock()
+	if run != nil {
+		run.cancel()
+		<-run.done
+	}
+}
+
+// stopAll stops every sync, and any from starting, as forget does.
+func (c *openAPIChecks) stopAll() {
+	c.mu.Lock()
+	c.stopped = true
+	names := slices.Collect(maps.Keys(c.running))
+	c.mu.Unlock()
+	for _, name := range names {
+		c.forget(name)
+	}
+}
+
+// checkOpenAPI starts syncOpenAPI when due: every HealthInterval, and at
+// once when the connection, the member's version or the selection changes.
+// A failure is logged, and the documents stored before are kept: they are
 // schemas, which a view serves as the member last had them.
 func (r *ClusterReconciler) checkOpenAPI(ctx context.Context, cluster string, epoch int64, configID, memberVersion string, member rest.Interface, sel synchronizer.Selection) {
 	key := fmt.Sprint(configID, memberVersion, sel)
 	if !r.openAPI.due(cluster, key, r.HealthInterval, time.Now()) {
 		return
 	}
-	if err := syncOpenAPI(ctx, r.Store, cluster, epoch, memberVersion, member, sel); err != nil {
-		log.FromContext(ctx).Error(err, "storing the member's OpenAPI documents")
-	}
+	r.openAPI.start(ctx, cluster, func(ctx context.Context) {
+		if err := syncOpenAPI(ctx, r.Store, cluster, epoch, memberVersion, member, sel); err != nil && ctx.Err() == nil {
+			log.FromContext(ctx).Error(err, "storing the member's OpenAPI documents")
+		}
+	})
 }
 
 // syncOpenAPI keeps the member's OpenAPI v3 documents of the group versions

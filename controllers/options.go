@@ -47,15 +47,18 @@ type Options struct {
 const DefaultEventRetention = time.Hour
 
 // reconcilesPerCPU is how many reconciles run at once per CPU. A reconcile
-// that checks a member waits on round trips, to the member (health,
-// version, discovery, CRDs, OpenAPI) and to the host (the credential
-// Secret, the status write; controller-runtime's client leaves their rate
-// to the host's priority and fairness), and spends a small share of that
-// time on the CPU (BenchmarkFleetReconcile's profile); every other
-// reconcile is answered from memory (membercheck.go). So Clusters added at
-// once are checked side by side, as many as keep the CPUs busy rather
-// than waiting in the queue.
-const reconcilesPerCPU = 16
+// that checks a member waits: on round trips to the member (health,
+// version, discovery, CRDs) and to the host (the credential Secret, the
+// status write; controller-runtime's client leaves their rate to the
+// host's priority and fairness), and, a Cluster's first, on storage
+// (taking ownership, dropping Secrets' data), behind the synchronizers'
+// writes. It spends well under a hundredth of that time on the CPU
+// (BenchmarkFleetReconcile's profiles), and every other reconcile is
+// answered from memory (membercheck.go). So the CPUs do not bound how
+// many run at once; what each holds meanwhile does, a member's discovery,
+// and a fleet of Clusters added at once is checked side by side rather
+// than one after another.
+const reconcilesPerCPU = 64
 
 // DefaultMaxConcurrentReconciles is reconcilesPerCPU for each CPU the
 // process may use (GOMAXPROCS, which follows the container's CPU limit).

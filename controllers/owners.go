@@ -6,6 +6,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/keymutex"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -26,9 +27,18 @@ type owners struct {
 	coord *sharding.Coordinator // nil: unsharded, the leader syncs every cluster
 	store storage.Owner
 
+	// taking is held per cluster while its ownership is taken in storage
+	// or forgotten, so that forgetting waits for an epoch on its way; one
+	// lock of all would have every Cluster's first reconcile wait for the
+	// others' storage writes (BenchmarkFleetReconcile's block profile).
+	taking keymutex.KeyMutex
+
 	mu     sync.Mutex
 	epochs map[string]int64
 }
+
+// takingLocks is how many locks the clusters' names hash to.
+const takingLocks = 64
 
 // DefaultShardLeaseName prefixes the sharding Leases when no name is given.
 const DefaultShardLeaseName = "panorama-controller-manager"
@@ -48,7 +58,7 @@ func (o *owners) setup(mgr ctrl.Manager, store storage.Owner, opts sharding.Opti
 	if err != nil {
 		return err
 	}
-	o.coord, o.store, o.epochs = coord, store, map[string]int64{}
+	o.coord, o.store, o.epochs, o.taking = coord, store, map[string]int64{}, keymutex.NewHashed(takingLocks)
 	return mgr.Add(coord)
 }
 
@@ -57,7 +67,7 @@ func (o *owners) setup(mgr ctrl.Manager, store storage.Owner, opts sharding.Opti
 // lost lease ends the manager, so its epochs are taken anew by the next
 // leader.
 func (o *owners) setupUnsharded(store storage.Owner) {
-	o.store, o.epochs = store, map[string]int64{}
+	o.store, o.epochs, o.taking = store, map[string]int64{}, keymutex.NewHashed(takingLocks)
 }
 
 func (o *owners) sharded() bool { return o.coord != nil }
@@ -70,15 +80,26 @@ func (o *owners) epoch(ctx context.Context, cluster string) (epoch int64, owned 
 		return 0, false, nil
 	}
 	o.mu.Lock()
-	defer o.mu.Unlock()
-	if e, ok := o.epochs[cluster]; ok {
+	e, ok := o.epochs[cluster]
+	o.mu.Unlock()
+	if ok {
 		return e, true, nil
 	}
-	e, err := o.store.Own(ctx, cluster)
+	o.taking.LockKey(cluster)
+	defer func() { _ = o.taking.UnlockKey(cluster) }()
+	o.mu.Lock()
+	e, ok = o.epochs[cluster]
+	o.mu.Unlock()
+	if ok {
+		return e, true, nil
+	}
+	e, err = o.store.Own(ctx, cluster)
 	if err != nil {
 		return 0, true, err
 	}
 	log.FromContext(ctx).Info("took the cluster over", "epoch", e)
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	o.epochs[cluster] = e
 	if o.sharded() {
 		o.coord.Syncing(cluster, true)
@@ -88,6 +109,8 @@ func (o *owners) epoch(ctx context.Context, cluster string) (epoch int64, owned 
 
 // forget drops cluster's epoch: syncing it again takes ownership anew.
 func (o *owners) forget(cluster string) {
+	o.taking.LockKey(cluster)
+	defer func() { _ = o.taking.UnlockKey(cluster) }()
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if _, ok := o.epochs[cluster]; ok {
