@@ -19,6 +19,12 @@
 // resource is loaded from a snapshot without any lock, caught up from the
 // log, and only then published to the tail; one big resource loading or
 // being listed stalls neither the watches nor the lists of the others.
+//
+// Memory: what the resources hold is estimated as they change and kept
+// within Options.MemoryBudget by evicting whole resources, least recently
+// read first, never one that is watched; a resource that alone exceeds
+// the budget is not cached, and its reads are the store's, its watches
+// the log's (budget.go, logwatch.go).
 package watchcache
 
 import (
