@@ -126,10 +126,16 @@ func (w *Watcher) runLog(ctx context.Context, c *Cache, fromState bool, from int
 		if w.bookmarkDue() && !send(Event{Type: watch.Bookmark, Revision: from}) {
 			return
 		}
-		// Read again once the tail has applied more of the log, or for
-		// the next bookmark.
+		// Read again once the tail has applied more of the log (at once
+		// if it has since the read; past what it has if the read found
+		// nothing, as with revisions that log no change), or for the next
+		// bookmark.
+		next := from + 1
+		if len(changes) == 0 {
+			next = max(from, c.Revision()) + 1
+		}
 		wait, stop := context.WithTimeout(ctx, w.opts.BookmarkInterval)
-		err = c.WaitForRevision(wait, max(from, c.Revision())+1)
+		err = c.WaitForRevision(wait, next)
 		stop()
 		if ctx.Err() != nil {
 			return
