@@ -87,7 +87,9 @@ func (o *Options) Validate() []error {
 }
 
 // New composes the modes as kube-apiserver does: the privileged groups
-// and always-allowed paths of delegation first, then each mode. RBAC reads
+// and always-allowed paths of delegation first, so that no mode lacks
+// them (the delegated authorizer repeats them, answering alike), then
+// each mode. RBAC reads
 // the host's RBAC objects from host's informers, which the caller starts;
 // webhook is the delegated authorizer. The readiness checks pass once
 // those informers have synced, and until then RBAC allows nothing.
