@@ -35,7 +35,8 @@ type Handler struct {
 	store    storage.Reader
 	cache    *watchcache.Cache
 	crds     crdColumns
-	// authz is the host's delegated authorizer, asked for every member read.
+	// authz decides every member read as --authorization-mode composes it
+	// (hostauthz): the host's RBAC in process, the host asked, or both.
 	authz   authorizer.Authorizer
 	openAPI openAPICache // openapi.go
 }
