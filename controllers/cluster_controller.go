@@ -232,6 +232,8 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		}
 		r.Pool.Stop(c.Name)
 		r.openAPI.forget(c.Name)
+		r.checks.forget(c.Name)
+		r.discovered.forget(c.Name)
 		if _, err := r.Store.ForCluster(c.Name, epoch).DeleteResource(ctx, schema.GroupVersionResource{}); err != nil {
 			return ctrl.Result{}, fmt.Errorf("removing stored objects: %w", err)
 		}
@@ -293,7 +295,7 @@ func (r *ClusterReconciler) sync(ctx context.Context, c *clusterv1alpha1.Cluster
 	// from such a selection may still be wanted, so they keep syncing and
 	// none of their objects is removed.
 	partial := false
-	key := checkKey{generation: c.Generation, epoch: epoch}
+	key := checkKey{uid: c.UID, generation: c.Generation, epoch: epoch}
 	if ref := c.Spec.SyncResourcesRef; ref != "" {
 		var shared clusterv1alpha1.ClusterSyncResources
 		if err := r.Get(ctx, client.ObjectKey{Name: ref}, &shared); err != nil {

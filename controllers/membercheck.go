@@ -3,6 +3,8 @@ package controllers
 import (
 	"sync"
 	"time"
+
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // memberChecks remembers, per cluster, the last check of its member that
@@ -39,6 +41,9 @@ type memberCheck struct {
 
 // checkKey is what a check depended on that the controller is told of.
 type checkKey struct {
+	// uid tells a Cluster from one deleted and created again under its
+	// name, whose generation starts over.
+	uid        types.UID
 	generation int64
 	// sharedVersion is the resourceVersion of the ClusterSyncResources the
 	// Cluster names, "" when it names none or that was not found.

@@ -6,11 +6,12 @@ import (
 )
 
 // TestMemberChecksFresh: a check is fresh for the interval, and only for
-// the spec, shared selection and owner epoch it was made for.
+// the Cluster (not one created again under its name), spec, shared
+// selection and owner epoch it was made for.
 func TestMemberChecksFresh(t *testing.T) {
 	const interval = 30 * time.Second
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	key := checkKey{generation: 3, sharedVersion: "17", epoch: 2}
+	key := checkKey{uid: "u1", generation: 3, sharedVersion: "17", epoch: 2}
 	var m memberChecks
 	if _, ok := m.fresh("east", key, interval, at); ok {
 		t.Fatal("fresh before any check")
@@ -27,10 +28,11 @@ func TestMemberChecksFresh(t *testing.T) {
 		t.Fatal("another cluster's check is fresh")
 	}
 	for _, changed := range []checkKey{
-		{generation: 4, sharedVersion: "17", epoch: 2},
-		{generation: 3, sharedVersion: "18", epoch: 2},
-		{generation: 3, sharedVersion: "", epoch: 2},
-		{generation: 3, sharedVersion: "17", epoch: 3},
+		{uid: "u2", generation: 3, sharedVersion: "17", epoch: 2},
+		{uid: "u1", generation: 4, sharedVersion: "17", epoch: 2},
+		{uid: "u1", generation: 3, sharedVersion: "18", epoch: 2},
+		{uid: "u1", generation: 3, sharedVersion: "", epoch: 2},
+		{uid: "u1", generation: 3, sharedVersion: "17", epoch: 3},
 	} {
 		if _, ok := m.fresh("east", changed, interval, at); ok {
 			t.Fatalf("fresh for %+v, made for %+v", changed, key)
