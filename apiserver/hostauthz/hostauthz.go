@@ -65,8 +65,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Ordered list of the ways requests are authorized, of %s: %s evaluates the host's RBAC objects in process "+
 			"(needs list and watch of roles, clusterroles, rolebindings and clusterrolebindings on the host); "+
 			"%s asks the host by SubjectAccessReview (--authorization-kubeconfig). "+
-			"Use %s,%s when the host has authorizers besides RBAC.",
-		strings.Join(modes, ", "), ModeRBAC, ModeWebhook, ModeRBAC, ModeWebhook))
+			"Use %s,%s when the host has authorizers besides RBAC that only allow, and %s alone when one may deny what RBAC allows: an allow of %s is final.",
+		strings.Join(modes, ", "), ModeRBAC, ModeWebhook, ModeRBAC, ModeWebhook, ModeWebhook, ModeRBAC))
 }
 
 // Validate reports modes unknown, repeated or missing.
