@@ -15,10 +15,13 @@ package watchcache
 // unit that is used, or not, as a whole. A resource with open watches is
 // pinned, counted against the budget but never evicted: its watches read
 // the ring (Watcher.catchUp), which would otherwise have to be rebuilt
-// from the log; the others are evicted first. A resource that alone
-// exceeds the budget is not cached at all: its load stops as soon as it
-// does, and its reads are the store's (Reads), its watches the log's
-// (logwatch.go). What the cache does not hold, the store serves with the
+// from the log; the others are evicted first. A resource that fits the
+// budget alone but not beside the pinned ones would be evicted as soon as
+// loaded: it is not cached until a watch ends (Cache.crowded), rather than
+// loaded again for every read and watch. A resource that alone exceeds the
+// budget is not cached at all: its load stops as soon as it does. What is
+// not cached has its reads served by the store (Reads) and its watches by
+// the log (logwatch.go). What the cache does not hold, the store serves with the
 // same semantics: the store's continue tokens are the cache's.
 
 import (
@@ -72,6 +75,17 @@ func changeBytes(ch *change) int64 {
 // errOverBudget stops the load of a resource that alone exceeds the
 // budget: it is not cached.
 var errOverBudget = errors.New("the resource alone exceeds the watch cache's memory budget")
+
+// crowdedError stops the publication of a resource that fits the budget
+// alone but not beside the resources watches pin: it is not cached until
+// a watch unpins one (Cache.crowded), since unpins was counted.
+type crowdedError struct{ unpins int64 }
+
+func (crowdedError) Error() string {
+	return "the resource does not fit the watch cache's memory budget beside the resources watches hold"
+}
+
+func (crowdedError) Is(target error) bool { return target == errOverBudget }
 
 // IsNotCached reports whether err says the cache does not hold a resource
 // and will not: the store answers its reads.

@@ -288,9 +288,12 @@ func TestWatchOfAResourceNotCached(t *testing.T) {
 	})
 }
 
-// TestWatchPinsItsResource: a watched resource is not evicted, however
-// long ago it was read, and its watch sees every change while others are
-// loaded and evicted around it; unwatched, it is evicted as any other.
+// TestWatchPinsItsResource: a watched resource is never evicted, and its
+// watch sees every change while others are read in turn. Those others fit
+// the budget alone but not beside it: they are not cached (the store reads
+// them, the log serves their watches) rather than loaded and evicted at
+// once, again and again, for as long as a watch waits for them to stay;
+// once the watch ends they are cached again.
 func TestWatchPinsItsResource(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
 		s := b.Open(t)
@@ -300,26 +303,32 @@ func TestWatchPinsItsResource(t *testing.T) {
 		writeBudgeted(t, s, 2, all[:30], 50)
 		c := run(t, s, watchcache.Options{MemoryBudget: oneResourceBudget(t, s)})
 		reference := run(t, s, watchcache.Options{})
-		q := storage.ListQuery{GVR: budgeted[0]}
 		opts := watchcache.WatchOptions{ResourceVersion: from, Bookmarks: true, BookmarkInterval: time.Nanosecond}
-		w, err := c.Watch(ctx, &q, opts)
-		if err != nil {
-			t.Fatal(err)
+		watch := func(c *watchcache.Cache, gvr schema.GroupVersionResource) *watchcache.Watcher {
+			t.Helper()
+			w := within(t, "a watch", func() *watchcache.Watcher {
+				w, err := c.Watch(ctx, &storage.ListQuery{GVR: gvr}, opts)
+				if err != nil {
+					t.Error(err)
+				}
+				return w
+			})
+			if w == nil {
+				t.FailNow()
+			}
+			t.Cleanup(w.Stop)
+			return w
 		}
-		defer w.Stop()
-		ref, err := reference.Watch(ctx, &q, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ref.Stop()
+		w, ref := watch(c, budgeted[0]), watch(reference, budgeted[0])
 		for round, gvr := range budgeted[1:] {
-			if _, _, err := c.List(ctx, &storage.ListQuery{GVR: gvr}); err != nil {
-				t.Fatal(err)
+			if _, _, err := c.List(ctx, &storage.ListQuery{GVR: gvr}); !watchcache.IsNotCached(err) {
+				t.Fatalf("round %d: listing %s beside the watched resource: %v, want not cached", round, gvr.Group, err)
 			}
 			if !c.Holds(budgeted[0]) {
 				t.Fatalf("round %d: the watched resource was evicted", round)
 			}
 		}
+		crowded, crowdedRef := watch(c, budgeted[1]), watch(reference, budgeted[1])
 		if got := held(c); got != "a" {
 			t.Errorf("the cache holds %q, want the watched resource alone", got)
 		}
@@ -327,8 +336,12 @@ func TestWatchPinsItsResource(t *testing.T) {
 		if got, want := events(t, w, last), events(t, ref, last); got != want || want == "" {
 			t.Errorf("the pinned watch\n%s\nunbudgeted\n%s", got, want)
 		}
+		if got, want := events(t, crowded, last), events(t, crowdedRef, last); got != want || want == "" {
+			t.Errorf("the watch beside it\n%s\nunbudgeted\n%s", got, want)
+		}
 		w.Stop()
 		drained(t, "the pinned watch", w)
+		crowded.Stop()
 		if _, _, err := c.List(ctx, &storage.ListQuery{GVR: budgeted[1]}); err != nil {
 			t.Fatal(err)
 		}

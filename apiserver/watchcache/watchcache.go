@@ -82,6 +82,11 @@ type Cache struct {
 	// notCached are the resources that alone exceeded the memory budget
 	// when loaded: the store answers them until a reset.
 	notCached map[schema.GroupVersionResource]bool
+	// crowded are the resources that fitted the budget alone but not
+	// beside the resources watches pin, by the count of unpins then: the
+	// store answers them until a watch unpins a resource (or a reset), so
+	// that reads and watches of them do not load what is evicted at once.
+	crowded map[schema.GroupVersionResource]int64
 	// fields are the indexed fields objects are described with.
 	fields  *storage.FieldSet
 	watches int
@@ -94,6 +99,9 @@ type Cache struct {
 
 	// clock orders the resources by use (touch).
 	clock atomic.Int64
+	// unpins counts the resources whose last watch ended: each may make
+	// room for a crowded one.
+	unpins atomic.Int64
 }
 
 // Store is what a cache reads: the objects, which it loads, and the
@@ -123,6 +131,7 @@ func New(store Store, opts Options) *Cache {
 	c := &Cache{
 		store: store, opts: opts, tailing: map[schema.GroupVersionResource]*resource{}, nudge: make(chan struct{}, 1),
 		resources: map[schema.GroupVersionResource]*resource{}, notCached: map[schema.GroupVersionResource]bool{},
+		crowded: map[schema.GroupVersionResource]int64{},
 		perUser: map[string]int{},
 	}
 	budgetBytes.Set(float64(opts.MemoryBudget))
@@ -293,6 +302,7 @@ func (c *Cache) drop(revision int64) {
 	c.dropWhere(func(*resource) bool { return true })
 	c.mu.Lock()
 	clear(c.notCached) // they may have shrunk: the next read tries again
+	clear(c.crowded)
 	c.mu.Unlock()
 	heldBytes.Set(0)
 }
@@ -382,7 +392,7 @@ func (c *Cache) resource(ctx context.Context, gvr schema.GroupVersionResource) (
 	}
 	for {
 		c.mu.Lock()
-		if c.notCached[gvr] {
+		if at, ok := c.crowded[gvr]; c.notCached[gvr] || ok && at == c.unpins.Load() {
 			c.mu.Unlock()
 			return nil, errOverBudget
 		}
@@ -425,10 +435,17 @@ func (c *Cache) load(ctx context.Context, r *resource, at int64) {
 	if err == nil {
 		err = c.publish(ctx, r, at)
 	}
+	var crowded crowdedError
 	switch {
 	case err == nil:
 	case storage.IsTooOld(err) || errors.Is(err, errReloading):
 		r.err = errReloading // a reset or compaction overtook the load: start again
+	case errors.As(err, &crowded):
+		r.err = err
+		c.mu.Lock()
+		c.crowded[r.gvr] = crowded.unpins
+		c.mu.Unlock()
+		refused(r.gvr)
 	case errors.Is(err, errOverBudget):
 		r.err = err
 		c.mu.Lock()
@@ -534,7 +551,16 @@ func (c *Cache) publish(ctx context.Context, r *resource, at int64) error {
 	}
 	c.tailing[r.gvr] = r
 	c.touch(r)
+	unpins := c.unpins.Load()
 	c.evict()
+	r.mu.RLock()
+	evicted := r.closed
+	r.mu.RUnlock()
+	if evicted {
+		// Evicted at once, the least recently used being r alone beside
+		// what watches pin: loading it again would only be evicted again.
+		return crowdedError{unpins}
+	}
 	return nil
 }
 
@@ -698,6 +724,9 @@ func (c *Cache) watch(ctx context.Context, q *storage.ListQuery, opts WatchOptio
 	w.stop = func() {
 		r.mu.Lock()
 		delete(r.watchers, w)
+		if len(r.watchers) == 0 {
+			c.unpins.Add(1)
+		}
 		r.mu.Unlock()
 		release()
 	}
