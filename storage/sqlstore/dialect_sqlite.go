@@ -51,10 +51,19 @@ var sqliteDialect = &dialect{
 // blob larger than SQLite takes.
 const sqliteTooBig = 18
 
+// sqlitePrimaryCode is the primary result code of err, 0 when it is not
+// SQLite's.
+func sqlitePrimaryCode(err error) int {
+	var lite interface{ Code() int } // modernc.org/sqlite's *Error
+	if errors.As(err, &lite) {
+		return lite.Code() & 0xff
+	}
+	return 0
+}
+
 // sqliteRefused: SQLITE_TOOBIG.
 func sqliteRefused(err error) string {
-	var lite interface{ Code() int } // modernc.org/sqlite's *Error
-	if errors.As(err, &lite) && lite.Code()&0xff == sqliteTooBig {
+	if sqlitePrimaryCode(err) == sqliteTooBig {
 		return refusedSize
 	}
 	return ""
@@ -90,8 +99,7 @@ func useWAL(file string) error {
 	var busy error
 	err = wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
 		_, err := db.ExecContext(ctx, "PRAGMA journal_mode=WAL")
-		var lite interface{ Code() int } // modernc.org/sqlite's *Error
-		if errors.As(err, &lite) && lite.Code()&0xff == sqliteBusy {
+		if sqlitePrimaryCode(err) == sqliteBusy {
 			busy = err
 			return false, nil
 		}
