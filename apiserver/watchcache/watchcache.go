@@ -435,21 +435,19 @@ func (c *Cache) load(ctx context.Context, r *resource, at int64) {
 	if err == nil {
 		err = c.publish(ctx, r, at)
 	}
-	var crowded crowdedError
 	switch {
 	case err == nil:
 	case storage.IsTooOld(err) || errors.Is(err, errReloading):
 		r.err = errReloading // a reset or compaction overtook the load: start again
-	case errors.As(err, &crowded):
-		r.err = err
-		c.mu.Lock()
-		c.crowded[r.gvr] = crowded.unpins
-		c.mu.Unlock()
-		refused(r.gvr)
 	case errors.Is(err, errOverBudget):
 		r.err = err
+		var crowded crowdedError
 		c.mu.Lock()
-		c.notCached[r.gvr] = true
+		if errors.As(err, &crowded) {
+			c.crowded[r.gvr] = crowded.unpins
+		} else {
+			c.notCached[r.gvr] = true
+		}
 		c.mu.Unlock()
 		refused(r.gvr)
 	default:
