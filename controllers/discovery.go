@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -17,6 +18,13 @@ import (
 // aggregatedPaths are where kube-apiserver serves its aggregated discovery
 // (apidiscovery.k8s.io/v2): the core group, then every other.
 var aggregatedPaths = [2]string{"/api", "/apis"}
+
+// maxAggregatedDiscoveryBytes bounds an aggregated discovery document read
+// from a member, which whoever spec.apiServer points at writes: unbounded,
+// a hostile member could make the controller manager allocate without
+// limit. A member of thousands of CRDs serves a few MiB; the bound leaves
+// room for far more while keeping what one reconcile allocates modest.
+const maxAggregatedDiscoveryBytes = 16 << 20
 
 // discoveries remembers, per cluster, the member's resources as its last
 // aggregated discovery documents gave them, with their ETags. kube-apiserver
@@ -53,7 +61,11 @@ func (d *discoveries) discover(ctx context.Context, cluster, configID string, dc
 	var docs [2]*apidiscoveryv2.APIGroupDiscoveryList
 	var etags [2]string
 	for i, path := range aggregatedPaths {
-		doc, etag, unchanged := fetchAggregated(ctx, rc, path, last.etags[i])
+		doc, etag, unchanged, err := fetchAggregated(ctx, rc, path, last.etags[i])
+		if err != nil {
+			d.forget(cluster)
+			return nil, fmt.Errorf("member %s: %w", cluster, err)
+		}
 		if unchanged {
 			continue
 		}
@@ -73,7 +85,11 @@ func (d *discoveries) discover(ctx context.Context, cluster, configID string, dc
 		if docs[i] != nil {
 			continue
 		}
-		doc, etag, _ := fetchAggregated(ctx, rc, path, "")
+		doc, etag, _, err := fetchAggregated(ctx, rc, path, "")
+		if err != nil {
+			d.forget(cluster)
+			return nil, fmt.Errorf("member %s: %w", cluster, err)
+		}
 		if doc == nil {
 			d.forget(cluster)
 			return discover(dc)
@@ -109,11 +125,14 @@ func (d *discoveries) forget(cluster string) {
 
 // fetchAggregated reads the aggregated discovery document at path, unless
 // etag, when not empty, is still its ETag (unchanged). doc is nil when the
-// member answered anything else than the document, or failed.
-func fetchAggregated(ctx context.Context, rc *rest.RESTClient, path, etag string) (doc *apidiscoveryv2.APIGroupDiscoveryList, newETag string, unchanged bool) {
+// member answered anything else than the document, or failed: client-go's
+// discovery then reads the member. err is a document larger than
+// maxAggregatedDiscoveryBytes, which ends discovery instead, since
+// client-go's would read the same document again, unbounded.
+func fetchAggregated(ctx context.Context, rc *rest.RESTClient, path, etag string) (doc *apidiscoveryv2.APIGroupDiscoveryList, newETag string, unchanged bool, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rc.Get().AbsPath(path).URL().String(), nil)
 	if err != nil {
-		return nil, "", false
+		return nil, "", false, nil
 	}
 	req.Header.Set("Accept", discovery.AcceptV2)
 	if etag != "" {
@@ -121,24 +140,29 @@ func fetchAggregated(ctx context.Context, rc *rest.RESTClient, path, etag string
 	}
 	resp, err := rc.Client.Do(req)
 	if err != nil {
-		return nil, "", false
+		return nil, "", false, nil
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusNotModified && etag != "" {
-		return nil, etag, true
+		return nil, etag, true, nil
 	}
 	if resp.StatusCode != http.StatusOK || !isAggregated(resp.Header.Get("Content-Type")) {
-		return nil, "", false
+		return nil, "", false, nil
 	}
-	body, err := io.ReadAll(resp.Body)
+	// One byte more than the limit tells a document at the limit from one
+	// over it.
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAggregatedDiscoveryBytes+1))
+	if len(body) > maxAggregatedDiscoveryBytes {
+		return nil, "", false, fmt.Errorf("aggregated discovery at %s is larger than the limit of %d bytes", path, maxAggregatedDiscoveryBytes)
+	}
 	if err != nil {
-		return nil, "", false
+		return nil, "", false, nil
 	}
 	doc = &apidiscoveryv2.APIGroupDiscoveryList{}
 	if err := json.Unmarshal(body, doc); err != nil {
-		return nil, "", false
+		return nil, "", false, nil
 	}
-	return doc, resp.Header.Get("ETag"), false
+	return doc, resp.Header.Get("ETag"), false, nil
 }
 
 // isAggregated says whether contentType is that of an aggregated

@@ -1,10 +1,13 @@
 package controllers
 
 import (
+	"bytes"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -120,6 +123,42 @@ func TestDiscoveryWithoutAggregation(t *testing.T) {
 		if pods := m.resources[schema.GroupVersion{Version: "v1"}]; len(pods) != 1 || pods[0].Kind != "Pod" {
 			t.Fatalf("resources %v", m.resources)
 		}
+	}
+}
+
+// TestDiscoveryOversized: a member's aggregated discovery document is read
+// up to maxAggregatedDiscoveryBytes, and one larger fails discovery with an
+// error naming the member and the limit, as the Cluster's status says it,
+// rather than being read whole, here or by client-go's discovery.
+func TestDiscoveryOversized(t *testing.T) {
+	// Valid JSON, padded with white space: read whole, it is an empty
+	// document, and discovery would find nothing wrong.
+	doc := []byte(`{"kind":"APIGroupDiscoveryList","apiVersion":"apidiscovery.k8s.io/v2","items":[]}`)
+	padding := bytes.Repeat([]byte(" "), 1<<20)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList")
+		if _, err := w.Write(doc); err != nil {
+			return
+		}
+		for written := len(doc); written <= maxAggregatedDiscoveryBytes; written += len(padding) {
+			if _, err := w.Write(padding); err != nil {
+				return // the client stopped reading
+			}
+		}
+	}))
+	defer srv.Close()
+	dc, err := discovery.NewDiscoveryClientForConfig(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d discoveries
+	m, err := d.discover(t.Context(), "east", "config", dc)
+	if err == nil {
+		t.Fatalf("discovered %v, want an error", m)
+	}
+	text := memberErrorText(err)
+	if !strings.Contains(text, "member east") || !strings.Contains(text, strconv.Itoa(maxAggregatedDiscoveryBytes)+" bytes") {
+		t.Fatalf("status message %q: want the member and the limit named", text)
 	}
 }
 
