@@ -19,7 +19,10 @@ package watchcache
 // budget alone but not beside the pinned ones would be evicted as soon as
 // loaded: it is not cached until a watch ends (Cache.crowded), rather than
 // loaded again for every read and watch. A resource that alone exceeds the
-// budget is not cached at all: its load stops as soon as it does. What is
+// budget is not cached at all: its load stops as soon as it does. A load
+// counts what it has read against the budget as it reads it (Cache.reserve),
+// so that loads under way cannot overshoot it together. A read loads a
+// resource only if that is worth what it evicts (admission.go). What is
 // not cached has its reads served by the store (Reads) and its watches by
 // the log (logwatch.go). What the cache does not hold, the store serves with the
 // same semantics: the store's continue tokens are the cache's.
@@ -88,7 +91,7 @@ func (crowdedError) Error() string {
 func (crowdedError) Is(target error) bool { return target == errOverBudget }
 
 // IsNotCached reports whether err says the cache does not hold a resource
-// and will not: the store answers its reads.
+// and does not load it for the request: the store answers its reads.
 func IsNotCached(err error) bool { return errors.Is(err, errOverBudget) }
 
 // fits reports whether a resource of the given estimate may be cached.
@@ -97,8 +100,10 @@ func (c *Cache) fits(bytes int64) bool {
 }
 
 // evict drops the least recently used unwatched resources until what the
-// published resources hold is within the budget. c.tail is held.
-func (c *Cache) evict() {
+// published resources and the loads under way hold is within the budget.
+// It returns by how much what it does not evict, the watched resources
+// and the loads, still exceeds the budget. c.tail is held.
+func (c *Cache) evict() (over int64) {
 	held := map[*resource]int64{}
 	var total int64
 	for _, r := range c.tailing {
@@ -108,6 +113,7 @@ func (c *Cache) evict() {
 		total += held[r]
 	}
 	heldBytes.Set(float64(total))
+	total += c.loading.Load()
 	for c.opts.MemoryBudget > 0 && total > c.opts.MemoryBudget {
 		var lru *resource
 		for r := range held {
@@ -119,22 +125,68 @@ func (c *Cache) evict() {
 			}
 		}
 		if lru == nil {
-			return // what is left is watched
+			break // what is left is watched, or loading
 		}
 		if !lru.closeUnwatched() {
 			delete(held, lru) // a watch started since: pinned
 			continue
 		}
 		c.dropWhere(func(r *resource) bool { return r == lru })
+		c.reads.held(lru.gvr, held[lru])
 		total -= held[lru]
 		delete(held, lru)
 		evictions.WithLabelValues(lru.gvr.Group, lru.gvr.Resource).Inc()
-		heldBytes.Set(float64(total))
+		heldBytes.Set(float64(total - c.loading.Load()))
+	}
+	if c.opts.MemoryBudget <= 0 {
+		return 0
+	}
+	return total - c.opts.MemoryBudget
+}
+
+// reserve counts what the load of r holds so far against the budget, as
+// it grows, so that loads under way cannot take the cache past the budget
+// together before they are published: it evicts for r, and stops r's
+// load where that is not enough. Beside what watches pin, r is crowded
+// (see crowdedError); beside other loads, the load that reserves last
+// stops, and a later read decides again (admits).
+func (c *Cache) reserve(r *resource) error {
+	if !c.fits(r.bytes) {
+		return errOverBudget
+	}
+	if c.opts.MemoryBudget <= 0 {
+		return nil
+	}
+	c.tail.Lock()
+	defer c.tail.Unlock()
+	c.loading.Add(r.bytes - r.reserved.Swap(r.bytes))
+	over := c.evict()
+	switch {
+	case over <= 0:
+		return nil
+	case over > c.loading.Load()-r.bytes:
+		return crowdedError{c.unpins.Load()}
+	default:
+		return errNoRoom
 	}
 }
 
-// touch marks r as used now, for evict's order.
-func (c *Cache) touch(r *resource) { r.used.Store(c.clock.Add(1)) }
+// unreserve uncounts what r's load reserved: it was published, which
+// counts it from then on, or it stopped.
+func (c *Cache) unreserve(r *resource) { c.loading.Add(-r.reserved.Swap(0)) }
+
+// errNoRoom stops a load that the loads under way leave no room for.
+var errNoRoom = notCachedError("the watch cache's memory budget is taken by other loads under way")
+
+// touch notes a read that r served: one more read of its resource
+// (admits), and r the most recently used (evict).
+func (c *Cache) touch(r *resource) {
+	c.reads.add(r.gvr)
+	c.stamp(r)
+}
+
+// stamp marks r as used now, for evict's order.
+func (c *Cache) stamp(r *resource) { r.used.Store(c.clock.Add(1)) }
 
 // cgroupUnlimited is at or above what cgroup v1 reports for no limit (the
 // largest page-aligned int64).

@@ -177,11 +177,14 @@ func (r consistentReads) Count(ctx context.Context, q *storage.CountQuery) (*sto
 	return r.Reads.Count(ctx, q, watchcache.Freshness{})
 }
 
-// TestEvictionAnswersAsStore lists resources in turn under a budget that
-// holds one of them: the least recently read is evicted, and every
-// answer, cached, evicted or not yet loaded, at the latest revision, at
-// an earlier one and below the compacted one, is the store's.
-func TestEvictionAnswersAsStore(t *testing.T) {
+// TestScanKeepsWhatItHolds lists resources in turn, over and over, under
+// a budget that holds one of them: the first one read stays held, rather
+// than each one read next being loaded to evict it (the others are read
+// no more often); a resource read more often is then loaded, and evicts
+// it. Every answer, cached, evicted or not loaded, at the latest
+// revision, at an earlier one and below the compacted one, is the
+// store's.
+func TestScanKeepsWhatItHolds(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
 		s := b.Open(t)
 		ctx := context.Background()
@@ -191,25 +194,41 @@ func TestEvictionAnswersAsStore(t *testing.T) {
 		c := run(t, s, watchcache.Options{MemoryBudget: oneResourceBudget(t, s)})
 		reads := consistentReads{watchcache.NewReads(s, c)}
 		sel := requirements(t, "tier=front")
-		for round, gvr := range append(budgeted, budgeted...) {
+		read := func(round int, gvr schema.GroupVersionResource) {
+			t.Helper()
 			for _, q := range []storage.ListQuery{
 				{GVR: gvr}, {GVR: gvr, Labels: sel}, {GVR: gvr, Namespaces: []string{"ns-1"}}, {GVR: gvr, Revision: early},
 			} {
-				// The cache loads on a first page, without waiting: the
-				// later answers are the cache's.
 				for range 3 {
 					if got, want := answers(t, reads, q), answers(t, s, q); got != want {
 						t.Fatalf("round %d, %+v: through the cache\n%s\nthe store\n%s", round, q, got, want)
 					}
 				}
 			}
-			if _, _, err := c.List(ctx, &storage.ListQuery{GVR: gvr}); err != nil {
-				t.Fatal(err)
+		}
+		for round, gvr := range append(budgeted, budgeted...) {
+			read(round, gvr)
+			if round == 0 {
+				// Its first page started its load, without waiting for it.
+				if _, _, err := c.List(ctx, &storage.ListQuery{GVR: gvr}); err != nil {
+					t.Fatal(err)
+				}
 			}
-			if got, want := held(c), gvr.Group[:1]; got != want {
-				t.Errorf("round %d: the cache holds %q, want only %q", round, got, want)
+			if got := held(c); got != "a" {
+				t.Errorf("round %d, %s read: the cache holds %q, want a alone", round, gvr.Group[:1], got)
 			}
 		}
+		hot := budgeted[2]
+		for round := range 4 {
+			read(round, hot)
+		}
+		if _, _, err := c.List(ctx, &storage.ListQuery{GVR: hot}); err != nil {
+			t.Fatalf("listing the resource read most: %v", err)
+		}
+		if got := held(c); got != "c" {
+			t.Errorf("the cache holds %q, want c alone", got)
+		}
+		read(0, budgeted[0])
 		cur, _, err := s.Revision(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -220,6 +239,60 @@ func TestEvictionAnswersAsStore(t *testing.T) {
 		q := storage.ListQuery{GVR: budgeted[0], Revision: early, Limit: 5}
 		if _, err := reads.List(ctx, &q); !storage.IsTooOld(err) {
 			t.Errorf("a list below the compacted revision: %v, want too old", err)
+		}
+	})
+}
+
+// blockingHistory holds the read of one resource's history until
+// released: a load of it then has read its objects, and not published
+// them.
+type blockingHistory struct {
+	storage.Interface
+	gvr     schema.GroupVersionResource
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (s *blockingHistory) History(ctx context.Context, gvr schema.GroupVersionResource, upTo int64, limit int) ([]storage.LoggedChange, int64, error) {
+	if gvr == s.gvr {
+		s.entered <- struct{}{}
+		<-s.release
+	}
+	return s.Interface.History(ctx, gvr, upTo, limit)
+}
+
+// TestLoadsUnderWayShareTheBudget: the objects a load has read count
+// against the budget before it publishes them, so that a second load,
+// which fits the budget alone but not beside the first, stops, and the
+// store answers its reads, rather than both being held at once.
+func TestLoadsUnderWayShareTheBudget(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
+		base := b.Open(t)
+		ctx := context.Background()
+		writeBudgeted(t, base, 1, firstPods(60))
+		budget := oneResourceBudget(t, base)
+		s := &blockingHistory{Interface: base, gvr: budgeted[0], entered: make(chan struct{}), release: make(chan struct{})}
+		c := run(t, s, watchcache.Options{MemoryBudget: budget})
+		loaded := make(chan error, 1)
+		go func() {
+			_, _, err := c.List(ctx, &storage.ListQuery{GVR: budgeted[0]})
+			loaded <- err
+		}()
+		within(t, "the first load reading its history", func() struct{} { <-s.entered; return struct{}{} })
+		_, _, err := c.List(ctx, &storage.ListQuery{GVR: budgeted[1]})
+		if !watchcache.IsNotCached(err) {
+			t.Errorf("listing a second resource while the first loads: %v, want not cached", err)
+		}
+		q := storage.ListQuery{GVR: budgeted[1]}
+		if got, want := answers(t, consistentReads{watchcache.NewReads(s, c)}, q), answers(t, base, q); got != want {
+			t.Errorf("through the cache\n%s\nthe store\n%s", got, want)
+		}
+		close(s.release)
+		if err := within(t, "the first load", func() error { return <-loaded }); err != nil {
+			t.Fatal(err)
+		}
+		if got := held(c); got != "a" {
+			t.Errorf("the cache holds %q, want a alone", got)
 		}
 	})
 }
@@ -293,7 +366,7 @@ func TestWatchOfAResourceNotCached(t *testing.T) {
 // the budget alone but not beside it: they are not cached (the store reads
 // them, the log serves their watches) rather than loaded and evicted at
 // once, again and again, for as long as a watch waits for them to stay;
-// once the watch ends they are cached again.
+// once the watch ends, a watch of them caches them again.
 func TestWatchPinsItsResource(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
 		s := b.Open(t)
@@ -342,9 +415,7 @@ func TestWatchPinsItsResource(t *testing.T) {
 		w.Stop()
 		drained(t, "the pinned watch", w)
 		crowded.Stop()
-		if _, _, err := c.List(ctx, &storage.ListQuery{GVR: budgeted[1]}); err != nil {
-			t.Fatal(err)
-		}
+		watch(c, budgeted[1])
 		if got := held(c); got != "b" {
 			t.Errorf("unwatched, the cache holds %q, want b alone", got)
 		}

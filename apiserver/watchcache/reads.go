@@ -138,7 +138,7 @@ func (r *Reads) checkReached(ctx context.Context, rev int64) error {
 // its index's bitmaps; a consistent count first waits for it to reach
 // the store's latest revision. Else the store counts: from its summary
 // (Summarizable), or by going over the rows, which starts loading the
-// resource into the cache for the next counts.
+// resource into the cache for the next counts if admitted (admission.go).
 func (r *Reads) Count(ctx context.Context, q *storage.CountQuery, f Freshness) (*storage.CountResult, error) {
 	cacheable := !q.Summarizable() || r.cache.Holds(q.Query.GVR)
 	cached, current, _, err := r.cached(ctx, read{cacheable: cacheable, asIs: f.Any})

@@ -34,6 +34,9 @@ type resource struct {
 	bytes int64
 	// used orders the resources by their last read (Cache.touch).
 	used atomic.Int64
+	// reserved is what the budget counts of r while it loads
+	// (Cache.reserve).
+	reserved atomic.Int64
 	// fields are those the objects are described with. A change of the
 	// indexed fields replaces them where it describes the resource's
 	// objects alike, and drops the resource where it does not

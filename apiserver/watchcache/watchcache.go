@@ -22,9 +22,11 @@
 //
 // Memory: what the resources hold is estimated as they change and kept
 // within Options.MemoryBudget by evicting whole resources, least recently
-// read first, never one that is watched; a resource that alone exceeds
-// the budget is not cached, and its reads are the store's, its watches
-// the log's (budget.go, logwatch.go).
+// read first, never one that is watched; a read loads a resource only if
+// it was read clearly more often than what it evicts (admission.go); a
+// resource that alone exceeds the budget is not cached. The reads of
+// what is not cached are the store's, its watches the log's (budget.go,
+// logwatch.go).
 package watchcache
 
 import (
@@ -102,6 +104,10 @@ type Cache struct {
 	// unpins counts the resources whose last watch ended: each may make
 	// room for a crowded one.
 	unpins atomic.Int64
+	// reads counts the reads of each resource, for admits.
+	reads *readCounts
+	// loading is what the loads under way reserved (reserve).
+	loading atomic.Int64
 }
 
 // Store is what a cache reads: the objects, which it loads, and the
@@ -132,7 +138,7 @@ func New(store Store, opts Options) *Cache {
 		store: store, opts: opts, tailing: map[schema.GroupVersionResource]*resource{}, nudge: make(chan struct{}, 1),
 		resources: map[schema.GroupVersionResource]*resource{}, notCached: map[schema.GroupVersionResource]bool{},
 		crowded: map[schema.GroupVersionResource]int64{},
-		perUser: map[string]int{},
+		perUser: map[string]int{}, reads: newReadCounts(),
 	}
 	budgetBytes.Set(float64(opts.MemoryBudget))
 	c.cond = sync.NewCond(&c.mu)
@@ -384,21 +390,23 @@ func (c *Cache) waitFresh(ctx context.Context, rev int64) error {
 // errReloading says a resource's load was overtaken by a reset.
 var errReloading = errors.New("the watch cache was reset while loading")
 
-// resource returns the cache of gvr, loading it the first time. Requests
-// for it wait for the load; requests for other resources do not.
-func (c *Cache) resource(ctx context.Context, gvr schema.GroupVersionResource) (*resource, error) {
+// resource returns the cache of gvr for a request of demand d, loading it
+// the first time if admitted. Requests for it wait for the load; requests
+// for other resources do not.
+func (c *Cache) resource(ctx context.Context, gvr schema.GroupVersionResource, d demand) (*resource, error) {
 	if err := c.WaitForRevision(ctx, 0); err != nil {
 		return nil, err
 	}
 	for {
 		c.mu.Lock()
-		if at, ok := c.crowded[gvr]; c.notCached[gvr] || ok && at == c.unpins.Load() {
-			c.mu.Unlock()
-			return nil, errOverBudget
-		}
-		r := c.resources[gvr]
+		r, started := c.resources[gvr], false
 		if r == nil {
-			r = c.startLoad(gvr)
+			var err error
+			if r, err = c.startLoadFor(gvr, d); err != nil {
+				c.mu.Unlock()
+				return nil, err
+			}
+			started = true
 		}
 		c.mu.Unlock()
 		select {
@@ -406,22 +414,38 @@ func (c *Cache) resource(ctx context.Context, gvr schema.GroupVersionResource) (
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
-		if !errors.Is(r.err, errReloading) {
-			if r.err == nil {
-				c.touch(r)
-			}
-			return r, r.err
+		switch {
+		case errors.Is(r.err, errReloading):
+			continue
+		case r.err != nil:
+		case started:
+			c.stamp(r) // its read was counted as it started the load
+		default:
+			c.touch(r)
 		}
+		return r, r.err
 	}
 }
 
-// startLoad adds the cache of gvr and loads it in the background. c.mu is
-// held.
+// startLoad starts loading gvr in the background for a read, if admitted,
+// without waiting: nil if not. c.mu is held.
 func (c *Cache) startLoad(gvr schema.GroupVersionResource) *resource {
+	r, _ := c.startLoadFor(gvr, forRead)
+	return r
+}
+
+// startLoadFor counts a request of demand d for gvr, which the cache does
+// not hold, and, if admitted, adds the cache of gvr and loads it in the
+// background. c.mu is held.
+func (c *Cache) startLoadFor(gvr schema.GroupVersionResource, d demand) (*resource, error) {
+	c.reads.add(gvr)
+	if err := c.admits(gvr, d); err != nil {
+		return nil, err
+	}
 	r := newResource(gvr, c.opts.RingSize, c.fields)
 	c.resources[gvr] = r
 	go c.load(c.ctx, r, c.revision)
-	return r
+	return r, nil
 }
 
 // load fills r with the state at revision at, catches it up with the log
@@ -435,10 +459,13 @@ func (c *Cache) load(ctx context.Context, r *resource, at int64) {
 	if err == nil {
 		err = c.publish(ctx, r, at)
 	}
+	c.unreserve(r) // a stopped load's (publish counts a published one's as held)
 	switch {
 	case err == nil:
 	case storage.IsTooOld(err) || errors.Is(err, errReloading):
 		r.err = errReloading // a reset or compaction overtook the load: start again
+	case errors.Is(err, errNoRoom):
+		r.err = err
 	case errors.Is(err, errOverBudget):
 		r.err = err
 		var crowded crowdedError
@@ -483,8 +510,8 @@ func (c *Cache) fill(ctx context.Context, r *resource, at int64) error {
 			}
 			r.hold(o)
 		}
-		if !c.fits(r.bytes) {
-			return errOverBudget
+		if err := c.reserve(r); err != nil {
+			return err
 		}
 		if page.Continue == "" {
 			break
@@ -498,10 +525,7 @@ func (c *Cache) fill(ctx context.Context, r *resource, at int64) error {
 	if err := r.remember(history, compacted); err != nil {
 		return err
 	}
-	if !c.fits(r.bytes) {
-		return errOverBudget
-	}
-	return nil
+	return c.reserve(r)
 }
 
 // catchUp applies to the unpublished r the changes of its resource after
@@ -548,7 +572,9 @@ func (c *Cache) publish(ctx context.Context, r *resource, at int64) error {
 		return errReloading
 	}
 	c.tailing[r.gvr] = r
-	c.touch(r)
+	c.unreserve(r)
+	c.reads.held(r.gvr, r.bytes)
+	c.stamp(r)
 	unpins := c.unpins.Load()
 	c.evict()
 	r.mu.RLock()
@@ -569,7 +595,7 @@ func (c *Cache) publish(ctx context.Context, r *resource, at int64) error {
 // resourceVersion is "0"; limit and continue are honored only for the
 // consistent and exact reads it serves from snapshots).
 func (c *Cache) List(ctx context.Context, q *storage.ListQuery) ([]storage.Object, int64, error) {
-	r, err := c.resource(ctx, q.GVR)
+	r, err := c.resource(ctx, q.GVR, forRead)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -691,7 +717,7 @@ func (c *Cache) watch(ctx context.Context, q *storage.ListQuery, opts WatchOptio
 	var r *resource
 	for {
 		var err error
-		if r, err = c.resource(ctx, q.GVR); IsNotCached(err) {
+		if r, err = c.resource(ctx, q.GVR, forWatch); IsNotCached(err) {
 			return c.watchLog(ctx, q, opts, release)
 		} else if err != nil {
 			return nil, err
