@@ -25,9 +25,7 @@ func AgeStatistics(s *Store, d time.Duration) {
 // Queued counts the writes no group has taken yet, so that tests can line
 // writes up behind one that waits for the counter.
 func Queued(s *Store) int {
-	s.queue.mu.Lock()
-	defer s.queue.mu.Unlock()
-	return len(s.queue.pending)
+	return s.queue.len()
 }
 
 // WriteConflicts is the process's panorama_storage_write_conflicts_total.

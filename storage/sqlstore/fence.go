@@ -34,8 +34,9 @@ func (s *Store) Own(ctx context.Context, cluster string) (int64, error) {
 		return 0, err
 	}
 	var epoch int64
-	// Unfenced itself: taking over is what fences.
-	_, err := s.submit(ctx, cluster, storage.Unfenced, 0, nil, func(tx *gorm.DB, _ *pending, _ int64, _ storedRows) (int64, error) {
+	// Unfenced itself: taking over is what fences. Ahead of the queued
+	// writes: see queue.
+	_, err := s.await(ctx, &batch{cluster: cluster, epoch: storage.Unfenced, first: true, fn: func(tx *gorm.DB, _ *pending, _ int64, _ storedRows) (int64, error) {
 		if err := barrier(tx); err != nil {
 			return 0, err
 		}
@@ -51,7 +52,7 @@ func (s *Store) Own(ctx context.Context, cluster string) (int64, error) {
 			err = tx.Model(&ownerRow{}).Where("cluster = ?", cluster).Update("epoch", epoch).Error
 		}
 		return 0, err
-	})
+	}})
 	return epoch, err
 }
 

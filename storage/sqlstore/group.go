@@ -55,6 +55,9 @@ type batch struct {
 	// epoch, unless storage.Unfenced, is the owner epoch the write is
 	// fenced by (fence.go).
 	epoch int64
+	// first puts the batch ahead of the queued ones that are not: see
+	// queue.
+	first bool
 }
 
 type result struct {
@@ -64,9 +67,16 @@ type result struct {
 
 func (b *batch) finish(rev int64, err error) { b.done <- result{rev, err} }
 
-// queue holds the batches no group has taken yet.
+// queue holds the batches no group has taken yet, in two lines. A
+// batch marked first (taking a cluster over) writes no object and is what
+// a reconcile waits on before its cluster syncs at all, while an initial
+// sync queues batches of thousands of rows: behind them, a reconcile of a
+// new cluster waited for every group queued before it (the queue wait of
+// BenchmarkFleetReconcile). Taken ahead of them, it waits for the group
+// being written at most.
 type queue struct {
 	mu      sync.Mutex
+	first   []*batch
 	pending []*batch
 	closed  bool
 	wake    chan struct{} // one token: something was queued, or Close
@@ -90,7 +100,11 @@ func (q *queue) push(b *batch) error {
 	if q.closed {
 		return errClosed
 	}
-	q.pending = append(q.pending, b)
+	if b.first {
+		q.first = append(q.first, b)
+	} else {
+		q.pending = append(q.pending, b)
+	}
 	q.signal()
 	return nil
 }
@@ -99,26 +113,33 @@ func (q *queue) push(b *batch) error {
 func (q *queue) withdraw(b *batch) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	i := slices.Index(q.pending, b)
+	line := &q.pending
+	if b.first {
+		line = &q.first
+	}
+	i := slices.Index(*line, b)
 	if i >= 0 {
-		q.pending = slices.Delete(q.pending, i, i+1)
+		*line = slices.Delete(*line, i, i+1)
 	}
 	return i >= 0
 }
 
-// take waits for batches and returns the oldest ones, up to groupRows
-// changes (at least one batch); nil once closed and drained.
+// len counts the batches no group has taken.
+func (q *queue) len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.first) + len(q.pending)
+}
+
+// take waits for batches and returns the oldest ones, those marked first
+// before the others, up to groupRows changes (at least one batch); nil
+// once closed and drained.
 func (q *queue) take() []*batch {
 	for {
 		q.mu.Lock()
-		if len(q.pending) > 0 {
-			n, rows := 1, q.pending[0].rows
-			for n < len(q.pending) && rows+q.pending[n].rows <= groupRows {
-				rows += q.pending[n].rows
-				n++
-			}
-			group := slices.Clone(q.pending[:n])
-			q.pending = slices.Delete(q.pending, 0, n)
+		if len(q.first)+len(q.pending) > 0 {
+			group, rows := q.takeLine(&q.first, nil, 0)
+			group, _ = q.takeLine(&q.pending, group, rows)
 			q.mu.Unlock()
 			return group
 		}
@@ -129,6 +150,19 @@ func (q *queue) take() []*batch {
 		}
 		<-q.wake
 	}
+}
+
+// takeLine moves the oldest batches of line to group, which holds rows
+// changes, while they fit groupRows (at least one batch in all).
+func (q *queue) takeLine(line *[]*batch, group []*batch, rows int) ([]*batch, int) {
+	n := 0
+	for n < len(*line) && (len(group) == 0 || rows+(*line)[n].rows <= groupRows) {
+		rows += (*line)[n].rows
+		group = append(group, (*line)[n])
+		n++
+	}
+	*line = slices.Delete(*line, 0, n)
+	return group, rows
 }
 
 // close refuses new batches and waits until the writer has written the
@@ -147,7 +181,12 @@ func (q *queue) close() {
 // groupContext). Either way the write is over when submit returns: a batch
 // never commits after its caller has given up on it.
 func (s *Store) submit(ctx context.Context, cluster string, epoch int64, rows int, keys *keyLookup, fn batchFunc) (int64, error) {
-	b := &batch{ctx: ctx, cluster: cluster, epoch: epoch, rows: rows, keys: keys, fn: fn, done: make(chan result, 1)}
+	return s.await(ctx, &batch{cluster: cluster, epoch: epoch, rows: rows, keys: keys, fn: fn})
+}
+
+// await queues b as submit does.
+func (s *Store) await(ctx context.Context, b *batch) (int64, error) {
+	b.ctx, b.done = ctx, make(chan result, 1)
 	if err := s.queue.push(b); err != nil {
 		return 0, err
 	}
