@@ -3,8 +3,10 @@ package controllers_test
 import (
 	"context"
 	"math"
+	"os"
 	"runtime"
 	"runtime/metrics"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -23,51 +25,82 @@ import (
 
 const benchConfigMaps = 10_000
 
-// BenchmarkInitialSync measures the initial sync of benchConfigMaps objects
-// from a real member into each backend, as a ratio to the baseline of a
-// plain paged list of the same objects (what any sync costs at least),
-// measured in the same run. Each is the fastest of syncRuns: on a loaded
-// machine of two cores one list or sync may take half as long again.
+// benchPods is how many pods BenchmarkInitialSync syncs:
+// PANORAMA_BENCH_SYNC_PODS when set, else a number that two cores create
+// in a minute or two; issue 35 measured 20,000.
+func benchPods(b *testing.B) int {
+	v := os.Getenv("PANORAMA_BENCH_SYNC_PODS")
+	if v == "" {
+		return 5_000
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		b.Fatalf("PANORAMA_BENCH_SYNC_PODS=%q: want a positive integer", v)
+	}
+	return n
+}
+
+// BenchmarkInitialSync measures the initial sync of a real member's
+// objects into each backend, of each kind: benchConfigMaps small
+// ConfigMaps, and benchPods pods as a member serves them (testenv's
+// CreatePods), its bulk. Each is a ratio to the baseline of a plain paged
+// list of the same objects (what any sync costs at least), measured in
+// the same run. Each is the fastest of syncRuns: on a loaded machine of
+// two cores one list or sync may take half as long again.
 func BenchmarkInitialSync(b *testing.B) {
 	const syncRuns = 3
 	member := testenv.Start(b, testenv.WithoutCRDs())
 	kube := kubernetes.NewForConfigOrDie(member.Config)
 	dyn := dynamic.NewForConfigOrDie(member.Config)
-	testenv.CreateConfigMaps(b, kube, benchConfigMaps)
-	gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
-
-	n, baseline := fastestList(b, dyn, syncRuns, gvr)
-	b.Logf("baseline: paged list of %d objects in %v (%.0f objects/s), the fastest of %d", n, baseline.Round(time.Millisecond), float64(n)/baseline.Seconds(), syncRuns)
-
 	// The synchronizer's client is the controller's.
 	client, err := synchronizer.NewClient(member.Config)
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, be := range storagetest.Backends() {
-		b.Run(be.Name, func(b *testing.B) {
-			took, peakGrowth := time.Duration(math.MaxInt64), 0.0
-			for range syncRuns {
-				t, peak := initialSync(b, be, client, gvr, n)
-				took, peakGrowth = min(took, t), max(peakGrowth, peak)
+	kinds := []struct {
+		resource storage.Resource
+		create   func()
+	}{
+		{storage.Resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Kind: "ConfigMap", Namespaced: true},
+			func() { testenv.CreateConfigMaps(b, kube, benchConfigMaps) }},
+		{storage.Resource{GVR: schema.GroupVersionResource{Version: "v1", Resource: "pods"}, Kind: "Pod", Namespaced: true},
+			func() { testenv.CreatePods(b, kube, benchPods(b)) }},
+	}
+	for _, kind := range kinds {
+		b.Run(kind.resource.GVR.Resource, func(b *testing.B) {
+			created := time.Now()
+			kind.create()
+			n, baseline := fastestList(b, dyn, syncRuns, kind.resource.GVR)
+			b.Logf("baseline: paged list of %d %s (%d bytes of JSON each as stored) in %v (%.0f objects/s), the fastest of %d; created in %v",
+				n, kind.resource.GVR.Resource, storedBytes(b, dyn, kind.resource.GVR), baseline.Round(time.Millisecond), float64(n)/baseline.Seconds(), syncRuns,
+				time.Since(created).Round(time.Second))
+			for _, be := range storagetest.Backends() {
+				b.Run(be.Name, func(b *testing.B) {
+					took, peakGrowth := time.Duration(math.MaxInt64), 0.0
+					for range syncRuns {
+						t, peak := initialSync(b, be, client, kind.resource, n)
+						took, peakGrowth = min(took, t), max(peakGrowth, peak)
+					}
+					b.ReportMetric(float64(n)/took.Seconds(), "objects/s")
+					b.ReportMetric(float64(took)/float64(baseline), "x-list")
+					b.ReportMetric(peakGrowth, "peak-heap-MiB")
+					b.Logf("%s: initial sync of %d %s in %v (the fastest of %d): %.0f objects/s, %.2fx the plain list; peak heap %.1f MiB above the start",
+						be.Name, n, kind.resource.GVR.Resource, took.Round(time.Millisecond), syncRuns, float64(n)/took.Seconds(), float64(took)/float64(baseline), peakGrowth)
+				})
 			}
-			b.ReportMetric(float64(n)/took.Seconds(), "objects/s")
-			b.ReportMetric(peakGrowth, "peak-heap-MiB")
-			b.Logf("%s: initial sync of %d objects in %v (the fastest of %d): %.0f objects/s, %.2fx the plain list; peak heap %.1f MiB above the start",
-				be.Name, n, took.Round(time.Millisecond), syncRuns, float64(n)/took.Seconds(), float64(took)/float64(baseline), peakGrowth)
 		})
 	}
 }
 
-// initialSync syncs gvr's n objects into a new store of be, and returns how
+// initialSync syncs r's n objects into a new store of be, and returns how
 // long that took and the peak heap growth meanwhile, in MiB.
-func initialSync(b *testing.B, be storagetest.Backend, dyn dynamic.Interface, gvr schema.GroupVersionResource, n int) (time.Duration, float64) {
+func initialSync(b *testing.B, be storagetest.Backend, dyn dynamic.Interface, r storage.Resource, n int) (time.Duration, float64) {
 	ctx := context.Background()
 	store := be.Open(b)
 	done := make(chan struct{})
 	var once sync.Once
 	var s *synchronizer.Synchronizer
-	s = synchronizer.New("bench", storage.Unfenced, synchronizer.Resource{Resource: storage.Resource{GVR: gvr, Kind: "ConfigMap", Namespaced: true}}, dyn, store,
+	s = synchronizer.New("bench", storage.Unfenced, synchronizer.Resource{Resource: r}, dyn, store,
 		synchronizer.Options{}, func() {
 			if s.Status().State == clusterv1alpha1.SyncStateSynced {
 				once.Do(func() { close(done) })
@@ -84,11 +117,26 @@ func initialSync(b *testing.B, be storagetest.Backend, dyn dynamic.Interface, gv
 	took := time.Since(start)
 	cancel()
 	peakGrowth := mib((<-peak).heap - heapBefore)
-	versions, err := store.MemberVersions(ctx, "bench", gvr)
+	versions, err := store.MemberVersions(ctx, "bench", r.GVR)
 	if err != nil || len(versions) != n {
 		b.Fatalf("stored %d of %d (%v)", len(versions), n, err)
 	}
 	return took, peakGrowth
+}
+
+// storedBytes is the size of the compact JSON of one of gvr's objects as
+// the synchronizer stores it, without managed fields: what its rows hold.
+func storedBytes(b *testing.B, dyn dynamic.Interface, gvr schema.GroupVersionResource) int {
+	page, err := dyn.Resource(gvr).List(context.Background(), metav1.ListOptions{Limit: 1})
+	if err != nil || len(page.Items) == 0 {
+		b.Fatalf("listing one of %s: %d items (%v)", gvr.Resource, len(page.Items), err)
+	}
+	page.Items[0].SetManagedFields(nil)
+	data, err := page.Items[0].MarshalJSON()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return len(data)
 }
 
 const heapObjects = "/memory/classes/heap/objects:bytes"
