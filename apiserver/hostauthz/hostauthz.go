@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
@@ -30,8 +31,10 @@ import (
 	"k8s.io/apiserver/pkg/server/healthz"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/client-go/informers"
+	rbaclisters "k8s.io/client-go/listers/rbac/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/kubernetes/plugin/pkg/auth/authorizer/rbac"
+	"k8s.io/utils/clock"
 )
 
 // The modes, named as kube-apiserver's --authorization-mode names them.
@@ -52,12 +55,17 @@ type Options struct {
 	// Modes are asked in order; the first that allows (or denies)
 	// decides, and a request no mode allows is refused.
 	Modes []string
+	// RBACStaleAfter is how long RBAC decides from caches whose list and
+	// watch of the host fail (freshness).
+	RBACStaleAfter time.Duration
 }
 
 // NewOptions returns the default: RBAC alone, right for hosts that
 // authorize by RBAC alone (kubeadm's and most distributions' hosts, whose
-// Node authorizer grants nothing of Panorama's group).
-func NewOptions() Options { return Options{Modes: []string{ModeRBAC}} }
+// Node authorizer grants nothing of Panorama's group). A minute of
+// failures is past a host's restart, and past client-go's backoff
+// between retries, which grows to half a minute.
+func NewOptions() Options { return Options{Modes: []string{ModeRBAC}, RBACStaleAfter: time.Minute} }
 
 // AddFlags binds --authorization-mode.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
@@ -67,13 +75,20 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 			"%s asks the host by SubjectAccessReview (--authorization-kubeconfig). "+
 			"Use %s,%s when the host has authorizers besides RBAC that only allow, and %s alone when one may deny what RBAC allows: an allow of %s is final.",
 		strings.Join(modes, ", "), ModeRBAC, ModeWebhook, ModeRBAC, ModeWebhook, ModeWebhook, ModeRBAC))
+	fs.DurationVar(&o.RBACStaleAfter, "authorization-rbac-stale-after", o.RBACStaleAfter,
+		"How long "+ModeRBAC+" goes on deciding from its caches once every list and watch of a host RBAC kind fails; "+
+			"past it, "+ModeRBAC+" allows nothing (a later mode decides) and readiness fails until the host answers again.")
 }
 
-// Validate reports modes unknown, repeated or missing.
+// Validate reports modes unknown, repeated or missing, and a staleness
+// bound that is not positive.
 func (o *Options) Validate() []error {
 	var errs []error
 	if len(o.Modes) == 0 {
 		errs = append(errs, fmt.Errorf("--authorization-mode: at least one of %s", strings.Join(modes, ", ")))
+	}
+	if o.RBACStaleAfter <= 0 {
+		errs = append(errs, fmt.Errorf("--authorization-rbac-stale-after: %v, want a positive duration", o.RBACStaleAfter))
 	}
 	for i, m := range o.Modes {
 		switch {
@@ -106,7 +121,10 @@ func (o Options) New(host informers.SharedInformerFactory, webhook authorizer.Au
 	for _, m := range o.Modes {
 		switch m {
 		case ModeRBAC:
-			r := NewRBAC(host)
+			r, err := NewRBAC(host, o.RBACStaleAfter)
+			if err != nil {
+				return nil, nil, err
+			}
 			ready = append(ready, healthz.NamedCheck("host-rbac", r.Synced))
 			authorizers = append(authorizers, union.NamedAuthorizer{AuthorizerName: "host-rbac", Authorizer: r})
 		case ModeWebhook:
@@ -121,8 +139,9 @@ func (o Options) New(host informers.SharedInformerFactory, webhook authorizer.Au
 // host's RBAC objects. Aggregated ClusterRoles need nothing of it: the
 // host's controller manager writes their rules into them.
 type RBAC struct {
-	rbac   *rbac.RBACAuthorizer
-	synced []cache.InformerSynced
+	rbac      *rbac.RBACAuthorizer
+	synced    []cache.InformerSynced
+	freshness *freshness
 }
 
 // errNotSynced is the answer of RBAC before its caches are filled: a
@@ -130,36 +149,40 @@ type RBAC struct {
 var errNotSynced = errors.New("the host's RBAC objects are not listed yet")
 
 // NewRBAC registers informers of the four RBAC kinds with host, which
-// must be started after, and returns the authorizer reading them.
-func NewRBAC(host informers.SharedInformerFactory) *RBAC {
-	v1 := host.Rbac().V1()
-	roles, roleBindings, clusterRoles, clusterRoleBindings := v1.Roles(), v1.RoleBindings(), v1.ClusterRoles(), v1.ClusterRoleBindings()
+// must be started after, and returns the authorizer reading them. Once a
+// kind's list and watch have failed for staleAfter, it allows nothing
+// until they succeed again (freshness).
+func NewRBAC(host informers.SharedInformerFactory, staleAfter time.Duration) (*RBAC, error) {
+	f := newFreshness(staleAfter, clock.RealClock{})
+	inf, err := f.rbacInformers(host)
+	if err != nil {
+		return nil, err
+	}
 	return &RBAC{
 		rbac: rbac.New(
-			&rbac.RoleGetter{Lister: roles.Lister()},
-			&rbac.RoleBindingLister{Lister: roleBindings.Lister()},
-			&rbac.ClusterRoleGetter{Lister: clusterRoles.Lister()},
-			&rbac.ClusterRoleBindingLister{Lister: clusterRoleBindings.Lister()},
+			&rbac.RoleGetter{Lister: rbaclisters.NewRoleLister(inf.roles.GetIndexer())},
+			&rbac.RoleBindingLister{Lister: rbaclisters.NewRoleBindingLister(inf.roleBindings.GetIndexer())},
+			&rbac.ClusterRoleGetter{Lister: rbaclisters.NewClusterRoleLister(inf.clusterRoles.GetIndexer())},
+			&rbac.ClusterRoleBindingLister{Lister: rbaclisters.NewClusterRoleBindingLister(inf.clusterRoleBindings.GetIndexer())},
 		),
-		synced: []cache.InformerSynced{
-			roles.Informer().HasSynced, roleBindings.Informer().HasSynced,
-			clusterRoles.Informer().HasSynced, clusterRoleBindings.Informer().HasSynced,
-		},
-	}
+		synced:    inf.synced(),
+		freshness: f,
+	}, nil
 }
 
-// Synced fails until every cache has synced: a readiness check.
+// Synced fails until every cache has synced, and while one is stale: a
+// readiness check.
 func (r *RBAC) Synced(*http.Request) error {
 	for _, synced := range r.synced {
 		if !synced() {
 			return errNotSynced
 		}
 	}
-	return nil
+	return r.freshness.stale()
 }
 
 // Authorize allows what the host's RBAC allows, and has no opinion on
-// anything else, nor before the caches have synced.
+// anything else, nor before the caches have synced or while one is stale.
 func (r *RBAC) Authorize(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
 	if err := r.Synced(nil); err != nil {
 		return authorizer.DecisionNoOpinion, "", err

@@ -3,6 +3,8 @@ package hostauthz_test
 import (
 	"context"
 	"fmt"
+	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
+	"k8s.io/apiserver/pkg/server/healthz"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -126,9 +129,9 @@ func hostWithGrants(t *testing.T) (kubernetes.Interface, authorizer.Authorizer) 
 	return client, sar
 }
 
-// inProcess is the default mode's authorizer over informers of client's
-// host, synced.
-func inProcess(t *testing.T, client kubernetes.Interface, o hostauthz.Options, webhook authorizer.Authorizer) authorizer.Authorizer {
+// inProcess is o's authorizer over informers of client's host, synced,
+// and its readiness checks.
+func inProcess(t *testing.T, client kubernetes.Interface, o hostauthz.Options, webhook authorizer.Authorizer) (authorizer.Authorizer, []healthz.HealthChecker) {
 	factory := informers.NewSharedInformerFactory(client, 0)
 	authz, ready, err := o.New(factory, webhook, genericoptions.NewDelegatingAuthorizationOptions())
 	if err != nil {
@@ -143,7 +146,7 @@ func inProcess(t *testing.T, client kubernetes.Interface, o hostauthz.Options, w
 			t.Fatalf("%s after the caches synced: %v", check.Name(), err)
 		}
 	}
-	return authz
+	return authz, ready
 }
 
 // TestAuthorizationMatrix: the default mode, the host's RBAC in process,
@@ -151,7 +154,7 @@ func inProcess(t *testing.T, client kubernetes.Interface, o hostauthz.Options, w
 // SubjectAccessReview.
 func TestAuthorizationMatrix(t *testing.T) {
 	client, sar := hostWithGrants(t)
-	rbac := inProcess(t, client, hostauthz.NewOptions(), nil)
+	rbac, _ := inProcess(t, client, hostauthz.NewOptions(), nil)
 	ctx := context.Background()
 	allowed := map[string]int{}
 	for who, u := range matrixUsers {
@@ -217,9 +220,66 @@ func TestValidate(t *testing.T) {
 		{[]string{"RBAC"}, true}, {[]string{"RBAC", "Webhook"}, true}, {[]string{"Webhook"}, true}, {[]string{"Webhook", "RBAC"}, true},
 		{nil, false}, {[]string{"rbac"}, false}, {[]string{"RBAC", "RBAC"}, false}, {[]string{"AlwaysAllow"}, false},
 	} {
-		o := hostauthz.Options{Modes: c.modes}
+		o := hostauthz.NewOptions()
+		o.Modes = c.modes
 		if errs := o.Validate(); (len(errs) == 0) != c.valid {
 			t.Errorf("%v: %v", c.modes, errs)
 		}
 	}
+	o := hostauthz.NewOptions()
+	o.RBACStaleAfter = 0
+	if errs := o.Validate(); len(errs) != 1 || !strings.Contains(errs[0].Error(), "--authorization-rbac-stale-after") {
+		t.Errorf("a staleness bound of 0: %v", errs)
+	}
+}
+
+// TestStaleRBACAllowsNothing cuts the host away from RBAC's informers: once
+// their lists and watches have failed for the bound, RBAC allows nothing
+// and its readiness check fails, until the host answers again.
+func TestStaleRBACAllowsNothing(t *testing.T) {
+	env := testenv.Start(t, testenv.WithoutCRDs())
+	matrixGrants(t, kubernetes.NewForConfigOrDie(env.Config))
+	host, err := url.Parse(env.Config.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := testenv.NewProxy(t, host.Host)
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Host = "https://" + proxy.Addr
+	o := hostauthz.NewOptions()
+	o.RBACStaleAfter = 2 * time.Second
+	authz, ready := inProcess(t, kubernetes.NewForConfigOrDie(cfg), o, nil)
+	a := authorizer.AttributesRecord{User: matrixUsers["group"], Verb: "list", APIGroup: group, Resource: "pods", ResourceRequest: true}
+	decide := func() (authorizer.Decision, error) {
+		d, _, err := authz.Authorize(context.Background(), a)
+		if d == authorizer.DecisionAllow {
+			// Readiness says what the decisions do.
+			if err := ready[0].Check(nil); err != nil {
+				return authorizer.DecisionNoOpinion, fmt.Errorf("allowed while not ready: %w", err)
+			}
+		}
+		return d, err
+	}
+	if d, err := decide(); d != authorizer.DecisionAllow {
+		t.Fatalf("before the outage: %v %v, want allowed", d, err)
+	}
+
+	proxy.Down()
+	testenv.Eventually(t, time.Minute, func() error {
+		if d, err := decide(); d == authorizer.DecisionAllow || err == nil || !strings.Contains(err.Error(), "stale") {
+			return fmt.Errorf("with the host away: %v %v, want no allow and a stale error", d, err)
+		}
+		if err := ready[0].Check(nil); err == nil || !strings.Contains(err.Error(), "stale") {
+			return fmt.Errorf("readiness with the host away: %v, want a stale error", err)
+		}
+		return nil
+	})
+
+	proxy.Up(t)
+	testenv.Eventually(t, time.Minute, func() error {
+		if d, err := decide(); d != authorizer.DecisionAllow {
+			return fmt.Errorf("with the host back: %v %v, want allowed", d, err)
+		}
+		return nil
+	})
 }
