@@ -13,10 +13,11 @@ package watchcache
 // free, or if the resource was read clearly more often of late than the
 // resources its load would evict together; else the store answers, and
 // nothing is loaded or evicted. A scan's resources, read about as often
-// as the ones held, then leave those held. How often is counted in reads
-// (reads.go), halved every window of reads so that what is read often now
+// as the ones held, then leave those held. How often is counted in
+// requests (Reads), each page of a list one, answered by the cache or the
+// store, halved every window of reads so that what is read often now
 // overtakes what was read often before. A resource's size is the last the
-// cache held of it, or, never held, the mean of those it held.
+// cache held of it, or, never held, the most one held.
 //
 // A watch is always admitted when its resource fits: watches are what
 // the cache is for, it pins their resource, and a watch from the log
@@ -42,7 +43,7 @@ const readsPerResource = 1024
 // store a read of the whole resource, and each resource it evicts another
 // when next loaded: a resource read about as often as those, in a scan,
 // is left to the store, where counting by strictly more reads would have
-// it loaded on one read more, for a page read before a load ended, say.
+// it loaded on one read more.
 const readsOverVictims = 2
 
 // demand is what a request wants a resource loaded for.
@@ -101,21 +102,20 @@ func (rc *readCounts) held(gvr schema.GroupVersionResource, bytes int64) {
 }
 
 // size is what gvr is expected to hold: what it held last, or, never
-// held, the mean of what the others did (0 when none was).
+// held, the most any other did (0 when none was). That errs on the side
+// of what is held: a resource refused for it is answered by the store,
+// and once read more often than what it would evict, loaded and known.
 func (rc *readCounts) size(gvr schema.GroupVersionResource) int64 {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	if n, ok := rc.sizes[gvr]; ok {
 		return n
 	}
-	if len(rc.sizes) == 0 {
-		return 0
-	}
-	var sum int64
+	var most int64
 	for _, n := range rc.sizes {
-		sum += n
+		most = max(most, n)
 	}
-	return sum / int64(len(rc.sizes))
+	return most
 }
 
 // errNotAdmitted answers a read whose resource is not worth loading now

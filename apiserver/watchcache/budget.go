@@ -178,15 +178,8 @@ func (c *Cache) unreserve(r *resource) { c.loading.Add(-r.reserved.Swap(0)) }
 // errNoRoom stops a load that the loads under way leave no room for.
 var errNoRoom = notCachedError("the watch cache's memory budget is taken by other loads under way")
 
-// touch notes a read that r served: one more read of its resource
-// (admits), and r the most recently used (evict).
-func (c *Cache) touch(r *resource) {
-	c.reads.add(r.gvr)
-	c.stamp(r)
-}
-
-// stamp marks r as used now, for evict's order.
-func (c *Cache) stamp(r *resource) { r.used.Store(c.clock.Add(1)) }
+// touch marks r as used now, for evict's order.
+func (c *Cache) touch(r *resource) { r.used.Store(c.clock.Add(1)) }
 
 // cgroupUnlimited is at or above what cgroup v1 reports for no limit (the
 // largest page-aligned int64).

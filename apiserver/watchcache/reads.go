@@ -11,7 +11,9 @@ import (
 // cacher.CacheDelegator is kube-apiserver's: the cache answers what it
 // may, the store the rest, and which one answers is decided in one place
 // (Reads.cached). How fresh a read over a replica must be, and how long
-// it waits for one, is the store's to say (storage.Reader).
+// it waits for one, is the store's to say (storage.Reader). Each request
+// counts as a read of its resource, whether the cache or the store answers
+// it, for the cache's admission of loads (admission.go).
 type Reads struct {
 	store storage.Reader
 	cache *Cache
@@ -90,6 +92,7 @@ func (r *Reads) Get(ctx context.Context, key storage.Key) (*storage.Object, erro
 // cache serves (cacher's computeListLimit). Other pages come from the
 // cache or the store, whose continue tokens are the same.
 func (r *Reads) List(ctx context.Context, q *storage.ListQuery, f Freshness) (*storage.ListResult, error) {
+	r.cache.reads.add(q.GVR)
 	if err := r.checkReached(ctx, f.NotOlderThan); err != nil {
 		return nil, err
 	}
@@ -140,6 +143,7 @@ func (r *Reads) checkReached(ctx context.Context, rev int64) error {
 // (Summarizable), or by going over the rows, which starts loading the
 // resource into the cache for the next counts if admitted (admission.go).
 func (r *Reads) Count(ctx context.Context, q *storage.CountQuery, f Freshness) (*storage.CountResult, error) {
+	r.cache.reads.add(q.Query.GVR)
 	cacheable := !q.Summarizable() || r.cache.Holds(q.Query.GVR)
 	cached, current, _, err := r.cached(ctx, read{cacheable: cacheable, asIs: f.Any})
 	if err != nil {
@@ -155,5 +159,6 @@ func (r *Reads) Count(ctx context.Context, q *storage.CountQuery, f Freshness) (
 
 // Watch watches q in the cache.
 func (r *Reads) Watch(ctx context.Context, q *storage.ListQuery, opts WatchOptions) (*Watcher, error) {
+	r.cache.reads.add(q.GVR)
 	return r.cache.Watch(ctx, q, opts)
 }

@@ -399,14 +399,13 @@ func (c *Cache) resource(ctx context.Context, gvr schema.GroupVersionResource, d
 	}
 	for {
 		c.mu.Lock()
-		r, started := c.resources[gvr], false
+		r := c.resources[gvr]
 		if r == nil {
 			var err error
 			if r, err = c.startLoadFor(gvr, d); err != nil {
 				c.mu.Unlock()
 				return nil, err
 			}
-			started = true
 		}
 		c.mu.Unlock()
 		select {
@@ -414,16 +413,12 @@ func (c *Cache) resource(ctx context.Context, gvr schema.GroupVersionResource, d
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
-		switch {
-		case errors.Is(r.err, errReloading):
-			continue
-		case r.err != nil:
-		case started:
-			c.stamp(r) // its read was counted as it started the load
-		default:
-			c.touch(r)
+		if !errors.Is(r.err, errReloading) {
+			if r.err == nil {
+				c.touch(r)
+			}
+			return r, r.err
 		}
-		return r, r.err
 	}
 }
 
@@ -434,11 +429,10 @@ func (c *Cache) startLoad(gvr schema.GroupVersionResource) *resource {
 	return r
 }
 
-// startLoadFor counts a request of demand d for gvr, which the cache does
-// not hold, and, if admitted, adds the cache of gvr and loads it in the
-// background. c.mu is held.
+// startLoadFor adds the cache of gvr, which the cache does not hold, for
+// a request of demand d, and loads it in the background, if admitted.
+// c.mu is held.
 func (c *Cache) startLoadFor(gvr schema.GroupVersionResource, d demand) (*resource, error) {
-	c.reads.add(gvr)
 	if err := c.admits(gvr, d); err != nil {
 		return nil, err
 	}
@@ -574,7 +568,7 @@ func (c *Cache) publish(ctx context.Context, r *resource, at int64) error {
 	c.tailing[r.gvr] = r
 	c.unreserve(r)
 	c.reads.held(r.gvr, r.bytes)
-	c.stamp(r)
+	c.touch(r)
 	unpins := c.unpins.Load()
 	c.evict()
 	r.mu.RLock()
