@@ -2,6 +2,8 @@ package watchcache
 
 import (
 	"context"
+	"slices"
+	"time"
 
 	"k8s.io/apimachinery/pkg/watch"
 
@@ -18,8 +20,8 @@ const logPage = 500
 // as ADDED or DELETED. The log holds no pre-images, so the watch keeps
 // the keys it selects, and no objects: what it costs grows with its
 // selection's keys, not with its objects. Its changes are read behind the
-// tail, which reads the same log: the cache's revision says when there is
-// more to read.
+// tail, which reads the same log, once for all the watches of the
+// resource (logfeed.go).
 func (c *Cache) watchLog(ctx context.Context, q *storage.ListQuery, opts WatchOptions, release func()) (*Watcher, error) {
 	w := newWatcher(q, opts, c.opts.WatchBuffer)
 	w.stop = release
@@ -101,44 +103,74 @@ func (w *Watcher) runLog(ctx context.Context, c *Cache, fromState bool, from int
 			}
 		}
 	}
-	for {
-		changes, _, err := c.store.Changes(ctx, from, tailBatch)
-		if err != nil {
-			return // compacted past the watch, or the store failing: the client resumes
-		}
+	// process sends the events of the changes after from, which it moves
+	// past them.
+	process := func(changes []storage.LoggedChange) bool {
 		for i := range changes {
 			e := &changes[i]
+			if e.Revision <= from {
+				continue // read before the watch joined its feed
+			}
 			from = e.Revision
 			if e.Key.GVR != w.q.GVR {
 				continue
 			}
 			ev, ok, err := w.logEvent(c, e, selected)
 			if err != nil {
-				return
+				return false
 			}
 			if ok && !send(ev) {
-				return
+				return false
 			}
 		}
-		if len(changes) == tailBatch {
-			continue
+		return true
+	}
+	f := c.joinFeed(w.q.GVR)
+	defer c.leaveFeed(f)
+	for {
+		// Join the feed where it is now, reading the log up to there.
+		b := f.joinAt()
+		for from < b.from {
+			changes, _, err := c.store.Changes(ctx, from, tailBatch)
+			if err != nil {
+				return // compacted past the watch, or the store failing: the client resumes
+			}
+			upTo := slices.IndexFunc(changes, func(e storage.LoggedChange) bool { return e.Revision > b.from })
+			if upTo < 0 {
+				upTo = len(changes)
+			}
+			if !process(changes[:upTo]) {
+				return
+			}
+			if upTo < tailBatch {
+				break
+			}
 		}
-		if w.bookmarkDue() && !send(Event{Type: watch.Bookmark, Revision: from}) {
-			return
-		}
-		// Read again once the tail has applied more of the log (at once
-		// if it has since the read; past what it has if the read found
-		// nothing, as with revisions that log no change), or for the next
-		// bookmark.
-		next := from + 1
-		if len(changes) == 0 {
-			next = max(from, c.Revision()) + 1
-		}
-		wait, stop := context.WithTimeout(ctx, w.opts.BookmarkInterval)
-		_ = c.WaitForRevision(wait, next) // timing out is the bookmark's turn
-		stop()
-		if ctx.Err() != nil {
-			return
+		from = max(from, b.from)
+		// Follow it, with a bookmark when one is due, until it drops a
+		// batch the client has yet to take: join again.
+		for {
+			if w.bookmarkDue() && !send(Event{Type: watch.Bookmark, Revision: from}) {
+				return
+			}
+			select {
+			case <-b.ready:
+			case <-time.After(w.opts.BookmarkInterval):
+				continue
+			case <-ctx.Done():
+				return
+			}
+			if b.err != nil {
+				return // the feed stopped: the client resumes
+			}
+			changes, ok := f.read(b)
+			if !ok {
+				break
+			}
+			if !process(changes) {
+				return
+			}
+			from, b = max(from, b.to), b.next
 		}
 	}
 }

@@ -84,6 +84,8 @@ type Cache struct {
 	// notCached are the resources that alone exceeded the memory budget
 	// when loaded: the store answers them until a reset.
 	notCached map[schema.GroupVersionResource]bool
+	// feeds read the log for the watches of resources not cached.
+	feeds map[schema.GroupVersionResource]*logFeed
 	// crowded are the resources that fitted the budget alone but not
 	// beside the resources watches pin, by the count of unpins then: the
 	// store answers them until a watch unpins a resource (or a reset), so
@@ -137,7 +139,7 @@ func New(store Store, opts Options) *Cache {
 	c := &Cache{
 		store: store, opts: opts, tailing: map[schema.GroupVersionResource]*resource{}, nudge: make(chan struct{}, 1),
 		resources: map[schema.GroupVersionResource]*resource{}, notCached: map[schema.GroupVersionResource]bool{},
-		crowded: map[schema.GroupVersionResource]int64{},
+		crowded: map[schema.GroupVersionResource]int64{}, feeds: map[schema.GroupVersionResource]*logFeed{},
 		perUser: map[string]int{}, reads: newReadCounts(),
 	}
 	budgetBytes.Set(float64(opts.MemoryBudget))
