@@ -94,8 +94,11 @@ func (rc *readCounts) count(gvr schema.GroupVersionResource) int64 {
 	return rc.counts[gvr]
 }
 
-// held remembers what the cache holds of gvr as it publishes or evicts it.
-func (rc *readCounts) held(gvr schema.GroupVersionResource, bytes int64) {
+// sized remembers what the cache holds of gvr as it publishes or evicts
+// it, or what a load of it read before the loads under way left it no
+// room: at least that much, which its next loads are then expected to
+// take rather than what any other took.
+func (rc *readCounts) sized(gvr schema.GroupVersionResource, bytes int64) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	rc.sizes[gvr] = bytes

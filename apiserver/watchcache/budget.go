@@ -132,7 +132,7 @@ func (c *Cache) evict() (over int64) {
 			continue
 		}
 		c.dropWhere(func(r *resource) bool { return r == lru })
-		c.reads.held(lru.gvr, held[lru])
+		c.reads.sized(lru.gvr, held[lru])
 		total -= held[lru]
 		delete(held, lru)
 		evictions.WithLabelValues(lru.gvr.Group, lru.gvr.Resource).Inc()

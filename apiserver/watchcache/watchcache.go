@@ -462,6 +462,7 @@ func (c *Cache) load(ctx context.Context, r *resource, at int64) {
 		r.err = errReloading // a reset or compaction overtook the load: start again
 	case errors.Is(err, errNoRoom):
 		r.err = err
+		c.reads.sized(r.gvr, r.bytes) // loaded again only once there is room
 	case errors.Is(err, errOverBudget):
 		r.err = err
 		var crowded crowdedError
@@ -569,7 +570,7 @@ func (c *Cache) publish(ctx context.Context, r *resource, at int64) error {
 	}
 	c.tailing[r.gvr] = r
 	c.unreserve(r)
-	c.reads.held(r.gvr, r.bytes)
+	c.reads.sized(r.gvr, r.bytes)
 	c.touch(r)
 	unpins := c.unpins.Load()
 	c.evict()
