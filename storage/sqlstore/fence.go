@@ -34,8 +34,8 @@ func (s *Store) Own(ctx context.Context, cluster string) (int64, error) {
 		return 0, err
 	}
 	var epoch int64
-	// Unfenced itself: taking over is what fences. Ahead of the queued
-	// writes: see queue.
+	// Unfenced itself: taking over is what fences. Ahead of other
+	// clusters' writes: see queue.
 	_, err := s.await(ctx, &batch{cluster: cluster, epoch: storage.Unfenced, first: true, fn: func(tx *gorm.DB, _ *pending, _ int64, _ storedRows) (int64, error) {
 		if err := barrier(tx); err != nil {
 			return 0, err

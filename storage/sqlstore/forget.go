@@ -275,7 +275,8 @@ func (w *clusterWriter) rewriteSecrets(ctx context.Context, since int64) error {
 	gr := storage.SecretsResource.GroupResource()
 	for after := since; ; {
 		var next int64
-		_, err := w.submit(ctx, secretBatch, nil, func(tx *gorm.DB, p *pending, base int64, _ storedRows) (int64, error) {
+		// Ahead of other clusters' writes: a reconcile waits on it (see queue).
+		_, err := w.s.await(ctx, &batch{cluster: cluster, epoch: w.epoch, rows: secretBatch, first: true, fn: func(tx *gorm.DB, p *pending, base int64, _ storedRows) (int64, error) {
 			next = 0
 			var rows []resourceRow
 			if err := whereResource(tx, storage.SecretsResource).Where("cluster = ? AND revision > ?", cluster, after).
@@ -308,7 +309,7 @@ func (w *clusterWriter) rewriteSecrets(ctx context.Context, since int64) error {
 				next = rows[len(rows)-1].Revision
 			}
 			return int64(len(ops)), p.add(cluster, storage.SecretsResource, base, ops)
-		})
+		}})
 		if err != nil || next == 0 {
 			return err
 		}

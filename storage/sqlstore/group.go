@@ -67,16 +67,20 @@ type result struct {
 
 func (b *batch) finish(rev int64, err error) { b.done <- result{rev, err} }
 
-// queue holds the batches no group has taken yet, in two lines. A
-// batch marked first (taking a cluster over) writes no object and is what
-// a reconcile waits on before its cluster syncs at all, while an initial
-// sync queues batches of thousands of rows: behind them, a reconcile of a
-// new cluster waited for every group queued before it (the queue wait of
-// BenchmarkFleetReconcile). Taken ahead of them, it waits for the group
-// being written at most.
+// queue holds the batches no group has taken yet, in the order they came.
+//
+// A batch marked first is a control write that a reconcile waits on:
+// taking a cluster over, before it syncs at all, and dropping its Secrets'
+// data. Behind the initial syncs of other clusters, thousands of rows a
+// group, a reconcile of a new cluster waited for every group queued before
+// it (the queue wait of BenchmarkFleetReconcile). So a batch marked first
+// goes into the next group ahead of the other clusters' batches: only
+// those of its own cluster, and those of no cluster (the fields' declared
+// and reindexed), that came before it go with it, before it, since it
+// may have to come after them (a Secret written with its data, then the
+// data dropped).
 type queue struct {
 	mu      sync.Mutex
-	first   []*batch
 	pending []*batch
 	closed  bool
 	wake    chan struct{} // one token: something was queued, or Close
@@ -100,11 +104,7 @@ func (q *queue) push(b *batch) error {
 	if q.closed {
 		return errClosed
 	}
-	if b.first {
-		q.first = append(q.first, b)
-	} else {
-		q.pending = append(q.pending, b)
-	}
+	q.pending = append(q.pending, b)
 	q.signal()
 	return nil
 }
@@ -113,13 +113,9 @@ func (q *queue) push(b *batch) error {
 func (q *queue) withdraw(b *batch) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	line := &q.pending
-	if b.first {
-		line = &q.first
-	}
-	i := slices.Index(*line, b)
+	i := slices.Index(q.pending, b)
 	if i >= 0 {
-		*line = slices.Delete(*line, i, i+1)
+		q.pending = slices.Delete(q.pending, i, i+1)
 	}
 	return i >= 0
 }
@@ -128,18 +124,35 @@ func (q *queue) withdraw(b *batch) bool {
 func (q *queue) len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return len(q.first) + len(q.pending)
+	return len(q.pending)
 }
 
-// take waits for batches and returns the oldest ones, those marked first
-// before the others, up to groupRows changes (at least one batch); nil
-// once closed and drained.
+// take waits for batches and returns a group of them, up to groupRows
+// changes (at least one batch): those marked first with the ones they
+// must follow, then the oldest; nil once closed and drained.
 func (q *queue) take() []*batch {
 	for {
 		q.mu.Lock()
-		if len(q.first)+len(q.pending) > 0 {
-			group, rows := q.takeLine(&q.first, nil, 0)
-			group, _ = q.takeLine(&q.pending, group, rows)
+		if len(q.pending) > 0 {
+			taken, rows, some := q.firstBatches()
+			for i, b := range q.pending {
+				if taken[i] {
+					continue
+				}
+				if some && rows+b.rows > groupRows {
+					break // the rest in order: a cluster's batches never pass each other
+				}
+				taken[i], rows, some = true, rows+b.rows, true
+			}
+			var group, rest []*batch
+			for i, b := range q.pending {
+				if taken[i] {
+					group = append(group, b)
+				} else {
+					rest = append(rest, b)
+				}
+			}
+			q.pending = rest
 			q.mu.Unlock()
 			return group
 		}
@@ -152,17 +165,32 @@ func (q *queue) take() []*batch {
 	}
 }
 
-// takeLine moves the oldest batches of line to group, which holds rows
-// changes, while they fit groupRows (at least one batch in all).
-func (q *queue) takeLine(line *[]*batch, group []*batch, rows int) ([]*batch, int) {
-	n := 0
-	for n < len(*line) && (len(group) == 0 || rows+(*line)[n].rows <= groupRows) {
-		rows += (*line)[n].rows
-		group = append(group, (*line)[n])
-		n++
+// firstBatches marks, per batch of pending, whether it goes into the next
+// group ahead of its turn: the batches marked first, in order, each with
+// the batches it must follow (see queue), while they fit groupRows
+// together (the oldest of them whatever its size), and how many changes
+// they hold.
+func (q *queue) firstBatches() (taken []bool, rows int, some bool) {
+	taken = make([]bool, len(q.pending))
+	for i, f := range q.pending {
+		if !f.first {
+			continue
+		}
+		with, need := []int{i}, f.rows
+		for j, b := range q.pending[:i] {
+			if !taken[j] && (b.cluster == f.cluster || b.cluster == "") {
+				with, need = append(with, j), need+b.rows
+			}
+		}
+		if some && rows+need > groupRows {
+			break
+		}
+		for _, j := range with {
+			taken[j] = true
+		}
+		rows, some = rows+need, true
 	}
-	*line = slices.Delete(*line, 0, n)
-	return group, rows
+	return taken, rows, some
 }
 
 // close refuses new batches and waits until the writer has written the

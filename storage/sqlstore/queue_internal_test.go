@@ -6,57 +6,93 @@ import (
 	"testing"
 )
 
-// TestQueueTakesFirstBatchesAhead lines up writes of an initial sync, too
-// many rows for one group, and then a cluster being taken over: the
-// takeover goes into the next group, ahead of the sync's batches queued
-// before it, which keep their order and their bound.
+// TestQueueTakesFirstBatchesAhead lines up writes of initial syncs, too
+// many rows for one group, and then control writes of clusters (taking
+// one over, dropping its Secrets' data): each goes into the next group
+// ahead of the other clusters' batches, after those of its own cluster and
+// of no cluster queued before it, and no two batches of one cluster ever
+// pass each other.
 func TestQueueTakesFirstBatchesAhead(t *testing.T) {
-	q := newQueue()
-	named := map[*batch]string{}
-	add := func(name string, rows int, first bool) *batch {
-		b := &batch{ctx: context.Background(), rows: rows, first: first}
-		named[b] = name
-		if err := q.push(b); err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
-	names := func(group []*batch) []string {
-		out := make([]string, len(group))
-		for i, b := range group {
-			out[i] = named[b]
-		}
-		return out
-	}
-	add("sync-1", groupRows/2+1, false)
-	add("sync-2", groupRows/2+1, false)
-	add("sync-3", groupRows/2+1, false)
-	withdrawn := add("own-a", 0, true)
-	add("own-b", 0, true)
-	add("own-c", 0, true)
-	if !q.withdraw(withdrawn) || q.withdraw(withdrawn) {
-		t.Fatal("a queued takeover was not withdrawn exactly once")
-	}
-	if n := q.len(); n != 5 {
-		t.Fatalf("%d batches queued, want 5", n)
-	}
-	want := [][]string{{"own-b", "own-c", "sync-1"}, {"sync-2"}, {"sync-3"}}
-	for i, w := range want {
-		if got := names(q.take()); !slices.Equal(got, w) {
-			t.Fatalf("group %d is %v, want %v", i, got, w)
-		}
-	}
-	if n := q.len(); n != 0 {
-		t.Fatalf("%d batches left, want none", n)
-	}
-
-	// A batch over the bound by itself is still taken, alone or after the
-	// takeovers only.
-	add("huge", groupRows+1, false)
-	add("own-d", 0, true)
-	for _, w := range [][]string{{"own-d"}, {"huge"}} {
-		if got := names(q.take()); !slices.Equal(got, w) {
-			t.Fatalf("group is %v, want %v", got, w)
-		}
+	half := groupRows/2 + 1
+	for _, tc := range []struct {
+		name  string
+		queue []*batch
+		// withdraw is withdrawn before the groups are taken.
+		withdraw string
+		groups   [][]string
+	}{{
+		name: "a takeover passes other clusters' syncs",
+		queue: []*batch{
+			{cluster: "a", rows: half}, {cluster: "b", rows: half}, {cluster: "c", rows: half},
+			{cluster: "d", first: true}, {cluster: "e", first: true},
+		},
+		groups: [][]string{{"a", "d*", "e*"}, {"b"}, {"c"}},
+	}, {
+		name: "a withdrawn takeover is not written",
+		queue: []*batch{
+			{cluster: "a", rows: half}, {cluster: "b", rows: half},
+			{cluster: "d", first: true}, {cluster: "e", first: true},
+		},
+		withdraw: "d",
+		groups:   [][]string{{"a", "e*"}, {"b"}},
+	}, {
+		name: "a control write follows its own cluster's and the fields' writes",
+		queue: []*batch{
+			{cluster: "a", rows: half}, {cluster: "b", rows: 10}, {cluster: "c", rows: half},
+			{cluster: "", rows: 1}, {cluster: "d", rows: half}, {cluster: "b", rows: 500, first: true},
+		},
+		groups: [][]string{{"a", "b", "", "b*"}, {"c"}, {"d"}},
+	}, {
+		name: "a control write that does not fit waits for the next group, still ahead",
+		queue: []*batch{
+			{cluster: "a", rows: half}, {cluster: "b", rows: half}, {cluster: "c", rows: half},
+			{cluster: "x", first: true}, {cluster: "b", rows: half, first: true},
+		},
+		groups: [][]string{{"a", "x*"}, {"b", "b*"}, {"c"}},
+	}, {
+		name: "the oldest batch goes whatever its size",
+		queue: []*batch{
+			{cluster: "a", rows: groupRows + 1}, {cluster: "b", first: true}, {cluster: "a", rows: 1},
+		},
+		groups: [][]string{{"b*"}, {"a"}, {"a"}},
+	}, {
+		name: "no first batch: in order, while they fit",
+		queue: []*batch{
+			{cluster: "a", rows: half}, {cluster: "b", rows: 1}, {cluster: "c", rows: half}, {cluster: "a", rows: 1},
+		},
+		groups: [][]string{{"a", "b"}, {"c", "a"}},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := newQueue()
+			for _, b := range tc.queue {
+				b.ctx = context.Background()
+				if err := q.push(b); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.withdraw != "" {
+				i := slices.IndexFunc(tc.queue, func(b *batch) bool { return b.cluster == tc.withdraw })
+				if !q.withdraw(tc.queue[i]) || q.withdraw(tc.queue[i]) {
+					t.Fatal("a queued batch was not withdrawn exactly once")
+				}
+			}
+			for i, want := range tc.groups {
+				var got []string
+				for _, b := range q.take() {
+					name := b.cluster
+					if b.first {
+						name += "*"
+					}
+					got = append(got, name)
+				}
+				// A group is in queue order, which keeps each cluster's.
+				if !slices.Equal(got, want) {
+					t.Fatalf("group %d is %v, want %v", i, got, want)
+				}
+			}
+			if n := q.len(); n != 0 {
+				t.Fatalf("%d batches left, want none", n)
+			}
+		})
 	}
 }
