@@ -48,7 +48,7 @@ func (c *Cache) Holds(gvr schema.GroupVersionResource) bool { return c.loaded(gv
 func (c *Cache) loaded(gvr schema.GroupVersionResource, start bool) *resource {
 	c.mu.Lock()
 	r := c.resources[gvr]
-	if r == nil && start && c.started && !c.notCached[gvr] {
+	if r == nil && start && c.started {
 		c.startLoad(gvr)
 	}
 	c.mu.Unlock()
