@@ -17,50 +17,48 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// freshness bounds how long RBAC decides from caches whose watch of the
-// host has broken. An informer whose list or watch fails keeps what it
-// last saw and retries with backoff, for as long as the host is away:
-// a grant revoked meanwhile would go on being honoured, where Webhook
-// fails closed at once. So each request an informer makes to the host is
-// observed: the first failure starts the clock, any success stops it, and
-// once one informer has failed for staleAfter without a success, RBAC
-// allows nothing until it succeeds again. A watch that is open and quiet
-// makes no request and fails nothing: only a broken one counts.
+// freshness bounds how long RBAC decides from caches that no longer hear
+// from the host. An informer whose list or watch fails keeps what it last
+// saw and retries with backoff for as long as the host is away, and a
+// watch on a connection that hangs fails nothing for minutes: a grant
+// revoked meanwhile would go on being honoured, where Webhook fails
+// closed at once. So what counts is progress, not requests: a list that
+// returns, or a watch event that is not an error. A kube-apiserver sends
+// each watch that allows them (as reflectors do) a bookmark about every
+// minute and before its timeout, so a healthy cache hears from the host
+// at least that often, however quiet its kind; a watch that opens and
+// then fails or closes before its first event is no progress. Once one
+// kind has gone staleAfter without progress, RBAC allows nothing until
+// it hears again.
 type freshness struct {
 	staleAfter time.Duration
 	clock      clock.PassiveClock
 
 	mu sync.Mutex
-	// failingSince is, per resource, when its first failure since its
-	// last success was.
-	failingSince map[string]time.Time
+	// heard is, per resource, when its last progress was.
+	heard map[string]time.Time
 }
 
 func newFreshness(staleAfter time.Duration, c clock.PassiveClock) *freshness {
-	return &freshness{staleAfter: staleAfter, clock: c, failingSince: map[string]time.Time{}}
+	return &freshness{staleAfter: staleAfter, clock: c, heard: map[string]time.Time{}}
 }
 
-// observe records the outcome of a request for resource.
-func (f *freshness) observe(resource string, err error) {
+// progress records that resource's cache heard from the host now.
+func (f *freshness) progress(resource string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	switch _, failing := f.failingSince[resource]; {
-	case err == nil:
-		delete(f.failingSince, resource)
-	case !failing:
-		f.failingSince[resource] = f.clock.Now()
-	}
+	f.heard[resource] = f.clock.Now()
 }
 
-// stale says which resource's requests have failed for longer than
-// staleAfter, and since when; nil when none has.
+// stale says which resource's cache has not heard from the host for
+// longer than staleAfter, and since when; nil when each has.
 func (f *freshness) stale() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := f.clock.Now()
-	for resource, since := range f.failingSince {
-		if now.Sub(since) > f.staleAfter {
-			return fmt.Errorf("the host's %s are stale: every list and watch of them has failed since %s", resource, since.UTC().Format(time.RFC3339))
+	for resource, heard := range f.heard {
+		if now.Sub(heard) > f.staleAfter {
+			return fmt.Errorf("the host's %s are stale: no list or watch event of them since %s", resource, heard.UTC().Format(time.RFC3339))
 		}
 	}
 	return nil
@@ -72,17 +70,27 @@ func (f *freshness) stale() error {
 func (f *freshness) informer(host informers.SharedInformerFactory, obj runtime.Object, resource string) (cache.SharedIndexInformer, error) {
 	var made cache.SharedIndexInformer
 	got := host.InformerFor(obj, func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+		f.progress(resource) // the clock starts at registration: until synced, RBAC allows nothing anyway
 		inner := cache.NewListWatchFromClient(client.RbacV1().RESTClient(), resource, metav1.NamespaceAll, fields.Everything())
 		lw := &cache.ListWatch{
 			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 				out, err := inner.ListWithContext(ctx, o)
-				f.observe(resource, err)
+				if err == nil {
+					f.progress(resource)
+				}
 				return out, err
 			},
 			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 				w, err := inner.WatchWithContext(ctx, o)
-				f.observe(resource, err)
-				return w, err
+				if err != nil {
+					return nil, err
+				}
+				return watch.Filter(w, func(e watch.Event) (watch.Event, bool) {
+					if e.Type != watch.Error {
+						f.progress(resource)
+					}
+					return e, true
+				}), nil
 			},
 		}
 		made = cache.NewSharedIndexInformer(lw, obj, resync, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})

@@ -55,17 +55,21 @@ type Options struct {
 	// Modes are asked in order; the first that allows (or denies)
 	// decides, and a request no mode allows is refused.
 	Modes []string
-	// RBACStaleAfter is how long RBAC decides from caches whose list and
-	// watch of the host fail (freshness).
+	// RBACStaleAfter is how long RBAC decides from caches that have not
+	// heard from the host (freshness).
 	RBACStaleAfter time.Duration
+
+	// clock times RBACStaleAfter; nil is the real one.
+	clock clock.PassiveClock
 }
 
 // NewOptions returns the default: RBAC alone, right for hosts that
 // authorize by RBAC alone (kubeadm's and most distributions' hosts, whose
-// Node authorizer grants nothing of Panorama's group). A minute of
-// failures is past a host's restart, and past client-go's backoff
-// between retries, which grows to half a minute.
-func NewOptions() Options { return Options{Modes: []string{ModeRBAC}, RBACStaleAfter: time.Minute} }
+// Node authorizer grants nothing of Panorama's group). Two minutes are
+// twice the period of a kube-apiserver's watch bookmarks, and past a
+// host's restart and client-go's backoff between retries (half a minute
+// at most).
+func NewOptions() Options { return Options{Modes: []string{ModeRBAC}, RBACStaleAfter: 2 * time.Minute} }
 
 // AddFlags binds --authorization-mode.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
@@ -76,8 +80,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 			"Use %s,%s when the host has authorizers besides RBAC that only allow, and %s alone when one may deny what RBAC allows: an allow of %s is final.",
 		strings.Join(modes, ", "), ModeRBAC, ModeWebhook, ModeRBAC, ModeWebhook, ModeWebhook, ModeRBAC))
 	fs.DurationVar(&o.RBACStaleAfter, "authorization-rbac-stale-after", o.RBACStaleAfter,
-		"How long "+ModeRBAC+" goes on deciding from its caches once every list and watch of a host RBAC kind fails; "+
-			"past it, "+ModeRBAC+" allows nothing (a later mode decides) and readiness fails until the host answers again.")
+		"How long "+ModeRBAC+" goes on deciding from its caches once one of them has heard nothing from the host "+
+			"(no list returned, no watch event nor bookmark, which kube-apiserver sends about every minute); "+
+			"past it, "+ModeRBAC+" allows nothing (a later mode decides) and readiness fails until the host is heard again.")
 }
 
 // Validate reports modes unknown, repeated or missing, and a staleness
@@ -121,7 +126,7 @@ func (o Options) New(host informers.SharedInformerFactory, webhook authorizer.Au
 	for _, m := range o.Modes {
 		switch m {
 		case ModeRBAC:
-			r, err := NewRBAC(host, o.RBACStaleAfter)
+			r, err := NewRBAC(host, o.RBACStaleAfter, o.clock)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -150,10 +155,14 @@ var errNotSynced = errors.New("the host's RBAC objects are not listed yet")
 
 // NewRBAC registers informers of the four RBAC kinds with host, which
 // must be started after, and returns the authorizer reading them. Once a
-// kind's list and watch have failed for staleAfter, it allows nothing
-// until they succeed again (freshness).
-func NewRBAC(host informers.SharedInformerFactory, staleAfter time.Duration) (*RBAC, error) {
-	f := newFreshness(staleAfter, clock.RealClock{})
+// kind's cache has not heard from the host for staleAfter, timed by c
+// (nil: the real clock), it allows nothing until it hears again
+// (freshness).
+func NewRBAC(host informers.SharedInformerFactory, staleAfter time.Duration, c clock.PassiveClock) (*RBAC, error) {
+	if c == nil {
+		c = clock.RealClock{}
+	}
+	f := newFreshness(staleAfter, c)
 	inf, err := f.rbacInformers(host)
 	if err != nil {
 		return nil, err

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/kubernetes/pkg/controller/clusterroleaggregation"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/panorama-io/panorama/apiserver/hostauthz"
 	"github.com/panorama-io/panorama/test/testenv"
@@ -233,12 +234,14 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-// TestStaleRBACAllowsNothing cuts the host away from RBAC's informers: once
-// their lists and watches have failed for the bound, RBAC allows nothing
-// and its readiness check fails, until the host answers again.
+// TestStaleRBACAllowsNothing cuts the host away from RBAC's informers:
+// once a cache has heard nothing from the host for the bound (on a clock
+// of the test's), RBAC allows nothing and its readiness check fails, until
+// the caches hear from the host again.
 func TestStaleRBACAllowsNothing(t *testing.T) {
 	env := testenv.Start(t, testenv.WithoutCRDs())
-	matrixGrants(t, kubernetes.NewForConfigOrDie(env.Config))
+	admin := kubernetes.NewForConfigOrDie(env.Config)
+	matrixGrants(t, admin)
 	host, err := url.Parse(env.Config.Host)
 	if err != nil {
 		t.Fatal(err)
@@ -246,8 +249,9 @@ func TestStaleRBACAllowsNothing(t *testing.T) {
 	proxy := testenv.NewProxy(t, host.Host)
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Host = "https://" + proxy.Addr
+	clk := clocktesting.NewFakePassiveClock(time.Now())
 	o := hostauthz.NewOptions()
-	o.RBACStaleAfter = 2 * time.Second
+	o.SetClock(clk)
 	authz, ready := inProcess(t, kubernetes.NewForConfigOrDie(cfg), o, nil)
 	a := authorizer.AttributesRecord{User: matrixUsers["group"], Verb: "list", APIGroup: group, Resource: "pods", ResourceRequest: true}
 	decide := func() (authorizer.Decision, error) {
@@ -260,23 +264,48 @@ func TestStaleRBACAllowsNothing(t *testing.T) {
 		}
 		return d, err
 	}
+	// touch writes an object of each RBAC kind, which each cache hears of.
+	touches := 0
+	touch := func() error {
+		touches++
+		name := fmt.Sprintf("touch-%d", touches)
+		ctx, meta := context.Background(), metav1.ObjectMeta{Name: name}
+		ref := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "touch"}
+		if _, err := admin.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: meta}, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: meta, RoleRef: ref}, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		meta.Namespace = "web"
+		if _, err := admin.RbacV1().Roles("web").Create(ctx, &rbacv1.Role{ObjectMeta: meta}, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		_, err := admin.RbacV1().RoleBindings("web").Create(ctx, &rbacv1.RoleBinding{ObjectMeta: meta, RoleRef: ref}, metav1.CreateOptions{})
+		return err
+	}
 	if d, err := decide(); d != authorizer.DecisionAllow {
 		t.Fatalf("before the outage: %v %v, want allowed", d, err)
 	}
+	clk.SetTime(clk.Now().Add(o.RBACStaleAfter / 2))
+	if d, err := decide(); d != authorizer.DecisionAllow {
+		t.Fatalf("within the bound: %v %v, want allowed", d, err)
+	}
 
 	proxy.Down()
-	testenv.Eventually(t, time.Minute, func() error {
-		if d, err := decide(); d == authorizer.DecisionAllow || err == nil || !strings.Contains(err.Error(), "stale") {
-			return fmt.Errorf("with the host away: %v %v, want no allow and a stale error", d, err)
-		}
-		if err := ready[0].Check(nil); err == nil || !strings.Contains(err.Error(), "stale") {
-			return fmt.Errorf("readiness with the host away: %v, want a stale error", err)
-		}
-		return nil
-	})
+	clk.SetTime(clk.Now().Add(o.RBACStaleAfter))
+	if d, err := decide(); d == authorizer.DecisionAllow || err == nil || !strings.Contains(err.Error(), "stale") {
+		t.Fatalf("with the host away past the bound: %v %v, want no allow and a stale error", d, err)
+	}
+	if err := ready[0].Check(nil); err == nil || !strings.Contains(err.Error(), "stale") {
+		t.Fatalf("readiness with the host away past the bound: %v, want a stale error", err)
+	}
 
 	proxy.Up(t)
 	testenv.Eventually(t, time.Minute, func() error {
+		if err := touch(); err != nil {
+			return err
+		}
 		if d, err := decide(); d != authorizer.DecisionAllow {
 			return fmt.Errorf("with the host back: %v %v, want allowed", d, err)
 		}
