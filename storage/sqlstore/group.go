@@ -168,8 +168,9 @@ func (q *queue) take() []*batch {
 // firstBatches marks, per batch of pending, whether it goes into the next
 // group ahead of its turn: the batches marked first, in order, each with
 // the batches it must follow (see queue), while they fit groupRows
-// together (the oldest of them whatever its size), and how many changes
-// they hold.
+// together; the oldest with all it must follow whatever their size, which
+// groupBytes still bounds as it runs. It returns how many changes they
+// hold.
 func (q *queue) firstBatches() (taken []bool, rows int, some bool) {
 	taken = make([]bool, len(q.pending))
 	for i, f := range q.pending {
