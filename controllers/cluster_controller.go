@@ -328,7 +328,10 @@ func (r *ClusterReconciler) sync(ctx context.Context, c *clusterv1alpha1.Cluster
 		return requeue, nil
 	}
 	setTLSCondition(status, cfg.Insecure)
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	// The member's small answers are read bounded (bodylimit.go); its
+	// lists, by the synchronizers, are not.
+	limited := withResponseLimit(cfg, c.Name)
+	dc, err := discovery.NewDiscoveryClientForConfig(limited)
 	if err != nil {
 		setCondition(status, clusterv1alpha1.ConditionReady, false, ReasonInvalidConfig, err.Error())
 		return requeue, nil
@@ -350,7 +353,7 @@ func (r *ClusterReconciler) sync(ctx context.Context, c *clusterv1alpha1.Cluster
 		return requeue, err
 	}
 	if c.Spec.SyncAllCustomResources {
-		md, err := metadata.NewForConfig(cfg)
+		md, err := metadata.NewForConfig(limited)
 		if err != nil {
 			return requeue, err
 		}
@@ -372,7 +375,7 @@ func (r *ClusterReconciler) sync(ctx context.Context, c *clusterv1alpha1.Cluster
 	}
 	resources := member.resolve(selections)
 	if !c.Spec.SyncAllCustomResources { // crds.go; with it, the CRDs are selected above
-		extra, err := crdSelection(ctx, cfg, resources)
+		extra, err := crdSelection(ctx, limited, resources)
 		if err != nil {
 			problems = append(problems, "listing CRDs: "+memberErrorText(err))
 			partial = true

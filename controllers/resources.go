@@ -2,11 +2,13 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/metadata"
 
@@ -67,22 +69,44 @@ func memberResourcesOf(groups []metav1.APIGroup, lists []*metav1.APIResourceList
 	return m
 }
 
+// Paging of the member's CRDs' metadata. A CRD's metadata alone can be
+// hundreds of KiB (its managedFields name every field of its schemas, and
+// a client-side apply copies it whole into an annotation), so a page stays
+// well under maxMemberResponseBytes. maxMemberCRDs, far above any
+// member's, ends the paging of a member that never stops answering more;
+// with names of valid length only kept, what is kept stays bounded too.
+const (
+	crdListPageSize = 100
+	maxMemberCRDs   = 50000
+)
+
 // customResourceSelections selects every resource a CRD of the member
 // serves. It lists the CRDs' metadata only: a CRD is named
 // <plural>.<group> (kube-apiserver insists), and its schemas, often
 // hundreds of KiB, would cost every health check dearly.
 func customResourceSelections(ctx context.Context, md metadata.Interface) ([]clusterv1alpha1.GroupResources, error) {
-	list, err := md.Resource(storage.CRDResource).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
 	var out []clusterv1alpha1.GroupResources
-	for _, crd := range list.Items {
-		if plural, group, ok := strings.Cut(crd.Name, "."); ok && plural != "" && group != "" {
-			out = append(out, clusterv1alpha1.GroupResources{Group: group, Resources: []string{plural}})
+	opts := metav1.ListOptions{Limit: crdListPageSize}
+	for seen := 0; ; {
+		list, err := md.Resource(storage.CRDResource).List(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		if seen += len(list.Items); seen > maxMemberCRDs {
+			return nil, fmt.Errorf("the member lists more than %d CRDs", maxMemberCRDs)
+		}
+		for _, crd := range list.Items {
+			if len(crd.Name) > validation.DNS1123SubdomainMaxLength {
+				continue
+			}
+			if plural, group, ok := strings.Cut(crd.Name, "."); ok && plural != "" && group != "" {
+				out = append(out, clusterv1alpha1.GroupResources{Group: group, Resources: []string{plural}})
+			}
+		}
+		if opts.Continue = list.Continue; opts.Continue == "" {
+			return out, nil
 		}
 	}
-	return out, nil
 }
 
 // resolve turns selections into concrete resources: "*" groups and
