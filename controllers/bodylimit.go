@@ -14,9 +14,10 @@ import (
 // crdListPageSize) and its OpenAPI documents. Whoever spec.apiServer points
 // at writes those answers: unbounded, a hostile member could make the
 // controller manager allocate without limit. The largest of them
-// legitimately is the aggregated discovery document, which has its own
-// bound; no other may be larger.
-const maxMemberResponseBytes = maxAggregatedDiscoveryBytes
+// legitimately is the aggregated discovery document: a member of
+// thousands of CRDs serves a few MiB, and the bound leaves room for far
+// more while keeping what one reconcile allocates modest.
+const maxMemberResponseBytes = 16 << 20
 
 // responseTooLargeError is a member's response whose body is larger than
 // the limit; the read of it fails with this error.

@@ -3,7 +3,7 @@ package controllers
 import (
 	"context"
 	"encoding/json"
-	"fmt"
+	"errors"
 	"io"
 	"mime"
 	"net/http"
@@ -18,13 +18,6 @@ import (
 // aggregatedPaths are where kube-apiserver serves its aggregated discovery
 // (apidiscovery.k8s.io/v2): the core group, then every other.
 var aggregatedPaths = [2]string{"/api", "/apis"}
-
-// maxAggregatedDiscoveryBytes bounds an aggregated discovery document read
-// from a member, which whoever spec.apiServer points at writes: unbounded,
-// a hostile member could make the controller manager allocate without
-// limit. A member of thousands of CRDs serves a few MiB; the bound leaves
-// room for far more while keeping what one reconcile allocates modest.
-const maxAggregatedDiscoveryBytes = 16 << 20
 
 // discoveries remembers, per cluster, the member's resources as its last
 // aggregated discovery documents gave them, with their ETags. kube-apiserver
@@ -64,7 +57,7 @@ func (d *discoveries) discover(ctx context.Context, cluster, configID string, dc
 		doc, etag, unchanged, err := fetchAggregated(ctx, rc, path, last.etags[i])
 		if err != nil {
 			d.forget(cluster)
-			return nil, fmt.Errorf("member %s: %w", cluster, err)
+			return nil, err
 		}
 		if unchanged {
 			continue
@@ -88,7 +81,7 @@ func (d *discoveries) discover(ctx context.Context, cluster, configID string, dc
 		doc, etag, _, err := fetchAggregated(ctx, rc, path, "")
 		if err != nil {
 			d.forget(cluster)
-			return nil, fmt.Errorf("member %s: %w", cluster, err)
+			return nil, err
 		}
 		if doc == nil {
 			d.forget(cluster)
@@ -126,9 +119,9 @@ func (d *discoveries) forget(cluster string) {
 // fetchAggregated reads the aggregated discovery document at path, unless
 // etag, when not empty, is still its ETag (unchanged). doc is nil when the
 // member answered anything else than the document, or failed: client-go's
-// discovery then reads the member. err is a document larger than
-// maxAggregatedDiscoveryBytes, which ends discovery instead, since
-// client-go's would read the same document again, unbounded.
+// discovery then reads the member. err is a document larger than rc's
+// client reads (withResponseLimit), which ends discovery instead, since
+// client-go's would read the same document again.
 func fetchAggregated(ctx context.Context, rc *rest.RESTClient, path, etag string) (doc *apidiscoveryv2.APIGroupDiscoveryList, newETag string, unchanged bool, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rc.Get().AbsPath(path).URL().String(), nil)
 	if err != nil {
@@ -140,7 +133,7 @@ func fetchAggregated(ctx context.Context, rc *rest.RESTClient, path, etag string
 	}
 	resp, err := rc.Client.Do(req)
 	if err != nil {
-		return nil, "", false, nil
+		return nil, "", false, tooLarge(err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusNotModified && etag != "" {
@@ -149,20 +142,25 @@ func fetchAggregated(ctx context.Context, rc *rest.RESTClient, path, etag string
 	if resp.StatusCode != http.StatusOK || !isAggregated(resp.Header.Get("Content-Type")) {
 		return nil, "", false, nil
 	}
-	// One byte more than the limit tells a document at the limit from one
-	// over it.
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAggregatedDiscoveryBytes+1))
-	if len(body) > maxAggregatedDiscoveryBytes {
-		return nil, "", false, fmt.Errorf("aggregated discovery at %s is larger than the limit of %d bytes", path, maxAggregatedDiscoveryBytes)
-	}
+	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return nil, "", false, nil
+		return nil, "", false, tooLarge(err)
 	}
 	doc = &apidiscoveryv2.APIGroupDiscoveryList{}
 	if err := json.Unmarshal(body, doc); err != nil {
 		return nil, "", false, nil
 	}
 	return doc, resp.Header.Get("ETag"), false, nil
+}
+
+// tooLarge is err if a response was larger than its client reads, and nil
+// for any other failure.
+func tooLarge(err error) error {
+	var e *responseTooLargeError
+	if errors.As(err, &e) {
+		return err
+	}
+	return nil
 }
 
 // isAggregated says whether contentType is that of an aggregated

@@ -110,7 +110,7 @@ func TestDiscoveryWithoutAggregation(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	dc, err := discovery.NewDiscoveryClientForConfig(&rest.Config{Host: srv.URL})
+	dc, err := discovery.NewDiscoveryClientForConfig(withResponseLimit(&rest.Config{Host: srv.URL}, "east"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestDiscoveryWithoutAggregation(t *testing.T) {
 }
 
 // TestDiscoveryOversized: a member's aggregated discovery document is read
-// up to maxAggregatedDiscoveryBytes, and one larger fails discovery with an
+// up to maxMemberResponseBytes, and one larger fails discovery with an
 // error naming the member and the limit, as the Cluster's status says it,
 // rather than being read whole, here or by client-go's discovery.
 func TestDiscoveryOversized(t *testing.T) {
@@ -140,14 +140,14 @@ func TestDiscoveryOversized(t *testing.T) {
 		if _, err := w.Write(doc); err != nil {
 			return
 		}
-		for written := len(doc); written <= maxAggregatedDiscoveryBytes; written += len(padding) {
+		for written := len(doc); written <= maxMemberResponseBytes; written += len(padding) {
 			if _, err := w.Write(padding); err != nil {
 				return // the client stopped reading
 			}
 		}
 	}))
 	defer srv.Close()
-	dc, err := discovery.NewDiscoveryClientForConfig(&rest.Config{Host: srv.URL})
+	dc, err := discovery.NewDiscoveryClientForConfig(withResponseLimit(&rest.Config{Host: srv.URL}, "east"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestDiscoveryOversized(t *testing.T) {
 		t.Fatalf("discovered %v, want an error", m)
 	}
 	text := memberErrorText(err)
-	if !strings.Contains(text, "member east") || !strings.Contains(text, strconv.Itoa(maxAggregatedDiscoveryBytes)+" bytes") {
+	if !strings.Contains(text, "member east") || !strings.Contains(text, strconv.Itoa(maxMemberResponseBytes)+" bytes") {
 		t.Fatalf("status message %q: want the member and the limit named", text)
 	}
 }
