@@ -92,7 +92,10 @@ func TestLimitedBodyBoundary(t *testing.T) {
 // TestCRDListPaged: the member's CRDs are listed by pages, and a member
 // that never stops answering more of them fails the listing.
 func TestCRDListPaged(t *testing.T) {
-	for name, pages := range map[string]int{"three pages": 3, "endless": -1} {
+	for name, tc := range map[string]struct{ pages, items int }{
+		"three pages": {3, crdListPageSize}, "endless": {-1, crdListPageSize}, "endless empty pages": {-1, 0},
+	} {
+		pages := tc.pages
 		t.Run(name, func(t *testing.T) {
 			served := 0
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -106,7 +109,7 @@ func TestCRDListPaged(t *testing.T) {
 				}
 				w.Header().Set("Content-Type", "application/json")
 				var items []string
-				for i := range crdListPageSize {
+				for i := range tc.items {
 					items = append(items, fmt.Sprintf(`{"metadata":{"name":"r%d.g%d.example.com"}}`, i, served))
 				}
 				fmt.Fprintf(w, `{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":{"continue":%q},"items":[%s]}`, next, strings.Join(items, ","))

@@ -87,13 +87,15 @@ const (
 func customResourceSelections(ctx context.Context, md metadata.Interface) ([]clusterv1alpha1.GroupResources, error) {
 	var out []clusterv1alpha1.GroupResources
 	opts := metav1.ListOptions{Limit: crdListPageSize}
-	for seen := 0; ; {
+	const maxPages = maxMemberCRDs / crdListPageSize
+	for seen, pages := 0, 1; ; pages++ {
 		list, err := md.Resource(storage.CRDResource).List(ctx, opts)
 		if err != nil {
 			return nil, err
 		}
-		if seen += len(list.Items); seen > maxMemberCRDs {
-			return nil, fmt.Errorf("the member lists more than %d CRDs", maxMemberCRDs)
+		// Pages are counted too: a member may answer empty pages forever.
+		if seen += len(list.Items); seen > maxMemberCRDs || pages > maxPages {
+			return nil, fmt.Errorf("the member lists more than %d CRDs, or in more than %d pages", maxMemberCRDs, maxPages)
 		}
 		for _, crd := range list.Items {
 			if len(crd.Name) > validation.DNS1123SubdomainMaxLength {
