@@ -682,7 +682,9 @@ func handlerAuthorizedBy(tb testing.TB, client kubernetes.Interface, modes []str
 	}
 	sars := &countingAuthorizer{Authorizer: sar}
 	factory := informers.NewSharedInformerFactory(client, 0)
-	authz, _, err := hostauthz.Options{Modes: modes}.New(factory, sars, delegation)
+	o := hostauthz.NewOptions()
+	o.Modes = modes
+	authz, _, err := o.New(factory, sars, delegation)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -122,6 +122,9 @@ func (o Options) New(host informers.SharedInformerFactory, webhook authorizer.Au
 		return nil, nil, err
 	}
 	authorizers = append(authorizers, union.NamedAuthorizer{AuthorizerName: "always-allow-paths", Authorizer: paths})
+	if errs := o.Validate(); len(errs) > 0 {
+		return nil, nil, errors.Join(errs...)
+	}
 	var ready []healthz.HealthChecker
 	for _, m := range o.Modes {
 		switch m {
