@@ -49,7 +49,7 @@ func (c *Cache) loaded(gvr schema.GroupVersionResource, start bool) *resource {
 	c.mu.Lock()
 	r := c.resources[gvr]
 	if r == nil && start && c.started {
-		c.startLoad(gvr)
+		_, _ = c.startLoad(gvr, forRead) // not admitted: the store goes on counting
 	}
 	c.mu.Unlock()
 	if r == nil {

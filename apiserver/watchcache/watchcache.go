@@ -404,7 +404,7 @@ func (c *Cache) resource(ctx context.Context, gvr schema.GroupVersionResource, d
 		r := c.resources[gvr]
 		if r == nil {
 			var err error
-			if r, err = c.startLoadFor(gvr, d); err != nil {
+			if r, err = c.startLoad(gvr, d); err != nil {
 				c.mu.Unlock()
 				return nil, err
 			}
@@ -424,17 +424,10 @@ func (c *Cache) resource(ctx context.Context, gvr schema.GroupVersionResource, d
 	}
 }
 
-// startLoad starts loading gvr in the background for a read, if admitted,
-// without waiting: nil if not. c.mu is held.
-func (c *Cache) startLoad(gvr schema.GroupVersionResource) *resource {
-	r, _ := c.startLoadFor(gvr, forRead)
-	return r
-}
-
-// startLoadFor adds the cache of gvr, which the cache does not hold, for
-// a request of demand d, and loads it in the background, if admitted.
+// startLoad adds the cache of gvr, which the cache does not hold, for a
+// request of demand d, and loads it in the background, if admitted.
 // c.mu is held.
-func (c *Cache) startLoadFor(gvr schema.GroupVersionResource, d demand) (*resource, error) {
+func (c *Cache) startLoad(gvr schema.GroupVersionResource, d demand) (*resource, error) {
 	if err := c.admits(gvr, d); err != nil {
 		return nil, err
 	}
