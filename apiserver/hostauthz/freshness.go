@@ -65,8 +65,8 @@ func (f *freshness) stale() error {
 }
 
 // informer registers with host, for obj's type, an informer of resource
-// whose requests f observes, or fails if one was registered before: its
-// requests would not be observed.
+// whose progress f records, or fails if one was registered before: its
+// progress would not be recorded.
 func (f *freshness) informer(host informers.SharedInformerFactory, obj runtime.Object, resource string) (cache.SharedIndexInformer, error) {
 	var made cache.SharedIndexInformer
 	got := host.InformerFor(obj, func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
@@ -102,7 +102,8 @@ func (f *freshness) informer(host informers.SharedInformerFactory, obj runtime.O
 	return got, nil
 }
 
-// rbacInformers are the informers of the four RBAC kinds, observed by f.
+// rbacInformers are the informers of the four RBAC kinds, whose progress
+// f records.
 type rbacInformers struct {
 	roles, roleBindings, clusterRoles, clusterRoleBindings cache.SharedIndexInformer
 }

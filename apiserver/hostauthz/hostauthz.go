@@ -109,11 +109,15 @@ func (o *Options) Validate() []error {
 // New composes the modes as kube-apiserver does: the privileged groups
 // and always-allowed paths of delegation first, so that no mode lacks
 // them (the delegated authorizer repeats them, answering alike), then
-// each mode. RBAC reads
+// each mode, after validating o. RBAC reads
 // the host's RBAC objects from host's informers, which the caller starts;
 // webhook is the delegated authorizer. The readiness checks pass once
-// those informers have synced, and until then RBAC allows nothing.
+// those informers have synced, and while they hear from the host; until
+// then, and otherwise, RBAC allows nothing.
 func (o Options) New(host informers.SharedInformerFactory, webhook authorizer.Authorizer, delegation *genericoptions.DelegatingAuthorizationOptions) (authorizer.Authorizer, []healthz.HealthChecker, error) {
+	if errs := o.Validate(); len(errs) > 0 {
+		return nil, nil, errors.Join(errs...)
+	}
 	authorizers := []union.NamedAuthorizer{{
 		AuthorizerName: "privileged-groups", Authorizer: authorizerfactory.NewPrivilegedGroups(delegation.AlwaysAllowGroups...),
 	}}
@@ -122,9 +126,6 @@ func (o Options) New(host informers.SharedInformerFactory, webhook authorizer.Au
 		return nil, nil, err
 	}
 	authorizers = append(authorizers, union.NamedAuthorizer{AuthorizerName: "always-allow-paths", Authorizer: paths})
-	if errs := o.Validate(); len(errs) > 0 {
-		return nil, nil, errors.Join(errs...)
-	}
 	var ready []healthz.HealthChecker
 	for _, m := range o.Modes {
 		switch m {
