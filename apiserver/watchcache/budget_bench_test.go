@@ -19,12 +19,16 @@ import (
 // and lists each in turn, by label a page of 500 at a time, three times
 // over, through Reads with the cache under a budget of a quarter of their
 // JSON. It prints, as ratios to the budget, the most the heap and the
-// resident memory grew over what they were before the cache started;
-// and the p99 of a page answered while the cache held its resource
-// against one answered while it did not (the store's, while a load may
-// be reading the store too), and against the same pages read from the
-// store alone before the cache started, the baseline.
-// PANORAMA_BENCH_COUNT_OBJECTS sets the pods per resource.
+// resident memory grew over what they were before the cache started:
+// after a collection at the end of each resource's lists, and at their
+// peaks (peaks: the live heap as each collection found it, the resident
+// memory as it was sampled); and the p99 of a page answered while the
+// cache held its resource against one answered while it did not (the
+// store's, while a load may be reading the store too), and against the
+// same pages read from the store alone before the cache started, the
+// baseline. PANORAMA_BENCH_COUNT_OBJECTS sets the pods per resource;
+// PANORAMA_BENCH_PEAK_PROFILE names a file for the heap profile at the
+// peak.
 func BenchmarkBudgetedCache(b *testing.B) {
 	const resources, passes, page = 8, 3, 500
 	n := storagetest.BenchCountObjects(b, 5000)
@@ -84,6 +88,7 @@ func BenchmarkBudgetedCache(b *testing.B) {
 					func(d time.Duration) { storeAlone = append(storeAlone, d) })
 			}
 			heapBefore, rssBefore := memory(b)
+			stopPeaks := peaks(b)
 			c := run(b, s, watchcache.Options{MemoryBudget: budget})
 			reads := watchcache.NewReads(s, c)
 			var heapMost, rssMost int64
@@ -108,6 +113,7 @@ func BenchmarkBudgetedCache(b *testing.B) {
 				}
 			}
 			b.StopTimer()
+			heapPeak, rssPeak := stopPeaks()
 			p99 := func(d []time.Duration) time.Duration {
 				if len(d) == 0 {
 					return 0
@@ -117,11 +123,15 @@ func BenchmarkBudgetedCache(b *testing.B) {
 			}
 			b.ReportMetric(float64(heapMost)/float64(budget), "heap/budget")
 			b.ReportMetric(float64(rssMost)/float64(budget), "rss/budget")
+			b.ReportMetric(float64(heapPeak)/float64(budget), "peak-heap/budget")
+			b.ReportMetric(float64(rssPeak)/float64(budget), "peak-rss/budget")
 			b.ReportMetric(float64(p99(notCached))/float64(max(p99(cached), 1)), "p99-uncached/cached")
 			b.ReportMetric(float64(p99(notCached))/float64(max(p99(storeAlone), 1)), "p99-uncached/store-alone")
 			b.Logf("%d resources of %d pods, %d MiB of JSON, budget %d MiB: heap grew at most %d MiB (%.2fx the budget), RSS %d MiB (%.2fx); "+
+				"at their peaks, the live heap %d MiB (%.2fx), RSS %d MiB (%.2fx); "+
 				"a page of %d by label: p99 %v held (%d pages), %v not held (%d pages), %v from the store alone",
 				resources, n, jsonBytes>>20, budget>>20, heapMost>>20, float64(heapMost)/float64(budget), rssMost>>20, float64(rssMost)/float64(budget),
+				heapPeak>>20, float64(heapPeak)/float64(budget), rssPeak>>20, float64(rssPeak)/float64(budget),
 				page, p99(cached), len(cached), p99(notCached), len(notCached), p99(storeAlone))
 		})
 	}

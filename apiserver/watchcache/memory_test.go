@@ -6,7 +6,10 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
+	"runtime/pprof"
 	"testing"
+	"time"
 
 	"github.com/panorama-io/panorama/apiserver/watchcache"
 	"github.com/panorama-io/panorama/storage"
@@ -79,4 +82,54 @@ func memory(b *testing.B) (heap, rss int64) {
 		b.Fatal(err)
 	}
 	return int64(m.HeapAlloc), rss
+}
+
+// peaks samples the live heap (as the last collection found it) and the
+// resident set until the returned stop, which returns the most each grew
+// over what it was when peaks was called. When
+// PANORAMA_BENCH_PEAK_PROFILE names a file, the heap profile at the live
+// heap's peak is written to it, to tell what holds the bytes then.
+func peaks(b *testing.B) (stop func() (heap, rss int64)) {
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	live := func() int64 {
+		metrics.Read(sample)
+		return int64(sample[0].Value.Uint64())
+	}
+	profile := os.Getenv("PANORAMA_BENCH_PEAK_PROFILE")
+	_, rssBefore := memory(b)
+	heapBefore := live()
+	var heapMost, rssMost, profiled int64
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			heap := live() - heapBefore
+			if rss, err := storagetest.ResidentBytes(os.Getpid()); err == nil {
+				rssMost = max(rssMost, rss-rssBefore)
+			}
+			if heap <= heapMost {
+				continue
+			}
+			heapMost = heap
+			if profile != "" && heap > profiled+profiled/20 {
+				profiled = heap
+				if f, err := os.Create(profile); err == nil {
+					_ = pprof.WriteHeapProfile(f)
+					_ = f.Close()
+				}
+			}
+		}
+	}()
+	return func() (int64, int64) {
+		close(done)
+		<-stopped
+		return heapMost, rssMost
+	}
 }
