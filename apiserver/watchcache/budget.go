@@ -20,9 +20,10 @@ package watchcache
 // loaded: it is not cached until a watch ends (Cache.crowded), rather than
 // loaded again for every read and watch. A resource that alone exceeds the
 // budget is not cached at all: its load stops as soon as it does. A load
-// counts what it has read against the budget as it reads it (Cache.reserve),
-// so that loads under way cannot overshoot it together. A read loads a
-// resource only if that is worth what it evicts (admission.go). What is
+// counts what it has read against the budget as it reads it, page by page
+// (Cache.reserve, loadPage), so that loads under way cannot overshoot it
+// together, nor a load beside what it evicts. A read loads a resource
+// only if that is worth what it evicts (admission.go). What is
 // not cached has its reads served by the store (Reads) and its watches by
 // the log (logwatch.go). What the cache does not hold, the store serves with the
 // same semantics: the store's continue tokens are the cache's.
@@ -169,6 +170,33 @@ func (c *Cache) reserve(r *resource) error {
 	default:
 		return errNoRoom
 	}
+}
+
+// A load holds what a page of its resource takes, the store's answer and
+// the objects decoded from it, before it reserves them. Pages of initPage
+// objects and a log read at once would have a load hold a whole resource
+// of fewer objects, and then its log, beside what it is to evict: past
+// the budget by as much (BenchmarkBudgetedCache's peaks). Under a budget,
+// a load's pages, of objects (fill) and of the log (remember), are sized
+// to hold about a loadShare-th of it each, going by what those read so
+// far took, between minLoadPage items and initPage: smaller pages would
+// cost a load more queries for little.
+const (
+	loadShare   = 32
+	minLoadPage = 100
+)
+
+// loadPage is how many items the next page of a load reads, after it
+// read n items which took bytes.
+func (c *Cache) loadPage(bytes int64, n int) int {
+	if c.opts.MemoryBudget <= 0 {
+		return initPage
+	}
+	if n == 0 {
+		return minLoadPage // what the items take is not known yet
+	}
+	each := max(bytes/int64(n), 1)
+	return int(min(max(c.opts.MemoryBudget/loadShare/each, minLoadPage), initPage))
 }
 
 // unreserve uncounts what r's load reserved: it was published, which

@@ -2,6 +2,7 @@ package watchcache_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -297,15 +298,173 @@ func TestLoadsUnderWayShareTheBudget(t *testing.T) {
 	})
 }
 
+// observedLoads calls list and history, where set, as a page of the
+// objects or of the log of gvr is read.
+type observedLoads struct {
+	storage.Interface
+	gvr           schema.GroupVersionResource
+	list, history func()
+}
+
+func (s *observedLoads) List(ctx context.Context, q *storage.ListQuery) (*storage.ListResult, error) {
+	if q.GVR == s.gvr && s.list != nil {
+		s.list()
+	}
+	return s.Interface.List(ctx, q)
+}
+
+func (s *observedLoads) History(ctx context.Context, gvr schema.GroupVersionResource, upTo int64, limit int) ([]storage.LoggedChange, int64, error) {
+	if gvr == s.gvr && s.history != nil {
+		s.history()
+	}
+	return s.Interface.History(ctx, gvr, upTo, limit)
+}
+
+// writePods writes round of the countedPods keys to gvr; it returns the
+// revision after.
+func writePods(t *testing.T, s storage.Interface, gvr schema.GroupVersionResource, round int, keys []int, deletes ...int) int64 {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(uint64(round), 5))
+	var changes []storage.Change
+	for _, i := range keys {
+		changes = append(changes, countedPod(rng, i, round))
+	}
+	for _, i := range deletes {
+		changes = append(changes, storage.Delete(fmt.Sprintf("ns-%d", i%3), fmt.Sprintf("pod-%d", i)))
+	}
+	rev, err := s.ForCluster("east", storage.Unfenced).Apply(context.Background(), gvr, changes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rev
+}
+
+// TestLoadEvictsAsItReads: a load reads its resource in pages, each
+// counted against the budget as it is read, so that what it evicts to
+// fit goes while it reads rather than once it has read the whole
+// resource beside it; what is held and reserved never exceeds the
+// budget as a page of the objects or of the log is read.
+func TestLoadEvictsAsItReads(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
+		base := b.Open(t)
+		ctx := context.Background()
+		small, large := budgeted[0], budgeted[1]
+		writePods(t, base, small, 1, firstPods(1000))
+		writePods(t, base, large, 1, firstPods(2000))
+		unbudgeted := run(t, base, watchcache.Options{})
+		if _, _, err := unbudgeted.List(ctx, &storage.ListQuery{GVR: small}); err != nil {
+			t.Fatal(err)
+		}
+		smallBytes := watchcache.HeldBytes(unbudgeted)
+		if _, _, err := unbudgeted.List(ctx, &storage.ListQuery{GVR: large}); err != nil {
+			t.Fatal(err)
+		}
+		// Each fits alone, not both.
+		budget := watchcache.HeldBytes(unbudgeted) - smallBytes + smallBytes/4
+		var c *watchcache.Cache
+		var held, reserved []int64 // as each page of the large resource is read
+		pages := 0                 // of its objects
+		page := func() {
+			held, reserved = append(held, watchcache.HeldBytes(c)), append(reserved, watchcache.Reserved(c))
+		}
+		s := &observedLoads{Interface: base, gvr: large, list: func() { pages++; page() }, history: page}
+		c = run(t, s, watchcache.Options{MemoryBudget: budget})
+		for _, gvr := range []schema.GroupVersionResource{small, large} {
+			if _, _, err := c.List(ctx, &storage.ListQuery{GVR: gvr}); err != nil {
+				t.Fatalf("listing %s: %v", gvr.Group, err)
+			}
+		}
+		if !c.Holds(large) || c.Holds(small) {
+			t.Fatalf("the cache holds the large resource %v, the small one %v; want the large one alone", c.Holds(large), c.Holds(small))
+		}
+		if pages < 2 {
+			t.Fatalf("the large resource was read in %d pages, want several", pages)
+		}
+		if last := held[pages-1]; last != 0 {
+			t.Errorf("the small resource (%d bytes) was still held as the load read its last page of objects", last)
+		}
+		for i := range held {
+			if held[i]+reserved[i] > budget {
+				t.Errorf("page %d: %d bytes held and %d reserved, over the budget of %d", i, held[i], reserved[i], budget)
+			}
+		}
+	})
+}
+
+// TestRingReadInPages: a load under a budget reads the log of its
+// resource in pages, newest first, into the ring that a load without one
+// reads at once: a watch from before either cache started sees what a
+// watch of the log sees, objects entering and leaving its selection
+// included, and a list at an earlier revision, made of the ring's
+// pre-images, is the store's.
+func TestRingReadInPages(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
+		base := b.Open(t)
+		ctx := context.Background()
+		gvr, all := budgeted[0], firstPods(150)
+		first := writePods(t, base, gvr, 1, all)
+		early := writePods(t, base, gvr, 2, all[:120], 130, 131)
+		writePods(t, base, gvr, 3, all[50:], 20)
+		unbudgeted := run(t, base, watchcache.Options{})
+		if _, _, err := unbudgeted.List(ctx, &storage.ListQuery{GVR: gvr}); err != nil {
+			t.Fatal(err)
+		}
+		histories := 0
+		s := &observedLoads{Interface: base, gvr: gvr, history: func() { histories++ }}
+		c := run(t, s, watchcache.Options{MemoryBudget: 2 * watchcache.HeldBytes(unbudgeted)})
+		if _, _, err := c.List(ctx, &storage.ListQuery{GVR: gvr}); err != nil {
+			t.Fatal(err)
+		}
+		if !c.Holds(gvr) || histories < 2 {
+			t.Fatalf("held %v, the log read in %d pages; want it held, read in several", c.Holds(gvr), histories)
+		}
+		// The watches of everything and of a selection, from before the
+		// caches started, until a write after, of each cache and of the log
+		// (a cache under a budget too small for the resource).
+		caches := []*watchcache.Cache{c, unbudgeted, run(t, base, watchcache.Options{MemoryBudget: 1024})}
+		sels := []string{"", "tier=front"}
+		watches := make([][]*watchcache.Watcher, len(caches))
+		for i, cache := range caches {
+			for _, sel := range sels {
+				w, err := cache.Watch(ctx, &storage.ListQuery{GVR: gvr, Labels: requirements(t, sel)}, watchcache.WatchOptions{
+					ResourceVersion: first - 1, Bookmarks: true, BookmarkInterval: time.Nanosecond,
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(w.Stop)
+				watches[i] = append(watches[i], w)
+			}
+		}
+		end := writePods(t, base, gvr, 4, all[:1])
+		for j, sel := range sels {
+			want := events(t, watches[2][j], end)
+			if !strings.Contains(want, "DELETED") {
+				t.Fatalf("watching %q, the log has no deletion:\n%s", sel, want)
+			}
+			for i, name := range []string{"the budgeted cache", "the unbudgeted cache"} {
+				if got := events(t, watches[i][j], end); got != want {
+					t.Errorf("watching %q: %s\n%s\nthe log\n%s", sel, name, got, want)
+				}
+			}
+		}
+		q := storage.ListQuery{GVR: gvr, Revision: early}
+		if got, want := answers(t, consistentReads{watchcache.NewReads(s, c)}, q), answers(t, base, q); got != want {
+			t.Errorf("at revision %d through the cache\n%s\nthe store\n%s", early, got, want)
+		}
+	})
+}
+
 // events reads w until it has seen revision last, and spells its events
-// but bookmarks, which tell how far it has seen.
+// but bookmarks, which tell how far it has seen, each with a digest of
+// its object's JSON.
 func events(t *testing.T, w *watchcache.Watcher, last int64) string {
 	t.Helper()
 	return within(t, "events", func() string {
 		var b strings.Builder
 		for e := range w.ResultChan() {
 			if e.Type != watch.Bookmark {
-				fmt.Fprintf(&b, "%s %s/%s at %d\n", e.Type, e.Object.Namespace, e.Object.Name, e.Revision)
+				fmt.Fprintf(&b, "%s %s/%s at %d: %x\n", e.Type, e.Object.Namespace, e.Object.Name, e.Revision, sha256.Sum256(e.Object.Data))
 			}
 			if e.Revision >= last {
 				break

@@ -55,3 +55,6 @@ func HeldBytes(c *Cache) int64 {
 	}
 	return n
 }
+
+// Reserved is what the loads under way reserved of the budget.
+func Reserved(c *Cache) int64 { return c.loading.Load() }

@@ -1,6 +1,7 @@
 package watchcache
 
 import (
+	"context"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -142,47 +143,83 @@ func (r *resource) applyChange(ch change) {
 	}
 }
 
-// remember fills the ring with the changes that led to the current state,
-// so that watches resuming from before the cache started (after a restart,
-// say) are served rather than sent to relist. compacted is where the log
-// starts.
+// remember fills the ring of r, loading at revision at, with the changes
+// that led to its state, so that watches resuming from before the cache
+// started (after a restart, say) are served rather than sent to relist.
+//
+// The log is read newest first, a page at a time (loadPage), each page
+// decoded and reserved (Cache.reserve) before the next is read: a page's
+// JSON is what the load holds of the log beyond what the ring keeps,
+// where the whole log of a resource just synced is as much JSON again as
+// its objects.
 //
 // Each version is decoded once: an entry whose object is still current
-// shares the cached object, and an entry's pre-image is made of the
-// object of the key's entry before it when that is in history too
-// (history is the whole log of the resource over its range). Decoded apart, a resource
-// just synced would hold each object twice.
-func (r *resource) remember(history []storage.LoggedChange, compacted int64) error {
-	last := map[storage.Key]*change{}
-	for i := range history {
-		e := &history[i]
-		o := r.objects.get(e.Key)
-		if o == nil || o.Revision != e.Revision {
-			var err error
-			if o, err = r.decode(e.Object, e.Key, e.Revision); err != nil {
-				return err
-			}
+// shares the cached object, and an entry whose next change of its key is
+// in the ring too takes the description decoded from that change's
+// pre-image, with its own JSON. Decoded apart, a resource just synced
+// would hold each object twice.
+func (c *Cache) remember(ctx context.Context, r *resource, at int64) error {
+	var newestFirst []change
+	// before holds, for each key, the description of the object before
+	// the oldest change of it read so far, without its JSON.
+	before := map[storage.Key]*storage.Object{}
+	upTo, limit, read := at, c.loadPage(0, 0), int64(0)
+	var compacted, held int64
+	for len(newestFirst) < len(r.ring) {
+		want := min(limit, len(r.ring)-len(newestFirst))
+		page, comp, err := c.store.History(ctx, r.gvr, upTo, want)
+		if err != nil {
+			return err
 		}
-		var was *storage.Object
-		if e.Prev != nil {
-			if before := last[e.Key]; before != nil && before.typ != watch.Deleted {
-				was = before.obj
-			} else {
-				var err error
-				if was, err = r.decode(e.Prev, e.Key, 0); err != nil {
+		compacted = comp
+		for i := len(page) - 1; i >= 0; i-- {
+			e := &page[i]
+			read += int64(len(e.Object) + len(e.Prev))
+			o := r.objects.get(e.Key)
+			if b := before[e.Key]; b != nil && e.Type != watch.Deleted {
+				described := *b
+				o = &described
+				o.Data, o.Revision = e.Object, e.Revision
+			} else if o == nil || o.Revision != e.Revision {
+				if o, err = r.decode(e.Object, e.Key, e.Revision); err != nil {
 					return err
 				}
 			}
+			delete(before, e.Key)
+			var was *storage.Object
+			if e.Prev != nil {
+				if was, err = r.decode(e.Prev, e.Key, 0); err != nil {
+					return err
+				}
+				described := *was
+				described.Data = nil
+				before[e.Key] = &described
+			}
+			ch := newChange(e.Type, o, was)
+			held += r.entryBytes(&ch)
+			newestFirst = append(newestFirst, ch)
 		}
-		ch := newChange(e.Type, o, was)
-		last[e.Key] = &ch
-		r.record(ch)
+		// What the changes hold counts against the budget as they are
+		// read, as the objects do, before the ring records them.
+		r.bytes += held
+		err = c.reserve(r)
+		r.bytes -= held
+		if err != nil {
+			return err
+		}
+		if len(page) < want {
+			break // the log of the resource starts after compacted
+		}
+		upTo, limit = page[0].Revision-1, c.loadPage(read, len(newestFirst))
 	}
-	switch {
-	case len(history) < len(r.ring):
+	for i := len(newestFirst) - 1; i >= 0; i-- {
+		r.record(newestFirst[i])
+	}
+	switch n := len(newestFirst); {
+	case n < len(r.ring):
 		r.oldest = compacted // the whole log of the resource is in the ring
-	case len(history) > 0:
-		r.oldest = history[0].Revision - 1
+	case n > 0:
+		r.oldest = newestFirst[n-1].rev - 1
 	}
 	return nil
 }

@@ -48,7 +48,9 @@ import (
 
 const (
 	tailBatch = 1000
-	initPage  = 5000
+	// initPage is the most objects a load reads a page; a budget bounds
+	// a page further (loadPage).
+	initPage = 5000
 )
 
 // Cache is the watch cache of every resource that was asked for.
@@ -487,7 +489,8 @@ func (c *Cache) fill(ctx context.Context, r *resource, at int64) error {
 	if at == 0 {
 		return nil // nothing was ever written
 	}
-	q := storage.ListQuery{GVR: r.gvr, Revision: at, Limit: initPage}
+	q := storage.ListQuery{GVR: r.gvr, Revision: at, Limit: int64(c.loadPage(0, 0))}
+	read := 0
 	for {
 		page, err := c.store.List(ctx, &q)
 		if err != nil {
@@ -500,19 +503,16 @@ func (c *Cache) fill(ctx context.Context, r *resource, at int64) error {
 			}
 			r.hold(o)
 		}
+		read += len(page.Objects)
 		if err := c.reserve(r); err != nil {
 			return err
 		}
 		if page.Continue == "" {
 			break
 		}
-		q.Continue = page.Continue
+		q.Continue, q.Limit = page.Continue, int64(c.loadPage(r.bytes, read))
 	}
-	history, compacted, err := c.store.History(ctx, r.gvr, at, c.opts.RingSize)
-	if err != nil {
-		return err
-	}
-	if err := r.remember(history, compacted); err != nil {
+	if err := c.remember(ctx, r, at); err != nil {
 		return err
 	}
 	return c.reserve(r)
