@@ -61,7 +61,8 @@ func TestRowsAsWritten(t *testing.T) {
 			Seq                      int
 		}
 		var attrs []attribute
-		if err := db.Raw("SELECT kind, attr_key, attr_value, seq FROM attributes WHERE resource_revision = ? AND (kind = 'l' OR attr_key = 'images') ORDER BY kind, attr_key, seq", rev).
+		if err := db.Raw("SELECT k.kind, k.name AS attr_key, v.value AS attr_value, a.seq FROM object_attributes a JOIN attribute_keys k ON k.id = a.key_id "+
+			"JOIN attribute_values v ON v.id = a.value_id WHERE a.resource_revision = ? AND (k.kind = 'l' OR k.name = 'images') ORDER BY k.kind, k.name, a.seq", rev).
 			Scan(&attrs).Error; err != nil {
 			t.Fatal(err)
 		}

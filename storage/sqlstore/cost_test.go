@@ -712,14 +712,20 @@ func TestPostgresEstimatesCommonLabels(t *testing.T) {
 		apply(t, s, podsGVR, changes...)
 	}
 	db := sqlstore.GormDB(s)
-	execAll(t, db, "ANALYZE attributes")
+	execAll(t, db, "ANALYZE object_attributes")
 	var plan []struct {
 		Plan struct {
 			Rows float64 `json:"Plan Rows"`
 		}
 	}
 	var out string
-	if err := db.Raw("EXPLAIN (FORMAT JSON) SELECT resource_revision FROM attributes WHERE kind = 'l' AND attr_key = 'k0' AND attr_value = 'web'").Scan(&out).Error; err != nil {
+	// As a list asks, by the ids it looks up first.
+	var ids struct{ Key, Value int64 }
+	if err := db.Raw("SELECT k.id AS key, v.id AS value FROM attribute_keys k JOIN attribute_values v ON v.key_id = k.id WHERE k.kind = 'l' AND k.name = 'k0' AND v.value = 'web'").
+		Scan(&ids).Error; err != nil || ids.Value == 0 {
+		t.Fatalf("ids of k0=web: %+v, %v", ids, err)
+	}
+	if err := db.Raw(fmt.Sprintf("EXPLAIN (FORMAT JSON) SELECT resource_revision FROM object_attributes WHERE key_id = %d AND value_id = %d", ids.Key, ids.Value)).Scan(&out).Error; err != nil {
 		t.Fatal(err)
 	}
 	if err := json.Unmarshal([]byte(out), &plan); err != nil || len(plan) != 1 {

@@ -46,7 +46,9 @@ func (s *Store) Count(ctx context.Context, q *storage.CountQuery) (*storage.Coun
 					return err
 				}
 			}
-			g = s.rowGrouping(tx, q, owners)
+			if g, err = s.rowGrouping(tx, q, owners); err != nil {
+				return err
+			}
 		}
 		selects := make([]string, len(g.cols))
 		order := []string{g.count + " DESC"}
@@ -110,10 +112,15 @@ type grouping struct {
 
 // rowGrouping counts the rows List would select. Cluster and namespace
 // are columns of the row; a label or field is a LEFT JOIN to its attribute
-// rows, so objects without it form a group of their own (NULL), and a
-// field with several values (one row each) counts the object in each
-// value's group.
-func (s *Store) rowGrouping(tx *gorm.DB, q *storage.CountQuery, owners storage.OwnerSet) grouping {
+// rows and their values, so objects without it form a group of their own
+// (NULL), and a field with several values (one row each) counts the
+// object in each value's group.
+func (s *Store) rowGrouping(tx *gorm.DB, q *storage.CountQuery, owners storage.OwnerSet) (grouping, error) {
+	conds, err := s.attrConds(tx, &q.Query, nil) // images tested row by row
+	if err != nil {
+		return grouping{}, err
+	}
+	var keys []attrCond // the labels and fields grouped by, in order
 	cols := make([]string, len(q.GroupBy))
 	for i, g := range q.GroupBy {
 		switch g.Kind {
@@ -122,19 +129,24 @@ func (s *Store) rowGrouping(tx *gorm.DB, q *storage.CountQuery, owners storage.O
 		case storage.GroupNamespace:
 			cols[i] = resourcesTable + ".namespace"
 		default:
-			cols[i] = fmt.Sprintf("a%d.attr_value", i)
+			cols[i] = fmt.Sprintf("v%d.value", len(keys))
+			kind, _ := attrKind(g)
+			keys = append(keys, attrCond{kind: kind, key: g.Key})
 		}
 	}
+	// None excludes: none is left out. A key the dictionary lacks has id
+	// 0, which no row has: every object is in the NULL group.
+	if keys, err = resolveConds(tx, keys); err != nil {
+		return grouping{}, err
+	}
 	return grouping{cols: cols, count: "COUNT(*)", grouped: func() *gorm.DB {
-		db := s.filter(tx.Table(resourcesTable), &q.Query, owners, s.attrConds(&q.Query, nil), semiJoin) // images tested row by row
-		for i, g := range q.GroupBy {
-			if kind, ok := attrKind(g); ok {
-				db = db.Joins(fmt.Sprintf("LEFT JOIN %s a%d ON a%d.resource_revision = %s.revision AND a%d.kind = ? AND a%d.attr_key = ?",
-					attributesTable, i, i, resourcesTable, i, i), kind, g.Key)
-			}
+		db := s.filter(tx.Table(resourcesTable), &q.Query, owners, conds, semiJoin)
+		for i, k := range keys {
+			db = db.Joins(fmt.Sprintf("LEFT JOIN %s a%d ON a%d.resource_revision = %s.revision AND a%d.key_id = ? LEFT JOIN %s v%d ON v%d.id = a%d.value_id",
+				attributesTable, i, i, resourcesTable, i, attributeValuesTable, i, i, i), k.keyID)
 		}
 		return db.Group(strings.Join(cols, ", "))
-	}}
+	}}, nil
 }
 
 // summaryGrouping counts from the summary's cells (summary.go): those of

@@ -43,6 +43,9 @@ type dialect struct {
 	types map[string]string
 	// tableOptions follow CREATE TABLE (...).
 	tableOptions string
+	// clustered follows CREATE TABLE (...) of a table kept in the order of
+	// its primary key (table.clustered), where that is an option.
+	clustered string
 	// inlineIndexes puts indexes inside CREATE TABLE: MySQL has no
 	// CREATE INDEX IF NOT EXISTS.
 	inlineIndexes bool
@@ -194,6 +197,10 @@ type table struct {
 	columns    []column
 	primaryKey []string
 	indexes    []index
+	// clustered keeps the rows in the order of the primary key, which
+	// then needs no index of its own: SQLite keeps a table by its rowid
+	// unless told, InnoDB always by its primary key, PostgreSQL never.
+	clustered bool
 }
 
 // ddl renders t as statements that may run again without harm.
@@ -221,6 +228,9 @@ func (d *dialect) ddl(t table) []string {
 		}
 	}
 	b.WriteString(")" + d.tableOptions)
+	if t.clustered {
+		b.WriteString(d.clustered)
+	}
 	return append([]string{b.String()}, stmts...)
 }
 

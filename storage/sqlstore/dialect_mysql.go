@@ -31,7 +31,7 @@ func mysqlDialect(collation string) *dialect {
 		conflict:  mysqlConflict,
 		refused:   mysqlRefused,
 		types: map[string]string{
-			"bigint": "BIGINT", "blob": "LONGBLOB", "char1": "CHAR(1)",
+			"bigint": "BIGINT", "int": "INT", "blob": "LONGBLOB", "char1": "CHAR(1)",
 			"s16": varchar(16), "s64": varchar(64), "s128": varchar(128),
 			"s253": varchar(253), "s317": varchar(317), "s512": varchar(512),
 		},
@@ -40,14 +40,14 @@ func mysqlDialect(collation string) *dialect {
 		prefixIndexes: true,
 		dropIndex:     func(table, index string) string { return "DROP INDEX " + index + " ON " + table },
 		rekeyAttributes: []string{
-			"ALTER TABLE " + attributesTable + " ADD COLUMN seq INT NOT NULL DEFAULT 0, DROP PRIMARY KEY, ADD " + attributesKey,
+			"ALTER TABLE " + legacyAttributesTable + " ADD COLUMN seq INT NOT NULL DEFAULT 0, DROP PRIMARY KEY, ADD " + attributesKey,
 		},
 		migrations: map[int64][]string{
 			// Version 1 had MySQL compare text under utf8mb4_bin, which pads:
 			// "a" and "a " were equal. Converting to a NO PAD collation fails
 			// if a table holds both; none can, since its unique key refused
 			// the second.
-			2: mysqlConvert(collation, resourcesTable, attributesTable, eventsTable, metaTable),
+			2: mysqlConvert(collation, resourcesTable, legacyAttributesTable, eventsTable, metaTable),
 		},
 		lockSchema:    "SELECT GET_LOCK('panorama_schema', 300)",
 		unlockSchema:  "SELECT RELEASE_LOCK('panorama_schema')",
@@ -59,7 +59,7 @@ func mysqlDialect(collation string) *dialect {
 		lookupKeys:    keyChunk,
 		lookupLists:   keyChunk,
 		addExcluded:   "n + VALUES(n)",
-		analyze:       "ANALYZE TABLE resources, attributes, events, " + summaryTable,
+		analyze:       "ANALYZE TABLE resources, " + attributesTable + ", " + attributeValuesTable + ", events, " + summaryTable,
 		clusterRanges: true,
 		forceWalk:     true,
 		probeEstimate: "SELECT COALESCE(MAX(table_rows), 0) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = '" + resourcesTable + "'",

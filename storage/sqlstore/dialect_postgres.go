@@ -17,7 +17,7 @@ import (
 )
 
 // postgresMaintained are the tables PostgreSQL's analyze and vacuum cover.
-const postgresMaintained = "resources, attributes, events, history, " + summaryTable
+const postgresMaintained = "resources, " + attributesTable + ", " + attributeValuesTable + ", events, history, " + summaryTable
 
 var postgresDialect = &dialect{
 	name:     "postgres",
@@ -26,7 +26,7 @@ var postgresDialect = &dialect{
 	conflict: postgresConflict,
 	refused:  postgresRefused,
 	types: map[string]string{
-		"bigint": "BIGINT", "blob": "BYTEA", "char1": `VARCHAR(1) COLLATE "C"`,
+		"bigint": "BIGINT", "int": "INTEGER", "blob": "BYTEA", "char1": `VARCHAR(1) COLLATE "C"`,
 		"s16": `VARCHAR(16) COLLATE "C"`, "s64": `VARCHAR(64) COLLATE "C"`, "s128": `VARCHAR(128) COLLATE "C"`,
 		"s253": `VARCHAR(253) COLLATE "C"`, "s317": `VARCHAR(317) COLLATE "C"`, "s512": `VARCHAR(512) COLLATE "C"`,
 	},
@@ -34,7 +34,7 @@ var postgresDialect = &dialect{
 	// read and write of replicas still serving would queue.
 	dropIndex: func(_, index string) string { return "DROP INDEX CONCURRENTLY IF EXISTS " + index },
 	rekeyAttributes: []string{
-		"ALTER TABLE " + attributesTable + " ADD COLUMN seq INTEGER NOT NULL DEFAULT 0, DROP CONSTRAINT attributes_pkey, ADD " + attributesKey,
+		"ALTER TABLE " + legacyAttributesTable + " ADD COLUMN seq INTEGER NOT NULL DEFAULT 0, DROP CONSTRAINT attributes_pkey, ADD " + attributesKey,
 	},
 	migrations: map[int64][]string{
 		// PostgreSQL takes a namespace and a name for independent, so that
@@ -65,8 +65,12 @@ var postgresDialect = &dialect{
 		// the most common values of the three together, it walks the page's
 		// index and stops at its limit (BenchmarkCachedSearch).
 		13: {
-			"CREATE STATISTICS IF NOT EXISTS attributes_values (mcv) ON kind, attr_key, attr_value FROM " + attributesTable,
-			"ANALYZE " + attributesTable,
+			"CREATE STATISTICS IF NOT EXISTS attributes_values (mcv) ON kind, attr_key, attr_value FROM " + legacyAttributesTable,
+			"ANALYZE " + legacyAttributesTable,
+		},
+		// The same of the attribute rows by the dictionary's ids.
+		15: {
+			"CREATE STATISTICS IF NOT EXISTS object_attributes_values (mcv) ON key_id, value_id FROM " + attributesTable,
 		},
 	},
 	lockSchema:   "SELECT 1 FROM pg_advisory_lock(hashtext('panorama_schema'))",

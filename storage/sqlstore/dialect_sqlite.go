@@ -23,7 +23,7 @@ var sqliteDialect = &dialect{
 	oneConnection: true,
 	refused:       sqliteRefused,
 	types: map[string]string{
-		"bigint": "INTEGER", "blob": "BLOB", "char1": "TEXT",
+		"bigint": "INTEGER", "int": "INTEGER", "blob": "BLOB", "char1": "TEXT",
 		"s16": "TEXT", "s64": "TEXT", "s128": "TEXT", "s253": "TEXT", "s317": "TEXT", "s512": "TEXT",
 	},
 	dropIndex: func(_, index string) string { return "DROP INDEX " + index },
@@ -31,10 +31,10 @@ var sqliteDialect = &dialect{
 	rekeyAttributes: []string{
 		"CREATE TABLE attributes_rekeyed (resource_revision INTEGER NOT NULL, kind TEXT NOT NULL, attr_key TEXT NOT NULL, " +
 			"attr_value TEXT NOT NULL, seq INTEGER NOT NULL DEFAULT 0, " + attributesKey + ")",
-		"INSERT INTO attributes_rekeyed (resource_revision, kind, attr_key, attr_value) SELECT resource_revision, kind, attr_key, attr_value FROM " + attributesTable,
-		"DROP TABLE " + attributesTable,
-		"ALTER TABLE attributes_rekeyed RENAME TO " + attributesTable,
-		"CREATE INDEX attributes_lookup ON " + attributesTable + " (kind, attr_key, attr_value)",
+		"INSERT INTO attributes_rekeyed (resource_revision, kind, attr_key, attr_value) SELECT resource_revision, kind, attr_key, attr_value FROM " + legacyAttributesTable,
+		"DROP TABLE " + legacyAttributesTable,
+		"ALTER TABLE attributes_rekeyed RENAME TO " + legacyAttributesTable,
+		"CREATE INDEX attributes_lookup ON " + legacyAttributesTable + " (kind, attr_key, attr_value)",
 	},
 	contains:   func(c string) string { return "INSTR(" + c + ", ?) > 0" },
 	rowValues:  true,
@@ -45,6 +45,7 @@ var sqliteDialect = &dialect{
 	lookupLists:    1,
 	addExcluded:    summaryTable + ".n + excluded.n",
 	moveAttributes: true,
+	clustered:      " WITHOUT ROWID",
 }
 
 // sqliteTooBig is SQLITE_TOOBIG, the primary result code of a string or

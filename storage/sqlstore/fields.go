@@ -214,7 +214,7 @@ func (s *Store) reindex(ctx context.Context, version int64) error {
 	for after := int64(0); ; {
 		var next int64
 		var stop bool
-		_, err := s.submit(ctx, "", storage.Unfenced, reindexBatch, nil, func(tx *gorm.DB, _ *pending, _ int64, _ storedRows) (int64, error) {
+		_, err := s.submit(ctx, "", storage.Unfenced, reindexBatch, nil, func(tx *gorm.DB, p *pending, _ int64, _ storedRows) (int64, error) {
 			next, stop = after, true
 			if declared, err := metaValue(tx, metaFieldsDeclared); err != nil || declared != version {
 				return 0, err
@@ -251,14 +251,19 @@ func (s *Store) reindex(ctx context.Context, version int64) error {
 				attrs = fieldRows(attrs, r.Revision, fs.Extract(schema.GroupResource{Group: r.Group, Resource: r.Resource}, u.Object))
 			}
 			// The count summary trades the old field values for the new.
-			var old []attributeRow
-			if err := tx.Where("resource_revision IN ? AND kind = ?", revs, attrKindField).Find(&old).Error; err != nil {
+			old, err := attributesOf(tx, "resource_revision IN ? AND k.kind = ?", revs, attrKindField)
+			if err != nil {
 				return 0, err
 			}
-			if err := tx.Where("resource_revision IN ? AND kind = ?", revs, attrKindField).Delete(&attributeRow{}).Error; err != nil {
+			if err := tx.Where("resource_revision IN ? AND key_id IN (SELECT id FROM "+attributeKeysTable+" WHERE kind = ?)", revs, attrKindField).
+				Delete(&storedAttributeRow{}).Error; err != nil {
 				return 0, err
 			}
-			if err := insertChunked(tx, s.dialect, attrs, func(*attributeRow) int { return 64 }); err != nil {
+			stored, err := p.dict.store(tx, s.dialect, attrs)
+			if err != nil {
+				return 0, err
+			}
+			if err := insertChunked(tx, s.dialect, stored, func(*storedAttributeRow) int { return 24 }); err != nil {
 				return 0, err
 			}
 			var t tally

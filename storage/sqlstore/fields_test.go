@@ -161,7 +161,8 @@ func describeAll(t *testing.T, w *world, fs *storage.FieldSet) *world {
 func countFieldRows(t *testing.T, s *sqlstore.Store, field string) int64 {
 	t.Helper()
 	var n int64
-	if err := sqlstore.GormDB(s).Table("attributes").Where("kind = ? AND attr_key = ?", "f", field).Count(&n).Error; err != nil {
+	if err := sqlstore.GormDB(s).Table("object_attributes a").Joins("JOIN attribute_keys k ON k.id = a.key_id").
+		Where("k.kind = ? AND k.name = ?", "f", field).Count(&n).Error; err != nil {
 		t.Fatal(err)
 	}
 	return n
@@ -169,9 +170,10 @@ func countFieldRows(t *testing.T, s *sqlstore.Store, field string) int64 {
 
 // TestMigrationToMultiValuedFields takes a database back to the schema
 // before attributes had seq, with rows in it, and opens it again: the
-// migration keeps every label and field row, then stores several values
-// of one field, and the first declaration indexes the built-in fields
-// added since (images) for the rows written before.
+// migrations keep every label and field row, moved into the dictionary,
+// then store several values of one field, and the first declaration
+// indexes the built-in fields added since (images) for the rows written
+// before.
 func TestMigrationToMultiValuedFields(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
 		ctx := context.Background()
@@ -194,26 +196,11 @@ func TestMigrationToMultiValuedFields(t *testing.T) {
 		for _, c := range changes {
 			w.put("east", podsGVR, c.Object)
 		}
-		const old = "PRIMARY KEY (resource_revision, kind, attr_key)"
-		stmts := map[string][]string{
-			"mysql":    {"ALTER TABLE attributes DROP PRIMARY KEY, DROP COLUMN seq, ADD " + old},
-			"postgres": {"ALTER TABLE attributes DROP CONSTRAINT attributes_pkey, DROP COLUMN seq, ADD " + old},
-			"sqlite": {
-				"CREATE TABLE attributes_old (resource_revision INTEGER NOT NULL, kind TEXT NOT NULL, attr_key TEXT NOT NULL, attr_value TEXT NOT NULL, " + old + ")",
-				"INSERT INTO attributes_old SELECT resource_revision, kind, attr_key, attr_value FROM attributes",
-				"DROP TABLE attributes", "ALTER TABLE attributes_old RENAME TO attributes",
-				"CREATE INDEX attributes_lookup ON attributes (kind, attr_key, attr_value)",
-			},
-		}[b.Name]
+		// The binary of before kept keys and values in the attribute rows,
+		// which had no seq, wrote no images rows, and declared nothing.
 		db := sqlstore.GormDB(s)
-		// The binary of before wrote no images rows, and declared nothing.
-		stmts = append([]string{"DELETE FROM attributes WHERE attr_key = 'images'", "DELETE FROM panorama_fields",
-			"UPDATE panorama_meta SET value = 0 WHERE name IN ('fields_declared', 'fields_indexed')"}, stmts...)
-		for _, stmt := range append(stmts, "DELETE FROM panorama_schema_migrations WHERE version = 4") {
-			if err := db.Exec(stmt).Error; err != nil {
-				t.Fatalf("%s: %v", stmt, err)
-			}
-		}
+		toLegacyAttributes(t, b.Name, db, false, "", 4)
+		execAll(t, db, "DELETE FROM panorama_fields", "UPDATE panorama_meta SET value = 0 WHERE name IN ('fields_declared', 'fields_indexed')")
 		_ = s.Close()
 		s = storagetest.OpenStore(t, opts)
 		for _, q := range []storage.ListQuery{

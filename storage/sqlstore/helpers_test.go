@@ -254,3 +254,42 @@ func withImages(rng *rand.Rand, path ...string) func(*unstructured.Unstructured)
 		}
 	}
 }
+
+// toLegacyAttributes takes the attribute rows back to the table they were
+// in before the dictionary (schema version 15), with or without seq, its
+// text in collation where given (MySQL), and forgets version 15 and
+// forget: a store opened next migrates them again.
+func toLegacyAttributes(t testing.TB, backend string, db *gorm.DB, withSeq bool, collation string, forget ...int) {
+	t.Helper()
+	columns := "resource_revision BIGINT NOT NULL, kind VARCHAR(1) NOT NULL, attr_key VARCHAR(317) NOT NULL, attr_value VARCHAR(512) NOT NULL"
+	key, from, selected := "resource_revision, kind, attr_key", "", "a.resource_revision, k.kind, k.name, v.value"
+	if withSeq {
+		columns += ", seq INT NOT NULL DEFAULT 0"
+		key, selected = key+", seq", selected+", a.seq"
+	} else {
+		from = " WHERE k.name <> 'images'" // multi-valued: the schema before seq had none
+	}
+	table := "CREATE TABLE attributes (" + columns + ", PRIMARY KEY (" + key + ")"
+	var stmts []string
+	if backend == "mysql" {
+		table += ", KEY attributes_lookup (kind, attr_key(190), attr_value(190)))"
+		if collation != "" {
+			table += " CHARACTER SET utf8mb4 COLLATE " + collation
+		}
+		stmts = append(stmts, table)
+	} else {
+		stmts = append(stmts, table+")", "CREATE INDEX attributes_lookup ON attributes (kind, attr_key, attr_value)")
+	}
+	insert := "INSERT INTO attributes (resource_revision, kind, attr_key, attr_value"
+	if withSeq {
+		insert += ", seq"
+	}
+	stmts = append(stmts,
+		insert+") SELECT "+selected+" FROM object_attributes a JOIN attribute_keys k ON k.id = a.key_id JOIN attribute_values v ON v.id = a.value_id"+from,
+		"DROP TABLE object_attributes", "DROP TABLE attribute_values", "DROP TABLE attribute_keys",
+		"DELETE FROM panorama_schema_migrations WHERE version = 15")
+	for _, v := range forget {
+		stmts = append(stmts, fmt.Sprintf("DELETE FROM panorama_schema_migrations WHERE version = %d", v))
+	}
+	execAll(t, db, stmts...)
+}

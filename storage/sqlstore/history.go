@@ -125,8 +125,12 @@ func (s *Store) Compact(ctx context.Context, revision int64, keepHistory bool) e
 			return err
 		}
 	}
-	// The count summary's cells that writes emptied since the last time.
+	// The count summary's cells that writes emptied since the last time,
+	// and the dictionary's values that no row has any more.
 	if err := sweepSummary(db); err != nil {
+		return err
+	}
+	if err := s.sweepDictionary(db); err != nil {
 		return err
 	}
 	// From the oldest entry: a compaction that failed midway left its

@@ -99,7 +99,10 @@ func (s *Store) List(ctx context.Context, q *storage.ListQuery) (*storage.ListRe
 				return err
 			}
 		}
-		conds := s.attrConds(q, images)
+		conds, err := s.attrConds(tx, q, images)
+		if err != nil {
+			return err
+		}
 		atRevision := func(q *storage.ListQuery, plan attrPlan) *gorm.DB {
 			return s.filter(tx.Model(&resourceRow{}), q, owners, conds, plan).Where("revision <= ?", rev)
 		}
@@ -201,7 +204,8 @@ func (s *Store) filter(db *gorm.DB, q *storage.ListQuery, owners storage.OwnerSe
 		}
 	}
 	for _, c := range conds {
-		db = db.Where(plan.sql(c), c.args()...)
+		sql, args := plan.sql(c)
+		db = db.Where(sql, args...)
 	}
 	return db
 }
@@ -217,35 +221,57 @@ func keyColumn(field string) (string, bool) {
 }
 
 // attrCond selects the rows that have, or with lacks those that lack, an
-// attribute row of kind and key whose value passes value: SQL on
-// attr_value with its parameters values, or "" for any value. common is
-// set where the matches are known to be many (see imageValues).
+// attribute row of kind and key whose value is one of values, contains
+// one of contains, or, with neither, is any. common is set where the
+// matches are known to be many (see imageValues).
+//
+// Rows name keys and values by the dictionary's ids, which resolveConds
+// looks up in the query's snapshot: keyID and valueIDs, or never where the
+// dictionary has no key or value the condition requires.
 type attrCond struct {
-	kind, key     string
-	lacks, common bool
-	value         string
-	values        []any
+	kind, key        string
+	lacks, common    bool
+	values, contains []string
+	// containsSQL is the database's test of a value against one of contains.
+	containsSQL string
+
+	keyID    int64
+	valueIDs []int64
+	never    bool
 }
 
-func (c attrCond) args() []any { return append([]any{c.kind, c.key}, c.values...) }
+// value is SQL on an attribute row's value_id, and its parameters.
+func (c attrCond) value() (string, []any) {
+	switch {
+	case len(c.contains) > 0:
+		contains := make([]string, len(c.contains))
+		args := []any{c.keyID}
+		for i, sub := range c.contains {
+			contains[i] = c.containsSQL
+			args = append(args, sub)
+		}
+		return " AND value_id IN (SELECT id FROM " + attributeValuesTable + " WHERE key_id = ? AND (" + strings.Join(contains, " OR ") + "))", args
+	case len(c.valueIDs) == 1:
+		return " AND value_id = ?", []any{c.valueIDs[0]}
+	case len(c.valueIDs) > 1:
+		return " AND value_id IN ?", []any{c.valueIDs}
+	}
+	return "", nil
+}
 
 // attrConds are the conditions of q's label and field selectors and images
-// on attribute rows.
-func (s *Store) attrConds(q *storage.ListQuery, images []string) []attrCond {
+// on attribute rows, resolved in tx (resolveConds).
+func (s *Store) attrConds(tx *gorm.DB, q *storage.ListQuery, images []string) ([]attrCond, error) {
 	var out []attrCond
 	for _, r := range q.Labels {
 		values := r.Values().UnsortedList()
 		slices.Sort(values)
 		c := attrCond{kind: attrKindLabel, key: r.Key()}
 		switch r.Operator() {
-		case selection.Equals, selection.DoubleEquals:
-			c.value, c.values = " AND attr_value = ?", []any{values[0]}
-		case selection.In:
-			c.value, c.values = " AND attr_value IN ?", []any{values}
-		case selection.NotEquals:
-			c.lacks, c.value, c.values = true, " AND attr_value = ?", []any{values[0]}
-		case selection.NotIn:
-			c.lacks, c.value, c.values = true, " AND attr_value IN ?", []any{values}
+		case selection.Equals, selection.DoubleEquals, selection.In:
+			c.values = values
+		case selection.NotEquals, selection.NotIn:
+			c.lacks, c.values = true, values
 		case selection.Exists:
 		case selection.DoesNotExist:
 			c.lacks = true
@@ -263,18 +289,77 @@ func (s *Store) attrConds(q *storage.ListQuery, images []string) []attrCond {
 			// Empty values are never stored: "= ''" means the field is absent.
 			c.lacks = !c.lacks
 		} else {
-			c.value, c.values = " AND attr_value = ?", []any{r.Value}
+			c.values = []string{r.Value}
 		}
 		out = append(out, c)
 	}
 	switch {
 	case len(q.Images) == 0:
 	case images != nil:
-		out = append(out, attrCond{kind: attrKindField, key: storage.ImagesField, value: " AND attr_value IN ?", values: []any{images}})
+		out = append(out, attrCond{kind: attrKindField, key: storage.ImagesField, values: images, never: len(images) == 0})
 	default:
-		out = append(out, attrCond{kind: attrKindField, key: storage.ImagesField, common: true, value: " AND " + s.containsAny(q.Images), values: anys(q.Images)})
+		out = append(out, attrCond{kind: attrKindField, key: storage.ImagesField, common: true, contains: q.Images, containsSQL: s.dialect.contains("value")})
 	}
-	return out
+	return resolveConds(tx, out)
+}
+
+// resolveConds looks up the ids of conds' keys and values, in two
+// statements. A condition that requires a key or values the dictionary
+// lacks can pass no row (never); one that excludes them passes every row,
+// and is left out.
+func resolveConds(tx *gorm.DB, conds []attrCond) ([]attrCond, error) {
+	if len(conds) == 0 {
+		return conds, nil
+	}
+	wanted := make([]attrKey, len(conds))
+	for i, c := range conds {
+		wanted[i] = attrKey{c.kind, c.key}
+	}
+	keys, err := findKeys(tx, wanted)
+	if err != nil {
+		return nil, err
+	}
+	ids := map[attrKey]int64{}
+	for _, k := range keys {
+		ids[attrKey{k.Kind, k.Name}] = k.ID
+	}
+	var terms []string
+	var args []any
+	for i := range conds {
+		c := &conds[i]
+		c.keyID = ids[attrKey{c.kind, c.key}]
+		if c.keyID != 0 && len(c.values) > 0 {
+			terms = append(terms, "(key_id = ? AND value IN ?)")
+			args = append(args, c.keyID, c.values)
+		}
+	}
+	var values []attributeValueRow
+	if len(terms) > 0 {
+		if err := tx.Where(strings.Join(terms, " OR "), args...).Find(&values).Error; err != nil {
+			return nil, err
+		}
+	}
+	valueIDs := map[attrValue]int64{}
+	for _, v := range values {
+		valueIDs[attrValue{v.KeyID, v.Value}] = v.ID
+	}
+	out := conds[:0]
+	for _, c := range conds {
+		for _, v := range c.values {
+			if id, ok := valueIDs[attrValue{c.keyID, v}]; ok {
+				c.valueIDs = append(c.valueIDs, id)
+			}
+		}
+		unknown := c.keyID == 0 || len(c.values) > 0 && len(c.valueIDs) == 0
+		switch {
+		case unknown && c.lacks:
+			continue
+		case unknown:
+			c.never = true
+		}
+		out = append(out, c)
+	}
+	return out, nil
 }
 
 // maxImageValues bounds the images an images search resolves to

@@ -30,6 +30,8 @@ type pending struct {
 	resources map[storage.ClusterResource]bool
 	// fields are the declared fields new rows are indexed with.
 	fields *storage.FieldSet
+	// dict stores the attribute rows' keys and values (dictionary.go).
+	dict *dictionaryTx
 	// bytes of objects, as stored, added since the group began; replacedRows
 	// counts the rows replaced or deleted since then.
 	bytes, replacedRows int
@@ -144,8 +146,8 @@ func (p *pending) flush(tx *gorm.DB, d *dialect) error {
 		for i, r := range chunk {
 			revs[i], keys[r.Revision] = r.Revision, &r.KeyColumns
 		}
-		var oldAttrs []attributeRow
-		if err := tx.Where("resource_revision IN ?", revs).Find(&oldAttrs).Error; err != nil {
+		oldAttrs, err := attributesOf(tx, "resource_revision IN ?", revs)
+		if err != nil {
 			return err
 		}
 		t.objects(keys, -1)
@@ -160,7 +162,11 @@ func (p *pending) flush(tx *gorm.DB, d *dialect) error {
 	if err := insertChunked(tx, d, rows, func(r *resourceRow) int { return len(r.Object) }); err != nil {
 		return err
 	}
-	if err := insertChunked(tx, d, fresh.rows(), func(*attributeRow) int { return 64 }); err != nil {
+	stored, err := p.dict.store(tx, d, fresh.rows())
+	if err != nil {
+		return err
+	}
+	if err := insertChunked(tx, d, stored, func(*storedAttributeRow) int { return 24 }); err != nil {
 		return err
 	}
 	keys := make(map[int64]*KeyColumns, len(rows))
@@ -213,7 +219,7 @@ func newAttributeWrites(attrs []attributeRow, replaced map[int64]int64) *attribu
 // for each.
 func (a *attributeWrites) replace(tx *gorm.DB, d *dialect, revs []int64, old []attributeRow) error {
 	if !d.moveAttributes {
-		return tx.Where("resource_revision IN ?", revs).Delete(&attributeRow{}).Error
+		return tx.Where("resource_revision IN ?", revs).Delete(&storedAttributeRow{}).Error
 	}
 	moving := map[int64]bool{}
 	var changed []attributeRow
@@ -238,7 +244,7 @@ func (a *attributeWrites) replace(tx *gorm.DB, d *dialect, revs []int64, old []a
 		}
 	}
 	if len(gone) > 0 {
-		if err := tx.Where("resource_revision IN ?", gone).Delete(&attributeRow{}).Error; err != nil {
+		if err := tx.Where("resource_revision IN ?", gone).Delete(&storedAttributeRow{}).Error; err != nil {
 			return err
 		}
 	}
@@ -248,18 +254,18 @@ func (a *attributeWrites) replace(tx *gorm.DB, d *dialect, revs []int64, old []a
 	return a.move(tx, d, moved)
 }
 
-// deleteAttributes deletes rows by their primary key, d.insertRows a
-// statement.
+// deleteAttributes deletes rows, read by attributesOf, by their primary
+// key, d.insertRows a statement.
 func deleteAttributes(tx *gorm.DB, d *dialect, rows []attributeRow) error {
 	for start := 0; start < len(rows); start += d.insertRows {
 		chunk := rows[start:min(start+d.insertRows, len(rows))]
 		terms := make([]string, len(chunk))
-		args := make([]any, 0, 4*len(chunk))
+		args := make([]any, 0, 3*len(chunk))
 		for i, r := range chunk {
-			terms[i] = "(resource_revision = ? AND kind = ? AND attr_key = ? AND seq = ?)"
-			args = append(args, r.Revision, r.Kind, r.Key, r.Seq)
+			terms[i] = "(resource_revision = ? AND key_id = ? AND seq = ?)"
+			args = append(args, r.Revision, r.KeyID, r.Seq)
 		}
-		if err := tx.Where(strings.Join(terms, " OR "), args...).Delete(&attributeRow{}).Error; err != nil {
+		if err := tx.Where(strings.Join(terms, " OR "), args...).Delete(&storedAttributeRow{}).Error; err != nil {
 			return err
 		}
 	}

@@ -176,7 +176,8 @@ func checkAttributeRows(t *testing.T, s *sqlstore.Store, step string) {
 		AttrValue        string
 	}
 	db := sqlstore.GormDB(s)
-	if err := db.Table("attributes").Find(&attrs).Error; err != nil {
+	if err := db.Table("object_attributes a").Select("a.resource_revision, k.kind, k.name AS attr_key, a.seq, v.value AS attr_value").
+		Joins("JOIN attribute_keys k ON k.id = a.key_id").Joins("JOIN attribute_values v ON v.id = a.value_id").Find(&attrs).Error; err != nil {
 		t.Fatal(err)
 	}
 	got := make([]string, len(attrs))

@@ -22,22 +22,27 @@ type attrPlan struct{ probeRequired, probeExcluded bool }
 
 var semiJoin attrPlan
 
-// sql is c as a condition on resources rows.
-func (p attrPlan) sql(c attrCond) string {
+// sql is c as a condition on resources rows, and its parameters.
+func (p attrPlan) sql(c attrCond) (string, []any) {
+	if c.never {
+		return "1 = 0", nil
+	}
 	const from = " FROM " + attributesTable + " WHERE "
+	value, args := c.value()
+	args = append([]any{c.keyID}, args...)
 	// A row's attribute of a key is one row, or several for a multi-valued
-	// field (images): the primary key's prefix (resource_revision, kind,
-	// attr_key) finds them, LIMIT 1 keeps a scalar subquery scalar.
-	own := "(SELECT 1" + from + "resource_revision = " + resourcesTable + ".revision AND kind = ? AND attr_key = ?" + c.value + " LIMIT 1)"
+	// field (images): the primary key's prefix (resource_revision, key_id)
+	// finds them, LIMIT 1 keeps a scalar subquery scalar.
+	own := "(SELECT 1" + from + "resource_revision = " + resourcesTable + ".revision AND key_id = ?" + value + " LIMIT 1)"
 	switch {
 	case c.lacks && p.probeExcluded:
-		return own + " IS NULL"
+		return own + " IS NULL", args
 	case c.lacks:
-		return "NOT EXISTS " + own
+		return "NOT EXISTS " + own, args
 	case p.probeRequired:
-		return own + " IS NOT NULL"
+		return own + " IS NOT NULL", args
 	default:
-		return "revision IN (SELECT resource_revision" + from + "kind = ? AND attr_key = ?" + c.value + ")"
+		return "revision IN (SELECT resource_revision" + from + "key_id = ?" + value + ")", args
 	}
 }
 
@@ -68,7 +73,7 @@ func (s *Store) pagePlan(tx *gorm.DB, q *storage.ListQuery, order []storage.Orde
 	plan := attrPlan{probeRequired: true, probeExcluded: true}
 	var required []attrCond
 	for _, c := range conds {
-		if !c.lacks && !c.common {
+		if !c.lacks && !c.common && !c.never {
 			required = append(required, c)
 		}
 	}
@@ -82,8 +87,9 @@ func (s *Store) pagePlan(tx *gorm.DB, q *storage.ListQuery, order []storage.Orde
 	common := max(int64(math.Sqrt(float64((q.Limit+1)*objects))), q.Limit+1)
 	for _, c := range required {
 		var n int64
-		count := "SELECT COUNT(*) FROM (SELECT 1 FROM " + attributesTable + " WHERE kind = ? AND attr_key = ?" + c.value + " LIMIT ?) matches"
-		if err := tx.Raw(count, append(c.args(), common)...).Scan(&n).Error; err != nil {
+		value, args := c.value()
+		count := "SELECT COUNT(*) FROM (SELECT 1 FROM " + attributesTable + " WHERE key_id = ?" + value + " LIMIT ?) matches"
+		if err := tx.Raw(count, append(append([]any{c.keyID}, args...), common)...).Scan(&n).Error; err != nil {
 			return semiJoin, err
 		}
 		if n < common {

@@ -204,21 +204,20 @@ func TestMigrationToNoPadCollation(t *testing.T) {
 	defer db.Close()
 	for _, stmt := range []string{
 		"ALTER TABLE resources CONVERT TO CHARACTER SET utf8mb4 COLLATE utf8mb4_bin",
-		"ALTER TABLE attributes CONVERT TO CHARACTER SET utf8mb4 COLLATE utf8mb4_bin",
-		"DELETE FROM panorama_schema_migrations WHERE version = 2",
 	} {
 		if _, err := db.Exec(stmt); err != nil {
 			t.Fatal(err)
 		}
 	}
+	toLegacyAttributes(t, "mysql", sqlstore.GormDB(s), true, "utf8mb4_bin", 2)
 	_ = s.Close()
 	if s, err = sqlstore.Open(context.Background(), opts); err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	var collation string
-	if err := db.QueryRow("SELECT collation_name FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = 'attributes' AND column_name = 'attr_value'").Scan(&collation); err != nil || collation != "utf8mb4_nopad_bin" {
-		t.Fatalf("attr_value collation %q, %v", collation, err)
+	if err := db.QueryRow("SELECT collation_name FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = 'resources' AND column_name = 'name'").Scan(&collation); err != nil || collation != "utf8mb4_nopad_bin" {
+		t.Fatalf("name collation %q, %v", collation, err)
 	}
 	ctx := context.Background()
 	if _, err := s.ForCluster("east", storage.Unfenced).Apply(ctx, podsGVR, []storage.Change{storage.Upsert(object("Pod", "ns", "a", "1")), storage.Upsert(object("Pod", "ns", "a ", "1"))}); err != nil {

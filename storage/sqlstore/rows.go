@@ -57,16 +57,18 @@ func (r *resourceRow) object() (storage.Object, error) {
 	}, nil
 }
 
+// attributeRow is a label or field of a row, its key and value in full.
+// Stored, it names them in the dictionary (storedAttributeRow); read by
+// attributesOf, it has its key's id too.
 type attributeRow struct {
-	Revision int64  `gorm:"column:resource_revision;primaryKey;autoIncrement:false"`
-	Kind     string `gorm:"column:kind;primaryKey"`
-	Key      string `gorm:"column:attr_key;primaryKey"`
+	Revision int64  `gorm:"column:resource_revision"`
+	KeyID    int64  `gorm:"column:key_id"`
+	Kind     string `gorm:"column:kind"`
+	Key      string `gorm:"column:attr_key"`
 	// Seq numbers the values of a multi-valued field.
-	Seq   int    `gorm:"column:seq;primaryKey;autoIncrement:false"`
+	Seq   int    `gorm:"column:seq"`
 	Value string `gorm:"column:attr_value"`
 }
-
-func (attributeRow) TableName() string { return attributesTable }
 
 type eventRow struct {
 	Revision int64  `gorm:"column:revision;primaryKey;autoIncrement:false"`

@@ -36,12 +36,20 @@ const (
 	attrKindLabel      = "l"
 	attrKindField      = "f"
 	resourcesTable     = "resources"
-	attributesTable    = "attributes"
-	eventsTable        = "events"
-	metaTable          = "panorama_meta"
-	historyTable       = "history"
-	revisionTimesTable = "revision_times"
-	migrationsTable    = "panorama_schema_migrations"
+	// legacyAttributesTable held the attribute rows, keys and values in
+	// full, until migration 15 (dictionary.go).
+	legacyAttributesTable = "attributes"
+	attributesTable       = "object_attributes"
+	attributeKeysTable    = "attribute_keys"
+	attributeValuesTable  = "attribute_values"
+	// metaDictionaryEpoch counts the sweeps of the dictionary that
+	// deleted ids (sweepDictionary).
+	metaDictionaryEpoch = "dictionary_epoch"
+	eventsTable         = "events"
+	metaTable           = "panorama_meta"
+	historyTable        = "history"
+	revisionTimesTable  = "revision_times"
+	migrationsTable     = "panorama_schema_migrations"
 )
 
 var keyColumns = []column{
@@ -93,7 +101,7 @@ var migrations = []struct {
 		{
 			// Labels and selectable fields, one row each, so selectors are
 			// index lookups rather than scans of JSON.
-			name: attributesTable,
+			name: legacyAttributesTable,
 			columns: []column{
 				{name: "resource_revision", typ: "bigint"},
 				{name: "kind", typ: "char1"},
@@ -245,15 +253,53 @@ var migrations = []struct {
 		},
 		primaryKey: []string{"cluster"},
 	}},
+}, {
+	// The attribute dictionary (dictionary.go): the attribute rows name
+	// keys and values by id, and the legacy ones are converted.
+	version: 15,
+	tables: []table{
+		{
+			name:       attributeKeysTable,
+			columns:    []column{{name: "id", typ: "int"}, {name: "kind", typ: "char1"}, {name: "name", typ: "s317"}},
+			primaryKey: []string{"id"},
+			indexes:    []index{{name: "attribute_keys_name", unique: true, columns: []string{"kind", "name"}}},
+		},
+		{
+			name:       attributeValuesTable,
+			columns:    []column{{name: "id", typ: "int"}, {name: "key_id", typ: "int"}, {name: "value", typ: "s512"}},
+			primaryKey: []string{"id"},
+			indexes:    []index{{name: "attribute_values_value", unique: true, columns: []string{"key_id", "value"}}},
+		},
+		{
+			// A row's attributes are found by its revision, the rows that
+			// have a key's values by the index. InnoDB's and SQLite's
+			// entries end with the primary key, so that a semi-join reads
+			// the index alone; PostgreSQL's, without the revision,
+			// deduplicate a common value's entries, a good share of the
+			// attribute rows' bytes (BenchmarkBytesPerObject).
+			name: attributesTable,
+			columns: []column{
+				{name: "resource_revision", typ: "bigint"},
+				{name: "key_id", typ: "int"},
+				{name: "seq", typ: "int"},
+				{name: "value_id", typ: "int"},
+			},
+			primaryKey: []string{"resource_revision", "key_id", "seq"},
+			indexes:    []index{{name: "object_attributes_lookup", columns: []string{"key_id", "value_id"}}},
+			clustered:  true,
+		},
+	},
+	run: (*Store).convertAttributes,
 }}
 
-// attributesKey is the attributes' primary key since migration 4.
+// attributesKey is the legacy attributes' primary key since migration 4.
 const attributesKey = "PRIMARY KEY (resource_revision, kind, attr_key, seq)"
 
 // rekeyAttributes adds seq to the attributes' primary key, unless that was
-// done, by the dialect's statements in one transaction.
+// done, by the dialect's statements in one transaction. Without the table,
+// another store has gone on to the dictionary.
 func (s *Store) rekeyAttributes(db *gorm.DB) error {
-	if db.Migrator().HasColumn(attributesTable, "seq") {
+	if m := db.Migrator(); !m.HasTable(legacyAttributesTable) || m.HasColumn(legacyAttributesTable, "seq") {
 		return nil
 	}
 	return db.Transaction(func(tx *gorm.DB) error {
@@ -376,6 +422,6 @@ func (s *Store) migrateLocked(db *gorm.DB) error {
 		}
 	}
 	seed := []metaRow{{Name: metaRevision}, {Name: metaCompacted}, {Name: metaFieldsDeclared}, {Name: metaFieldsIndexed}, {Name: metaHistoryExpired},
-		{Name: metaSecretsRewritten}}
+		{Name: metaSecretsRewritten}, {Name: metaDictionaryEpoch}}
 	return db.Clauses(clause.OnConflict{DoNothing: true}).Create(&seed).Error
 }

@@ -70,6 +70,8 @@ type Store struct {
 	queue *queue
 	// fields are the declared fields' versions (fields.go).
 	fields fieldsCache
+	// dict caches the attribute dictionary's ids (dictionary.go).
+	dict dictionary
 	// rewrites is the count of rewrites of logged Secrets (forget.go).
 	rewrites rewriteCount
 

@@ -210,14 +210,12 @@ func TestCountSummaryMigration(t *testing.T) {
 			t.Fatalf("the summary holds %d cells after writing 3 clusters of objects", len(kept))
 		}
 		for i, stmts := range [][]string{
-			{"DROP TABLE count_summary", "DELETE FROM panorama_schema_migrations WHERE version = 9"},
-			{"DELETE FROM panorama_schema_migrations WHERE version = 9"},
+			{"DROP TABLE count_summary"},
+			{},
 		} {
-			for _, stmt := range stmts {
-				if err := sqlstore.GormDB(s).Exec(stmt).Error; err != nil {
-					t.Fatalf("%s: %v", stmt, err)
-				}
-			}
+			// The summary came before the dictionary.
+			toLegacyAttributes(t, b.Name, sqlstore.GormDB(s), true, "", 9)
+			execAll(t, sqlstore.GormDB(s), stmts...)
 			migrated := storagetest.OpenStore(t, opts)
 			if got := cells(migrated); fmt.Sprint(got) != fmt.Sprint(kept) {
 				t.Fatalf("migration %d: the summary differs from the one writes kept:\n got %d cells %.500v\nwant %d cells %.500v", i+1, len(got), got, len(kept), kept)

@@ -232,7 +232,7 @@ func (s *Store) write(group []*batch) (ran int, blamed []*batch, err error) {
 		if err != nil {
 			return err
 		}
-		p.fields = fs
+		p.fields, p.dict = fs, s.dict.begin()
 		next = base
 		var reads runReads // of group[ran:looked]
 		looked := 0
@@ -284,6 +284,7 @@ func (s *Store) write(group []*batch) (ran int, blamed []*batch, err error) {
 	if err != nil {
 		return 0, blamed, err
 	}
+	s.dict.learn(p.dict)
 	if next > base {
 		s.notify()
 		s.wrote(next-base, int64(p.replacedRows))
