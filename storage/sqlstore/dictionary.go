@@ -341,8 +341,14 @@ func (s *Store) convertAttributes(db *gorm.DB) error {
 				return err
 			}
 			var revs []int64
-			if err := tx.Model(&resourceRow{}).Where("revision > ?", after).Order("revision").Limit(page).Pluck("revision", &revs).Error; err != nil || len(revs) == 0 {
+			if err := tx.Model(&resourceRow{}).Where("revision > ?", after).Order("revision").Limit(page).Pluck("revision", &revs).Error; err != nil {
 				return err
+			}
+			if len(revs) == 0 {
+				// Still holding the counter, so that a binary of before
+				// writes no rows between the last page and the drop
+				// (MySQL commits before a DROP: all but that instant).
+				return tx.Exec("DROP TABLE " + legacyAttributesTable).Error
 			}
 			last = revs[len(revs)-1]
 			var legacy []attributeRow
@@ -362,9 +368,8 @@ func (s *Store) convertAttributes(db *gorm.DB) error {
 		}
 		s.dict.learn(dict)
 		if last == 0 {
-			break
+			return nil
 		}
 		after = last
 	}
-	return db.Exec("DROP TABLE " + legacyAttributesTable).Error
 }
