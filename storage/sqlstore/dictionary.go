@@ -23,15 +23,23 @@ import (
 // next after the largest, so that assigning needs nothing any database
 // lacks. A writer caches the ids it has seen; they stay valid until the
 // dictionary is swept of values no row refers to any more
-// (sweepDictionary, at compaction), which raises metaDictionaryEpoch, and
-// a writer finding the epoch changed forgets what it cached. Readers
+// (sweepDictionary, at compaction), which raises metaDictionaryEpoch, or
+// holds smaller ids than those cached (restored from a backup): a writer
+// finding either forgets what it cached. Readers
 // resolve the ids a query needs in their own snapshot, uncached
 // (resolveConds).
 
-// dictionaryCacheValues bounds the values a store's writer caches: past
-// it, the cache starts over. Values that never repeat (pod IPs, the names
-// in Events) would otherwise fill it.
-const dictionaryCacheValues = 200_000
+// dictionaryCacheBytes bounds what a store's writer caches: past it, the
+// cache starts over. Values that never recur (pod IPs, the names in
+// Events) would otherwise fill it.
+const dictionaryCacheBytes = 16 << 20
+
+// dictionaryEntryBytes is about what an entry of the cache takes beside
+// its text: the map's slot, the string's header, the id.
+const dictionaryEntryBytes = 64
+
+// dictionaryLookup bounds the names or values one statement looks up.
+const dictionaryLookup = 500
 
 // attrKey is a label or field key as the dictionary holds it.
 type attrKey struct{ kind, name string }
@@ -62,61 +70,92 @@ func (attributeValueRow) TableName() string { return attributeValuesTable }
 type storedAttributeRow struct {
 	Revision int64 `gorm:"column:resource_revision;primaryKey;autoIncrement:false"`
 	KeyID    int64 `gorm:"column:key_id;primaryKey;autoIncrement:false"`
+	ValueID  int64 `gorm:"column:value_id"`
 	// Seq numbers the values of a multi-valued field.
-	Seq     int   `gorm:"column:seq;primaryKey;autoIncrement:false"`
-	ValueID int64 `gorm:"column:value_id"`
+	Seq int `gorm:"column:seq;primaryKey;autoIncrement:false"`
 }
 
 func (storedAttributeRow) TableName() string { return attributesTable }
 
-// dictionary is a store's writer's cache of ids, as of epoch.
+// dictionary is a store's writer's cache of ids, as of a state of the
+// dictionary, and where the store's sweeps go on from.
 type dictionary struct {
 	mu     sync.Mutex
-	epoch  int64
+	state  dictionaryState
 	keys   map[attrKey]int64
 	values map[attrValue]int64
+	bytes  int
+	// swept is the value id the last sweep stopped after.
+	swept int64
 }
+
+// dictionaryState tells whether cached ids still hold: the sweeps so far,
+// and the largest ids. A sweep raises the epoch; a database restored from
+// a backup has smaller ids than those cached, which the ids assigned next
+// would collide with.
+type dictionaryState struct {
+	Epoch    int64 `gorm:"column:epoch"`
+	MaxKey   int64 `gorm:"column:max_key"`
+	MaxValue int64 `gorm:"column:max_value"`
+}
+
+// holds reports whether ids cached as of c still hold in s.
+func (s dictionaryState) holds(c dictionaryState) bool {
+	return s.Epoch == c.Epoch && s.MaxKey >= c.MaxKey && s.MaxValue >= c.MaxValue
+}
+
+// dictionaryStateQuery reads the state, one statement.
+const dictionaryStateQuery = "SELECT (SELECT value FROM " + metaTable + " WHERE name = '" + metaDictionaryEpoch + "') AS epoch, " +
+	"(SELECT COALESCE(MAX(id), 0) FROM " + attributeKeysTable + ") AS max_key, " +
+	"(SELECT COALESCE(MAX(id), 0) FROM " + attributeValuesTable + ") AS max_value"
 
 // dictionaryTx assigns and looks up ids in one transaction holding the
 // revision counter's lock. What it learns is the store's to cache once the
 // transaction committed (dictionary.learn): ids assigned in a transaction
 // that rolled back would be assigned again to something else.
 type dictionaryTx struct {
-	d      *dictionary
-	epoch  int64
-	read   bool // epoch was read
-	keys   map[attrKey]int64
-	values map[attrValue]int64
+	d *dictionary
+	// state is the dictionary's as the transaction found it, with the ids
+	// it assigned since; read once it was. warm: the store's cache holds.
+	state      dictionaryState
+	read, warm bool
+	keys       map[attrKey]int64
+	values     map[attrValue]int64
 }
 
 func (d *dictionary) begin() *dictionaryTx {
 	return &dictionaryTx{d: d, keys: map[attrKey]int64{}, values: map[attrValue]int64{}}
 }
 
-// learn caches what dt learnt, unless the dictionary was swept since.
+// learn caches what dt learnt, beside what the cache held if it holds.
 func (d *dictionary) learn(dt *dictionaryTx) {
 	if dt == nil || !dt.read {
 		return
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if dt.epoch != d.epoch || d.keys == nil {
-		d.epoch, d.keys, d.values = dt.epoch, map[attrKey]int64{}, map[attrValue]int64{}
+	added := 0
+	for k := range dt.keys {
+		added += len(k.name) + dictionaryEntryBytes
 	}
-	if len(d.values)+len(dt.values) > dictionaryCacheValues {
-		d.values = map[attrValue]int64{}
+	for v := range dt.values {
+		added += len(v.value) + dictionaryEntryBytes
 	}
+	if d.keys == nil || !dt.state.holds(d.state) || d.bytes+added > dictionaryCacheBytes {
+		d.keys, d.values, d.bytes = map[attrKey]int64{}, map[attrValue]int64{}, 0
+	}
+	d.state, d.bytes = dt.state, d.bytes+added
 	maps.Copy(d.keys, dt.keys)
 	maps.Copy(d.values, dt.values)
 }
 
-// cached looks up what the store's cache holds, as of dt's epoch.
+// cached looks up what the store's cache holds, if it holds.
 func (dt *dictionaryTx) cached(keys []attrKey, values []attrValue) {
-	dt.d.mu.Lock()
-	defer dt.d.mu.Unlock()
-	if dt.d.epoch != dt.epoch || dt.d.keys == nil {
+	if !dt.warm {
 		return
 	}
+	dt.d.mu.Lock()
+	defer dt.d.mu.Unlock()
 	for _, k := range keys {
 		if id, ok := dt.d.keys[k]; ok {
 			dt.keys[k] = id
@@ -136,10 +175,13 @@ func (dt *dictionaryTx) store(tx *gorm.DB, d *dialect, attrs []attributeRow) ([]
 		return nil, nil
 	}
 	if !dt.read {
-		if err := tx.Model(&metaRow{}).Where("name = ?", metaDictionaryEpoch).Pluck("value", &dt.epoch).Error; err != nil {
+		if err := tx.Raw(dictionaryStateQuery).Scan(&dt.state).Error; err != nil {
 			return nil, err
 		}
 		dt.read = true
+		dt.d.mu.Lock()
+		dt.warm = dt.d.keys != nil && dt.state.holds(dt.d.state)
+		dt.d.mu.Unlock()
 	}
 	keys := map[attrKey]bool{}
 	for _, a := range attrs {
@@ -180,19 +222,10 @@ func (dt *dictionaryTx) keyIDs(tx *gorm.DB, d *dialect, keys []attrKey) error {
 	var missing []attributeKeyRow
 	for _, k := range keys {
 		if _, ok := dt.keys[k]; !ok {
-			missing = append(missing, attributeKeyRow{Kind: k.kind, Name: k.name})
+			dt.state.MaxKey++
+			dt.keys[k] = dt.state.MaxKey
+			missing = append(missing, attributeKeyRow{ID: dt.state.MaxKey, Kind: k.kind, Name: k.name})
 		}
-	}
-	if len(missing) == 0 {
-		return nil
-	}
-	next, err := nextID(tx, attributeKeysTable)
-	if err != nil {
-		return err
-	}
-	for i := range missing {
-		missing[i].ID = next + int64(i)
-		dt.keys[attrKey{missing[i].Kind, missing[i].Name}] = missing[i].ID
 	}
 	return insertChunked(tx, d, missing, func(r *attributeKeyRow) int { return len(r.Name) })
 }
@@ -208,17 +241,11 @@ func (dt *dictionaryTx) valueIDs(tx *gorm.DB, d *dialect, values []attrValue) er
 	for _, v := range values {
 		byKey[v.key] = append(byKey[v.key], v.value)
 	}
-	keys := slices.Sorted(maps.Keys(byKey))
-	for start := 0; start < len(keys); {
-		// A statement looks up some keys' values, up to d.insertRows of them.
-		var terms []string
-		var args []any
-		n := 0
-		for ; start < len(keys) && (n == 0 || n+len(byKey[keys[start]]) <= d.insertRows); start++ {
-			terms = append(terms, "(key_id = ? AND value IN ?)")
-			args = append(args, keys[start], byKey[keys[start]])
-			n += len(byKey[keys[start]])
-		}
+	// A statement looks up dictionaryLookup values, of one key or more.
+	var terms []string
+	var args []any
+	n := 0
+	lookup := func() error {
 		var found []attributeValueRow
 		if err := tx.Where(strings.Join(terms, " OR "), args...).Find(&found).Error; err != nil {
 			return err
@@ -226,52 +253,53 @@ func (dt *dictionaryTx) valueIDs(tx *gorm.DB, d *dialect, values []attrValue) er
 		for _, r := range found {
 			dt.values[attrValue{r.KeyID, r.Value}] = r.ID
 		}
+		terms, args, n = nil, nil, 0
+		return nil
+	}
+	for _, key := range slices.Sorted(maps.Keys(byKey)) {
+		for chunk := range slices.Chunk(byKey[key], dictionaryLookup) {
+			if n+len(chunk) > dictionaryLookup {
+				if err := lookup(); err != nil {
+					return err
+				}
+			}
+			terms = append(terms, "(key_id = ? AND value IN ?)")
+			args = append(args, key, chunk)
+			n += len(chunk)
+		}
+	}
+	if err := lookup(); err != nil {
+		return err
 	}
 	var missing []attributeValueRow
 	for _, v := range values {
 		if _, ok := dt.values[v]; !ok {
-			missing = append(missing, attributeValueRow{KeyID: v.key, Value: v.value})
+			dt.state.MaxValue++
+			dt.values[v] = dt.state.MaxValue
+			missing = append(missing, attributeValueRow{ID: dt.state.MaxValue, KeyID: v.key, Value: v.value})
 		}
-	}
-	if len(missing) == 0 {
-		return nil
-	}
-	next, err := nextID(tx, attributeValuesTable)
-	if err != nil {
-		return err
-	}
-	for i := range missing {
-		missing[i].ID = next + int64(i)
-		dt.values[attrValue{missing[i].KeyID, missing[i].Value}] = missing[i].ID
 	}
 	return insertChunked(tx, d, missing, func(r *attributeValueRow) int { return len(r.Value) })
 }
 
-// findKeys reads the dictionary's rows of keys, a list of names a kind,
-// which the index of kind and name seeks.
+// findKeys reads the dictionary's rows of keys, lists of names of a kind,
+// which the index of kind and name seeks, dictionaryLookup a statement.
 func findKeys(tx *gorm.DB, keys []attrKey) ([]attributeKeyRow, error) {
 	byKind := map[string][]string{}
 	for _, k := range keys {
 		byKind[k.kind] = append(byKind[k.kind], k.name)
 	}
-	var terms []string
-	var args []any
-	for _, kind := range slices.Sorted(maps.Keys(byKind)) {
-		terms = append(terms, "(kind = ? AND name IN ?)")
-		args = append(args, kind, byKind[kind])
-	}
 	var found []attributeKeyRow
-	err := tx.Where(strings.Join(terms, " OR "), args...).Find(&found).Error
-	return found, err
-}
-
-// nextID is the id after the largest of table's.
-func nextID(tx *gorm.DB, table string) (int64, error) {
-	var largest int64
-	if err := tx.Raw("SELECT COALESCE(MAX(id), 0) FROM " + table).Scan(&largest).Error; err != nil {
-		return 0, err
+	for _, kind := range slices.Sorted(maps.Keys(byKind)) {
+		for names := range slices.Chunk(byKind[kind], dictionaryLookup) {
+			var rows []attributeKeyRow
+			if err := tx.Where("kind = ? AND name IN ?", kind, names).Find(&rows).Error; err != nil {
+				return nil, err
+			}
+			found = append(found, rows...)
+		}
 	}
-	return largest + 1, nil
+	return found, nil
 }
 
 // attributesOf reads the attribute rows of the rows that where selects in
@@ -287,58 +315,96 @@ func attributesOf(tx *gorm.DB, where string, args ...any) ([]attributeRow, error
 	return out, err
 }
 
-// sweepDictionary deletes the values no attribute row refers to any more,
-// then the keys left without values, dictionarySweep ids a transaction,
-// each holding the revision counter so that no writer assigns or uses an
-// id meanwhile; a transaction that deleted any raises the epoch, which
-// has writers forget the ids they cached.
+// Compaction sweeps the dictionary of the values no attribute row has any
+// more, dictionarySweep of its values a statement and up to
+// dictionarySweepMax a compaction, going on where the last one stopped,
+// so that its cost follows the values there are and is bounded; then of
+// the keys left without values.
+const (
+	dictionarySweep    = 10_000
+	dictionarySweepMax = 200_000
+)
+
+var (
+	unusedValue = "NOT EXISTS (SELECT 1 FROM " + attributesTable + " a WHERE a.key_id = " + attributeValuesTable + ".key_id AND a.value_id = " + attributeValuesTable + ".id)"
+	unusedKey   = "NOT EXISTS (SELECT 1 FROM " + attributeValuesTable + " v WHERE v.key_id = " + attributeKeysTable + ".id)"
+)
+
+// sweepDictionary deletes what the dictionary no longer needs. It finds
+// what to delete without a lock, then deletes it, still unused, holding
+// the revision counter, so that no writer assigns or uses an id meanwhile,
+// and raises the epoch, which has writers forget the ids they cached.
 func (s *Store) sweepDictionary(db *gorm.DB) error {
-	for _, t := range []struct{ table, unused string }{
-		{attributeValuesTable, "NOT EXISTS (SELECT 1 FROM " + attributesTable + " a WHERE a.key_id = " + attributeValuesTable + ".key_id AND a.value_id = " + attributeValuesTable + ".id)"},
-		{attributeKeysTable, "NOT EXISTS (SELECT 1 FROM " + attributeValuesTable + " v WHERE v.key_id = " + attributeKeysTable + ".id)"},
-	} {
-		var last int64
-		if err := db.Raw("SELECT COALESCE(MAX(id), 0) FROM " + t.table).Scan(&last).Error; err != nil {
+	s.dict.mu.Lock()
+	after := s.dict.swept
+	s.dict.mu.Unlock()
+	for examined := 0; examined < dictionarySweepMax; examined += dictionarySweep {
+		var ids []int64
+		if err := db.Model(&attributeValueRow{}).Where("id > ?", after).Order("id").Limit(dictionarySweep).Pluck("id", &ids).Error; err != nil {
 			return err
 		}
-		for after := int64(0); after < last; after += dictionarySweep {
-			err := db.Transaction(func(tx *gorm.DB) error {
-				if err := barrier(tx); err != nil {
-					return err
-				}
-				res := tx.Exec("DELETE FROM "+t.table+" WHERE id > ? AND id <= ? AND "+t.unused, after, after+dictionarySweep)
-				if res.Error != nil || res.RowsAffected == 0 {
-					return res.Error
-				}
-				return tx.Exec("UPDATE "+metaTable+" SET value = value + 1 WHERE name = ?", metaDictionaryEpoch).Error
-			})
-			if err != nil {
-				return fmt.Errorf("sweeping %s: %w", t.table, err)
-			}
+		if len(ids) == 0 {
+			after = 0 // from the start, the next time
+			break
 		}
+		if err := s.sweep(db, attributeValuesTable, unusedValue, "id >= ? AND id <= ?", ids[0], ids[len(ids)-1]); err != nil {
+			return err
+		}
+		after = ids[len(ids)-1]
+	}
+	s.dict.mu.Lock()
+	s.dict.swept = after
+	s.dict.mu.Unlock()
+	return s.sweep(db, attributeKeysTable, unusedKey, "1 = 1")
+}
+
+// sweep deletes the rows of table that where selects and unused tests.
+func (s *Store) sweep(db *gorm.DB, table, unused, where string, args ...any) error {
+	var gone []int64
+	if err := db.Table(table).Where(where, args...).Where(unused).Order("id").Limit(dictionarySweep).Pluck("id", &gone).Error; err != nil || len(gone) == 0 {
+		return err
+	}
+	err := db.Transaction(func(tx *gorm.DB) error {
+		if err := barrier(tx); err != nil {
+			return err
+		}
+		res := tx.Exec("DELETE FROM "+table+" WHERE id IN ? AND "+unused, gone)
+		if res.Error != nil || res.RowsAffected == 0 {
+			return res.Error
+		}
+		res = tx.Exec("UPDATE "+metaTable+" SET value = value + 1 WHERE name = ?", metaDictionaryEpoch)
+		if res.Error == nil && res.RowsAffected != 1 {
+			return fmt.Errorf("%s has no %s", metaTable, metaDictionaryEpoch)
+		}
+		return res.Error
+	})
+	if err != nil {
+		return fmt.Errorf("sweeping %s: %w", table, err)
 	}
 	return nil
 }
 
-// dictionarySweep is how many ids a transaction of sweepDictionary tests.
-const dictionarySweep = 10_000
-
 // convertAttributes moves the legacy attribute rows into the dictionary's
 // (migration 15), a page of objects a transaction holding the revision
-// counter, then drops the legacy table. A page keeps what an earlier
-// conversion, cut short, or another store's (SQLite's have no schema
-// lock), converted of it.
+// counter, then drops the legacy table, and refreshes the statistics. It
+// goes on after the last object an earlier conversion, cut short,
+// converted (the pages commit in order), and keeps what another store
+// converted meanwhile (SQLite's migrate without a schema lock).
 func (s *Store) convertAttributes(db *gorm.DB) error {
-	if !db.Migrator().HasTable(legacyAttributesTable) {
-		return nil
-	}
 	const page = 5000
-	for after := int64(-1); ; {
+	var after int64
+	if err := db.Raw("SELECT COALESCE(MAX(resource_revision), 0) FROM " + attributesTable).Scan(&after).Error; err != nil {
+		return err
+	}
+	for {
 		var last int64
 		dict := s.dict.begin()
 		err := db.Transaction(func(tx *gorm.DB) error {
 			if err := barrier(tx); err != nil {
 				return err
+			}
+			if !tx.Migrator().HasTable(legacyAttributesTable) {
+				return nil // converted by another store
 			}
 			var revs []int64
 			if err := tx.Model(&resourceRow{}).Where("revision > ?", after).Order("revision").Limit(page).Pluck("revision", &revs).Error; err != nil {
@@ -348,7 +414,7 @@ func (s *Store) convertAttributes(db *gorm.DB) error {
 				// Still holding the counter, so that a binary of before
 				// writes no rows between the last page and the drop
 				// (MySQL commits before a DROP: all but that instant).
-				return tx.Exec("DROP TABLE " + legacyAttributesTable).Error
+				return tx.Exec("DROP TABLE IF EXISTS " + legacyAttributesTable).Error
 			}
 			last = revs[len(revs)-1]
 			var legacy []attributeRow
@@ -359,7 +425,7 @@ func (s *Store) convertAttributes(db *gorm.DB) error {
 			if err != nil {
 				return err
 			}
-			return inChunks(stored, s.dialect.insertRows, func(*storedAttributeRow) int { return 24 }, func(chunk []storedAttributeRow) error {
+			return inChunks(stored, s.dialect.insertRows, func(*storedAttributeRow) int { return 32 }, func(chunk []storedAttributeRow) error {
 				return tx.Clauses(clause.OnConflict{DoNothing: true}).Create(chunk).Error
 			})
 		})
@@ -368,8 +434,12 @@ func (s *Store) convertAttributes(db *gorm.DB) error {
 		}
 		s.dict.learn(dict)
 		if last == 0 {
-			return nil
+			break
 		}
 		after = last
 	}
+	if s.dialect.analyze == "" || after == 0 {
+		return nil
+	}
+	return db.Exec(s.dialect.analyze).Error
 }

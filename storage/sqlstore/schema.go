@@ -260,13 +260,13 @@ var migrations = []struct {
 	tables: []table{
 		{
 			name:       attributeKeysTable,
-			columns:    []column{{name: "id", typ: "int"}, {name: "kind", typ: "char1"}, {name: "name", typ: "s317"}},
+			columns:    []column{{name: "id", typ: "bigint"}, {name: "kind", typ: "char1"}, {name: "name", typ: "s317"}},
 			primaryKey: []string{"id"},
 			indexes:    []index{{name: "attribute_keys_name", unique: true, columns: []string{"kind", "name"}}},
 		},
 		{
 			name:       attributeValuesTable,
-			columns:    []column{{name: "id", typ: "int"}, {name: "key_id", typ: "int"}, {name: "value", typ: "s512"}},
+			columns:    []column{{name: "id", typ: "bigint"}, {name: "key_id", typ: "bigint"}, {name: "value", typ: "s512"}},
 			primaryKey: []string{"id"},
 			indexes:    []index{{name: "attribute_values_value", unique: true, columns: []string{"key_id", "value"}}},
 		},
@@ -278,17 +278,23 @@ var migrations = []struct {
 			// deduplicate a common value's entries, a good share of the
 			// attribute rows' bytes (BenchmarkBytesPerObject).
 			name: attributesTable,
+			// Ids are never assigned again, and values that never recur
+			// (an Event's) take one each: a 32-bit id would run out.
 			columns: []column{
 				{name: "resource_revision", typ: "bigint"},
-				{name: "key_id", typ: "int"},
+				{name: "key_id", typ: "bigint"},
+				{name: "value_id", typ: "bigint"},
 				{name: "seq", typ: "int"},
-				{name: "value_id", typ: "int"},
 			},
 			primaryKey: []string{"resource_revision", "key_id", "seq"},
 			indexes:    []index{{name: "object_attributes_lookup", columns: []string{"key_id", "value_id"}}},
 			clustered:  true,
 		},
 	},
+	// Seeded here too for the sweeps of a store that migrates, then runs,
+	// beside one that does not seed it yet.
+	statements: []string{"INSERT INTO " + metaTable + " (name, value) SELECT '" + metaDictionaryEpoch + "', 0 FROM " + metaTable +
+		" WHERE name = '" + metaRevision + "' AND NOT EXISTS (SELECT 1 FROM " + metaTable + " WHERE name = '" + metaDictionaryEpoch + "')"},
 	run: (*Store).convertAttributes,
 }}
 

@@ -231,12 +231,20 @@ func sweepSummary(db *gorm.DB) error {
 
 // fillSummary counts the rows written before the summary was, holding the
 // revision counter so that no write of this version runs meanwhile. It
-// starts from an empty summary, so that it may run again, until the
-// attribute rows moved to the dictionary, by when it has run.
+// starts from an empty summary, so that it may run again.
 func (s *Store) fillSummary(db *gorm.DB) error {
 	const page = 5000
-	if !db.Migrator().HasTable(legacyAttributesTable) {
-		return nil // another store has gone on to the dictionary
+	// The summary came before the dictionary: filled again (operations.md)
+	// it reads the dictionary's rows.
+	attributes := func(tx *gorm.DB, after, last int64) ([]attributeRow, error) {
+		return attributesOf(tx, "resource_revision > ? AND resource_revision <= ?", after, last)
+	}
+	if db.Migrator().HasTable(legacyAttributesTable) {
+		attributes = func(tx *gorm.DB, after, last int64) ([]attributeRow, error) {
+			var attrs []attributeRow
+			err := tx.Table(legacyAttributesTable).Where("resource_revision > ? AND resource_revision <= ?", after, last).Find(&attrs).Error
+			return attrs, err
+		}
 	}
 	return db.Transaction(func(tx *gorm.DB) error {
 		// Writing the counter's row first holds writers off on every
@@ -264,10 +272,9 @@ func (s *Store) fillSummary(db *gorm.DB) error {
 				keys[rows[i].Revision] = &rows[i].KeyColumns
 			}
 			last := rows[len(rows)-1].Revision
-			// A row's attributes go with it: the range holds those of these
-			// rows only. The summary came before the dictionary.
-			var attrs []attributeRow
-			if err := tx.Table(legacyAttributesTable).Where("resource_revision > ? AND resource_revision <= ?", after, last).Find(&attrs).Error; err != nil {
+			// A row's attributes go with it: the range holds those of these rows only.
+			attrs, err := attributes(tx, after, last)
+			if err != nil {
 				return err
 			}
 			t.objects(keys, 1)
