@@ -219,14 +219,9 @@ func (dt *dictionaryTx) keyIDs(tx *gorm.DB, d *dialect, keys []attrKey) error {
 	for _, r := range found {
 		dt.keys[attrKey{r.Kind, r.Name}] = r.ID
 	}
-	var missing []attributeKeyRow
-	for _, k := range keys {
-		if _, ok := dt.keys[k]; !ok {
-			dt.state.MaxKey++
-			dt.keys[k] = dt.state.MaxKey
-			missing = append(missing, attributeKeyRow{ID: dt.state.MaxKey, Kind: k.kind, Name: k.name})
-		}
-	}
+	missing := assign(dt.keys, keys, &dt.state.MaxKey, func(k attrKey, id int64) attributeKeyRow {
+		return attributeKeyRow{ID: id, Kind: k.kind, Name: k.name}
+	})
 	return insertChunked(tx, d, missing, func(r *attributeKeyRow) int { return len(r.Name) })
 }
 
@@ -271,15 +266,24 @@ func (dt *dictionaryTx) valueIDs(tx *gorm.DB, d *dialect, values []attrValue) er
 	if err := lookup(); err != nil {
 		return err
 	}
-	var missing []attributeValueRow
-	for _, v := range values {
-		if _, ok := dt.values[v]; !ok {
-			dt.state.MaxValue++
-			dt.values[v] = dt.state.MaxValue
-			missing = append(missing, attributeValueRow{ID: dt.state.MaxValue, KeyID: v.key, Value: v.value})
+	missing := assign(dt.values, values, &dt.state.MaxValue, func(v attrValue, id int64) attributeValueRow {
+		return attributeValueRow{ID: id, KeyID: v.key, Value: v.value}
+	})
+	return insertChunked(tx, d, missing, func(r *attributeValueRow) int { return len(r.Value) })
+}
+
+// assign gives those of wanted that ids lacks the ids after *largest, and
+// returns their rows.
+func assign[K comparable, R any](ids map[K]int64, wanted []K, largest *int64, row func(K, int64) R) []R {
+	var out []R
+	for _, k := range wanted {
+		if _, ok := ids[k]; !ok {
+			*largest++
+			ids[k] = *largest
+			out = append(out, row(k, *largest))
 		}
 	}
-	return insertChunked(tx, d, missing, func(r *attributeValueRow) int { return len(r.Value) })
+	return out
 }
 
 // findKeys reads the dictionary's rows of keys, lists of names of a kind,
