@@ -303,12 +303,16 @@ const attributesKey = "PRIMARY KEY (resource_revision, kind, attr_key, seq)"
 
 // rekeyAttributes adds seq to the attributes' primary key, unless that was
 // done, by the dialect's statements in one transaction. Without the table,
-// another store has gone on to the dictionary.
+// another store has gone on to the dictionary. Writing first holds other
+// stores off (see fillSummary), so that what they did meanwhile is seen.
 func (s *Store) rekeyAttributes(db *gorm.DB) error {
-	if m := db.Migrator(); !m.HasTable(legacyAttributesTable) || m.HasColumn(legacyAttributesTable, "seq") {
-		return nil
-	}
 	return db.Transaction(func(tx *gorm.DB) error {
+		if err := tx.Exec("UPDATE "+metaTable+" SET value = value WHERE name = ?", metaRevision).Error; err != nil {
+			return err
+		}
+		if m := tx.Migrator(); !m.HasTable(legacyAttributesTable) || m.HasColumn(legacyAttributesTable, "seq") {
+			return nil
+		}
 		for _, stmt := range s.dialect.rekeyAttributes {
 			if err := tx.Exec(stmt).Error; err != nil {
 				return err
@@ -373,7 +377,21 @@ func (s *Store) migrate(ctx context.Context) error {
 	return s.db.WithContext(ctx).Connection(func(conn *gorm.DB) error {
 		db := conn.Session(&gorm.Session{}) // each statement on its own: conn is not a new session
 		if s.dialect.lockSchema == "" {
-			return s.migrateLocked(db)
+			// SQLite has no lock to take: one transaction, whose first
+			// statement writes, and so takes the file's write lock (or
+			// waits for another store's, within the busy timeout), has
+			// stores opening together migrate in turn. A migration that
+			// drops a table (15) would otherwise fail another's statements
+			// of it in between.
+			if err := s.createMigrationsTable(db); err != nil {
+				return err
+			}
+			return db.Transaction(func(tx *gorm.DB) error {
+				if err := tx.Exec("DELETE FROM " + migrationsTable + " WHERE version < 0").Error; err != nil {
+					return err
+				}
+				return s.migrateLocked(tx)
+			})
 		}
 		var held int
 		if err := db.Raw(s.dialect.lockSchema).Scan(&held).Error; err != nil || held != 1 {
@@ -384,11 +402,18 @@ func (s *Store) migrate(ctx context.Context) error {
 	})
 }
 
-func (s *Store) migrateLocked(db *gorm.DB) error {
+func (s *Store) createMigrationsTable(db *gorm.DB) error {
 	for _, stmt := range s.dialect.ddl(table{name: migrationsTable, columns: []column{{name: "version", typ: "bigint"}}, primaryKey: []string{"version"}}) {
 		if err := db.Exec(stmt).Error; err != nil {
 			return fmt.Errorf("creating %s: %w", migrationsTable, err)
 		}
+	}
+	return nil
+}
+
+func (s *Store) migrateLocked(db *gorm.DB) error {
+	if err := s.createMigrationsTable(db); err != nil {
+		return err
 	}
 	var applied []int64
 	if err := db.Model(&migrationRow{}).Pluck("version", &applied).Error; err != nil {

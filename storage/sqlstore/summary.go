@@ -234,18 +234,6 @@ func sweepSummary(db *gorm.DB) error {
 // starts from an empty summary, so that it may run again.
 func (s *Store) fillSummary(db *gorm.DB) error {
 	const page = 5000
-	// The summary came before the dictionary: filled again (operations.md)
-	// it reads the dictionary's rows.
-	attributes := func(tx *gorm.DB, after, last int64) ([]attributeRow, error) {
-		return attributesOf(tx, "resource_revision > ? AND resource_revision <= ?", after, last)
-	}
-	if db.Migrator().HasTable(legacyAttributesTable) {
-		attributes = func(tx *gorm.DB, after, last int64) ([]attributeRow, error) {
-			var attrs []attributeRow
-			err := tx.Table(legacyAttributesTable).Where("resource_revision > ? AND resource_revision <= ?", after, last).Find(&attrs).Error
-			return attrs, err
-		}
-	}
 	return db.Transaction(func(tx *gorm.DB) error {
 		// Writing the counter's row first holds writers off on every
 		// database: SQLite has no FOR UPDATE, and its transaction, had it
@@ -253,6 +241,18 @@ func (s *Store) fillSummary(db *gorm.DB) error {
 		// (SQLITE_BUSY, which no busy timeout waits out).
 		if err := tx.Exec("UPDATE "+metaTable+" SET value = value WHERE name = ?", metaRevision).Error; err != nil {
 			return err
+		}
+		// The summary came before the dictionary: filled again
+		// (operations.md), it reads the dictionary's rows.
+		attributes := func(tx *gorm.DB, after, last int64) ([]attributeRow, error) {
+			return attributesOf(tx, "resource_revision > ? AND resource_revision <= ?", after, last)
+		}
+		if tx.Migrator().HasTable(legacyAttributesTable) {
+			attributes = func(tx *gorm.DB, after, last int64) ([]attributeRow, error) {
+				var attrs []attributeRow
+				err := tx.Table(legacyAttributesTable).Where("resource_revision > ? AND resource_revision <= ?", after, last).Find(&attrs).Error
+				return attrs, err
+			}
 		}
 		if err := tx.Where("1 = 1").Delete(&summaryRow{}).Error; err != nil {
 			return err
