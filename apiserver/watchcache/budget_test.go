@@ -89,18 +89,7 @@ func writeBudgeted(t *testing.T, s storage.Interface, round int, keys []int, del
 	t.Helper()
 	var rev int64
 	for _, gvr := range budgeted {
-		rng := rand.New(rand.NewPCG(uint64(round), 3))
-		var changes []storage.Change
-		for _, i := range keys {
-			changes = append(changes, countedPod(rng, i, round))
-		}
-		for _, i := range deletes {
-			changes = append(changes, storage.Delete(fmt.Sprintf("ns-%d", i%3), fmt.Sprintf("pod-%d", i)))
-		}
-		var err error
-		if rev, err = s.ForCluster("east", storage.Unfenced).Apply(context.Background(), gvr, changes); err != nil {
-			t.Fatal(err)
-		}
+		rev = writePods(t, s, gvr, round, keys, deletes...)
 	}
 	return rev
 }
@@ -324,7 +313,7 @@ func (s *observedLoads) History(ctx context.Context, gvr schema.GroupVersionReso
 // revision after.
 func writePods(t *testing.T, s storage.Interface, gvr schema.GroupVersionResource, round int, keys []int, deletes ...int) int64 {
 	t.Helper()
-	rng := rand.New(rand.NewPCG(uint64(round), 5))
+	rng := rand.New(rand.NewPCG(uint64(round), 3))
 	var changes []storage.Change
 	for _, i := range keys {
 		changes = append(changes, countedPod(rng, i, round))
