@@ -232,38 +232,7 @@ func (dt *dictionaryTx) valueIDs(tx *gorm.DB, d *dialect, values []attrValue) er
 	if len(values) == 0 {
 		return nil
 	}
-	byKey := map[int64][]string{}
-	for _, v := range values {
-		byKey[v.key] = append(byKey[v.key], v.value)
-	}
-	// A statement looks up dictionaryLookup values, of one key or more.
-	var terms []string
-	var args []any
-	n := 0
-	lookup := func() error {
-		var found []attributeValueRow
-		if err := tx.Where(strings.Join(terms, " OR "), args...).Find(&found).Error; err != nil {
-			return err
-		}
-		for _, r := range found {
-			dt.values[attrValue{r.KeyID, r.Value}] = r.ID
-		}
-		terms, args, n = nil, nil, 0
-		return nil
-	}
-	for _, key := range slices.Sorted(maps.Keys(byKey)) {
-		for chunk := range slices.Chunk(byKey[key], dictionaryLookup) {
-			if n+len(chunk) > dictionaryLookup {
-				if err := lookup(); err != nil {
-					return err
-				}
-			}
-			terms = append(terms, "(key_id = ? AND value IN ?)")
-			args = append(args, key, chunk)
-			n += len(chunk)
-		}
-	}
-	if err := lookup(); err != nil {
+	if err := findValues(tx, values, dt.values); err != nil {
 		return err
 	}
 	missing := assign(dt.values, values, &dt.state.MaxValue, func(v attrValue, id int64) attributeValueRow {
@@ -284,6 +253,45 @@ func assign[K comparable, R any](ids map[K]int64, wanted []K, largest *int64, ro
 		}
 	}
 	return out
+}
+
+// findValues adds to ids those of values that the dictionary has,
+// dictionaryLookup values a statement, of one key or more.
+func findValues(tx *gorm.DB, values []attrValue, ids map[attrValue]int64) error {
+	byKey := map[int64][]string{}
+	for _, v := range values {
+		byKey[v.key] = append(byKey[v.key], v.value)
+	}
+	var terms []string
+	var args []any
+	n := 0
+	lookup := func() error {
+		if n == 0 {
+			return nil
+		}
+		var found []attributeValueRow
+		if err := tx.Where(strings.Join(terms, " OR "), args...).Find(&found).Error; err != nil {
+			return err
+		}
+		for _, r := range found {
+			ids[attrValue{r.KeyID, r.Value}] = r.ID
+		}
+		terms, args, n = nil, nil, 0
+		return nil
+	}
+	for _, key := range slices.Sorted(maps.Keys(byKey)) {
+		for chunk := range slices.Chunk(byKey[key], dictionaryLookup) {
+			if n+len(chunk) > dictionaryLookup {
+				if err := lookup(); err != nil {
+					return err
+				}
+			}
+			terms = append(terms, "(key_id = ? AND value IN ?)")
+			args = append(args, key, chunk)
+			n += len(chunk)
+		}
+	}
+	return lookup()
 }
 
 // findKeys reads the dictionary's rows of keys, lists of names of a kind,
@@ -317,6 +325,14 @@ func attributesOf(tx *gorm.DB, where string, args ...any) ([]attributeRow, error
 		Joins("JOIN "+attributeValuesTable+" v ON v.id = a.value_id").
 		Where(where, args...).Find(&out).Error
 	return out, err
+}
+
+// legacyAttributes reads the rows of the legacy attribute table (before
+// schema version 15) of the objects at revisions in (after, last].
+func legacyAttributes(tx *gorm.DB, after, last int64) ([]attributeRow, error) {
+	var attrs []attributeRow
+	err := tx.Table(legacyAttributesTable).Where("resource_revision > ? AND resource_revision <= ?", after, last).Find(&attrs).Error
+	return attrs, err
 }
 
 // Compaction sweeps the dictionary of the values no attribute row has any
@@ -393,7 +409,7 @@ func (s *Store) sweep(db *gorm.DB, table, unused, where string, args ...any) err
 // counter, then drops the legacy table, and refreshes the statistics. It
 // goes on after the last object an earlier conversion, cut short,
 // converted (the pages commit in order), and keeps what another store
-// converted meanwhile (SQLite's migrate without a schema lock).
+// converted meanwhile (GET_LOCK is a Galera node's own).
 func (s *Store) convertAttributes(db *gorm.DB) error {
 	const page = 5000
 	var after int64
@@ -421,8 +437,8 @@ func (s *Store) convertAttributes(db *gorm.DB) error {
 				return tx.Exec("DROP TABLE IF EXISTS " + legacyAttributesTable).Error
 			}
 			last = revs[len(revs)-1]
-			var legacy []attributeRow
-			if err := tx.Table(legacyAttributesTable).Where("resource_revision > ? AND resource_revision <= ?", after, last).Find(&legacy).Error; err != nil {
+			legacy, err := legacyAttributes(tx, after, last)
+			if err != nil {
 				return err
 			}
 			stored, err := dict.store(tx, s.dialect, legacy)

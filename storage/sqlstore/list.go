@@ -232,7 +232,8 @@ type attrCond struct {
 	kind, key        string
 	lacks, common    bool
 	values, contains []string
-	// containsSQL is the database's test of a value against one of contains.
+	// containsSQL tests a dictionary value against each of contains
+	// (containsAny).
 	containsSQL string
 
 	keyID    int64
@@ -244,13 +245,8 @@ type attrCond struct {
 func (c attrCond) value() (string, []any) {
 	switch {
 	case len(c.contains) > 0:
-		contains := make([]string, len(c.contains))
-		args := []any{c.keyID}
-		for i, sub := range c.contains {
-			contains[i] = c.containsSQL
-			args = append(args, sub)
-		}
-		return " AND value_id IN (SELECT id FROM " + attributeValuesTable + " WHERE key_id = ? AND (" + strings.Join(contains, " OR ") + "))", args
+		return " AND value_id IN (SELECT id FROM " + attributeValuesTable + " WHERE key_id = ? AND " + c.containsSQL + ")",
+			append([]any{c.keyID}, anys(c.contains)...)
 	case len(c.valueIDs) == 1:
 		return " AND value_id = ?", []any{c.valueIDs[0]}
 	case len(c.valueIDs) > 1:
@@ -298,13 +294,13 @@ func (s *Store) attrConds(tx *gorm.DB, q *storage.ListQuery, images []string) ([
 	case images != nil:
 		out = append(out, attrCond{kind: attrKindField, key: storage.ImagesField, values: images, never: len(images) == 0})
 	default:
-		out = append(out, attrCond{kind: attrKindField, key: storage.ImagesField, common: true, contains: q.Images, containsSQL: s.dialect.contains("value")})
+		out = append(out, attrCond{kind: attrKindField, key: storage.ImagesField, common: true, contains: q.Images, containsSQL: s.containsAny("value", q.Images)})
 	}
 	return resolveConds(tx, out)
 }
 
-// resolveConds looks up the ids of conds' keys and values, in two
-// statements. A condition that requires a key or values the dictionary
+// resolveConds looks up the ids of conds' keys and values (findKeys,
+// findValues). A condition that requires a key or values the dictionary
 // lacks can pass no row (never); one that excludes them passes every row,
 // and is left out.
 func resolveConds(tx *gorm.DB, conds []attrCond) ([]attrCond, error) {
@@ -323,25 +319,19 @@ func resolveConds(tx *gorm.DB, conds []attrCond) ([]attrCond, error) {
 	for _, k := range keys {
 		ids[attrKey{k.Kind, k.Name}] = k.ID
 	}
-	var terms []string
-	var args []any
+	var values []attrValue
 	for i := range conds {
 		c := &conds[i]
 		c.keyID = ids[attrKey{c.kind, c.key}]
-		if c.keyID != 0 && len(c.values) > 0 {
-			terms = append(terms, "(key_id = ? AND value IN ?)")
-			args = append(args, c.keyID, c.values)
-		}
-	}
-	var values []attributeValueRow
-	if len(terms) > 0 {
-		if err := tx.Where(strings.Join(terms, " OR "), args...).Find(&values).Error; err != nil {
-			return nil, err
+		if c.keyID != 0 {
+			for _, v := range c.values {
+				values = append(values, attrValue{c.keyID, v})
+			}
 		}
 	}
 	valueIDs := map[attrValue]int64{}
-	for _, v := range values {
-		valueIDs[attrValue{v.KeyID, v.Value}] = v.ID
+	if err := findValues(tx, values, valueIDs); err != nil {
+		return nil, err
 	}
 	out := conds[:0]
 	for _, c := range conds {
@@ -380,7 +370,7 @@ func (s *Store) imageValues(tx *gorm.DB, q *storage.ListQuery) ([]string, error)
 	gvr := q.GVR
 	rollup := summaryNamespace(summaryRollup(gvr.Group, gvr.Version, gvr.Resource, attrKindField, storage.ImagesField), "")
 	db := summaryCells(tx, gvr, []string{rollup}, q.Clusters).
-		Where("kind = ? AND attr_key = ? AND attr_value IS NOT NULL AND n > 0 AND "+s.containsAny(q.Images),
+		Where("kind = ? AND attr_key = ? AND attr_value IS NOT NULL AND n > 0 AND "+s.containsAny("attr_value", q.Images),
 			append([]any{attrKindField, storage.ImagesField}, anys(q.Images)...)...)
 	var values []string
 	if err := db.Distinct("attr_value").Limit(maxImageValues+1).Pluck("attr_value", &values).Error; err != nil || len(values) > maxImageValues {
@@ -393,11 +383,11 @@ func (s *Store) imageValues(tx *gorm.DB, q *storage.ListQuery) ([]string, error)
 	return values, nil
 }
 
-// containsAny tests whether attr_value contains any of subs, one parameter each.
-func (s *Store) containsAny(subs []string) string {
+// containsAny tests whether column contains any of subs, one parameter each.
+func (s *Store) containsAny(column string, subs []string) string {
 	contains := make([]string, len(subs))
 	for i := range subs {
-		contains[i] = s.dialect.contains("attr_value")
+		contains[i] = s.dialect.contains(column)
 	}
 	return "(" + strings.Join(contains, " OR ") + ")"
 }

@@ -303,13 +303,9 @@ const attributesKey = "PRIMARY KEY (resource_revision, kind, attr_key, seq)"
 
 // rekeyAttributes adds seq to the attributes' primary key, unless that was
 // done, by the dialect's statements in one transaction. Without the table,
-// another store has gone on to the dictionary. Writing first holds other
-// stores off (see fillSummary), so that what they did meanwhile is seen.
+// another store has gone on to the dictionary.
 func (s *Store) rekeyAttributes(db *gorm.DB) error {
 	return db.Transaction(func(tx *gorm.DB) error {
-		if err := tx.Exec("UPDATE "+metaTable+" SET value = value WHERE name = ?", metaRevision).Error; err != nil {
-			return err
-		}
 		if m := tx.Migrator(); !m.HasTable(legacyAttributesTable) || m.HasColumn(legacyAttributesTable, "seq") {
 			return nil
 		}

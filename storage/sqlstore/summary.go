@@ -248,11 +248,7 @@ func (s *Store) fillSummary(db *gorm.DB) error {
 			return attributesOf(tx, "resource_revision > ? AND resource_revision <= ?", after, last)
 		}
 		if tx.Migrator().HasTable(legacyAttributesTable) {
-			attributes = func(tx *gorm.DB, after, last int64) ([]attributeRow, error) {
-				var attrs []attributeRow
-				err := tx.Table(legacyAttributesTable).Where("resource_revision > ? AND resource_revision <= ?", after, last).Find(&attrs).Error
-				return attrs, err
-			}
+			attributes = legacyAttributes
 		}
 		if err := tx.Where("1 = 1").Delete(&summaryRow{}).Error; err != nil {
 			return err
