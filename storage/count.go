@@ -1,7 +1,9 @@
 package storage
 
 import (
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -88,6 +90,33 @@ func (g GroupBy) validate() error {
 	return nil
 }
 
+// perObjectKeys are labels and fields whose values (nearly) each name one
+// object, or one revision of one owner: kube-apiserver's and the built-in
+// controllers' hashes, uids, pod names and addresses. A count summary cell
+// per value would cost a row per object, more than the objects' own
+// attribute rows (BenchmarkBytesPerObject), and answer no count faster
+// than going over them, so a store keeps none of them (Summarized).
+var perObjectKeys = map[GroupBy]bool{
+	{Kind: GroupLabel, Key: "pod-template-hash"}:                  true,
+	{Kind: GroupLabel, Key: "controller-revision-hash"}:           true,
+	{Kind: GroupLabel, Key: "statefulset.kubernetes.io/pod-name"}: true,
+	{Kind: GroupLabel, Key: "controller-uid"}:                     true,
+	{Kind: GroupLabel, Key: "batch.kubernetes.io/controller-uid"}: true,
+	{Kind: GroupField, Key: "status.podIP"}:                       true,
+	{Kind: GroupField, Key: "spec.clusterIP"}:                     true,
+	{Kind: GroupField, Key: "involvedObject.uid"}:                 true,
+	{Kind: GroupField, Key: "involvedObject.resourceVersion"}:     true,
+	{Kind: GroupField, Key: "regarding.uid"}:                      true,
+	{Kind: GroupField, Key: "regarding.resourceVersion"}:          true,
+}
+
+// Summarized reports whether a store keeps counts per value of g's label
+// or field (see Summarizable); counts by the others go over the objects.
+func (g GroupBy) Summarized() bool { return !perObjectKeys[g] }
+
+// PerObjectKeys are the labels and fields that are not Summarized.
+func PerObjectKeys() []GroupBy { return slices.Collect(maps.Keys(perObjectKeys)) }
+
 // ValidateFields checks that fs indexes every field q selects on or groups
 // by; Validate checks the rest.
 func (q *CountQuery) ValidateFields(fs *FieldSet) error {
@@ -139,7 +168,7 @@ func (q *CountQuery) Validate() error {
 
 // Summarizable reports whether q selects by resource, clusters and
 // namespaces alone (what authorization narrows a query to) and groups by
-// at most one label or field: what a store answers from the counts it
+// at most one label or field, a Summarized one: what a store answers from the counts it
 // keeps per cluster, namespace and value (sqlstore's count summary), in
 // milliseconds at any size, rather than by going over the objects.
 func (q *CountQuery) Summarizable() bool {
@@ -158,6 +187,9 @@ func (q *CountQuery) Summarizable() bool {
 	attrs := 0
 	for _, g := range q.GroupBy {
 		if g.Kind == GroupLabel || g.Kind == GroupField {
+			if !g.Summarized() {
+				return false
+			}
 			attrs++
 		}
 	}

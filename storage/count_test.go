@@ -10,8 +10,9 @@ import (
 )
 
 // TestSummarizable: counts selecting by clusters and namespaces alone,
-// grouped by at most one label or field, are the summary's, also when
-// the request parsed to empty filters; any other filter is the objects'.
+// grouped by at most one label or field that is not one of PerObjectKeys,
+// are the summary's, also when the request parsed to empty filters; any
+// other filter is the objects'.
 func TestSummarizable(t *testing.T) {
 	tierFront, _ := labels.NewRequirement("tier", "=", []string{"front"})
 	for _, c := range []struct {
@@ -29,6 +30,9 @@ func TestSummarizable(t *testing.T) {
 		{"label selector", storage.ListQuery{Labels: labels.Requirements{*tierFront}},
 			[]storage.GroupBy{{Kind: storage.GroupCluster}}, false},
 		{"fuzzy name", storage.ListQuery{FuzzyName: "web"}, []storage.GroupBy{{Kind: storage.GroupCluster}}, false},
+		{"a label of one owner's revision", storage.ListQuery{},
+			[]storage.GroupBy{{Kind: storage.GroupNamespace}, {Kind: storage.GroupLabel, Key: "pod-template-hash"}}, false},
+		{"a field of one object", storage.ListQuery{}, []storage.GroupBy{{Kind: storage.GroupField, Key: "status.podIP"}}, false},
 	} {
 		q := storage.CountQuery{Query: c.q, GroupBy: c.terms}
 		if got := q.Summarizable(); got != c.want {

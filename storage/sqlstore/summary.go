@@ -10,6 +10,8 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/panorama-io/panorama/storage"
 )
 
 // The count summary: how many objects each resource has per cluster and
@@ -127,8 +129,12 @@ type cell struct {
 }
 
 // add counts n objects of k in the cell of value of kind and key, and in
-// its rollup cell if it is an attribute's.
+// its rollup cell if it is an attribute's, unless the summary keeps no
+// cells of the key (storage.GroupBy.Summarized).
 func (t *tally) add(k *KeyColumns, kind, key string, value *string, n int64) {
+	if kind != "" && !summarized(kind, key) {
+		return
+	}
 	if t.cells == nil {
 		t.cells = map[cell]int64{}
 	}
@@ -215,14 +221,33 @@ func (t *tally) apply(tx *gorm.DB, d *dialect) error {
 	})
 }
 
+// summarized reports whether the summary keeps cells of an attribute
+// kind's key.
+func summarized(kind, key string) bool {
+	g := storage.GroupBy{Kind: storage.GroupLabel, Key: key}
+	if kind == attrKindField {
+		g.Kind = storage.GroupField
+	}
+	return g.Summarized()
+}
+
 // sweepSummary deletes the cells that fell to 0, a range of ids per
 // statement in id order, like writers lock them. A writer that adds to a
 // cell meanwhile either commits first, and the cell is no longer 0, or
-// after, and inserts it again.
+// after, and inserts it again. It deletes the cells of keys the summary
+// no longer keeps too (summarized), whatever they hold: those a store of
+// an earlier version wrote, before or beside this one.
 func sweepSummary(db *gorm.DB) error {
+	unkept, args := []string{"n = 0"}, []any{}
+	for _, g := range storage.PerObjectKeys() {
+		kind, _ := attrKind(g)
+		unkept = append(unkept, "(kind = ? AND attr_key = ?)")
+		args = append(args, kind, g.Key)
+	}
 	for digit := range 16 {
 		from, to := prefixRange(fmt.Sprintf("%x", digit))
-		if err := db.Where("id >= ? AND id < ? AND n = 0", from, to).Delete(&summaryRow{}).Error; err != nil {
+		if err := db.Where("id >= ? AND id < ?", from, to).Where("("+strings.Join(unkept, " OR ")+")", args...).
+			Delete(&summaryRow{}).Error; err != nil {
 			return err
 		}
 	}

@@ -188,6 +188,72 @@ func TestCountSummaryStaysExact(t *testing.T) {
 	})
 }
 
+// TestCountSummaryKeepsNoPerObjectKeys: the summary keeps no cells of the
+// labels and fields whose values each name about one object
+// (storage.PerObjectKeys), and counts by them, which go over the objects,
+// are exact; the next compaction deletes such cells that a store of an
+// earlier version wrote, and keeps the others.
+func TestCountSummaryKeepsNoPerObjectKeys(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
+		s := b.Open(t)
+		ctx := context.Background()
+		w := &world{objects: map[storage.Key]*storage.Object{}}
+		var changes []storage.Change
+		for i := range 30 {
+			u := object("Pod", namespaces[i%2], fmt.Sprint("web-", i), "1", func(u *unstructured.Unstructured) {
+				u.SetLabels(map[string]string{"app": "web", "pod-template-hash": fmt.Sprint("h", i/10)})
+				_ = unstructured.SetNestedField(u.Object, fmt.Sprint("10.0.0.", i), "status", "podIP")
+			})
+			changes = append(changes, storage.Upsert(u))
+			w.put("east", podsGVR, u)
+		}
+		if _, err := s.ForCluster("east", storage.Unfenced).Apply(ctx, podsGVR, changes); err != nil {
+			t.Fatal(err)
+		}
+		db := sqlstore.GormDB(s)
+		cells := func(key string) (n int64) {
+			t.Helper()
+			if err := db.Table("count_summary").Where("attr_key = ?", key).Count(&n).Error; err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		for _, key := range []string{"pod-template-hash", "status.podIP"} {
+			if n := cells(key); n != 0 {
+				t.Fatalf("%d summary cells of %s", n, key)
+			}
+		}
+		apps := cells("app")
+		if apps == 0 {
+			t.Fatal("no summary cells of app")
+		}
+		for _, terms := range [][]string{{"label:pod-template-hash"}, {"namespace", "field:status.podIP"}, {"label:app"}} {
+			checkCount(t, s, w, storage.ListQuery{GVR: podsGVR}, terms, 0)
+			checkCount(t, s, w, storage.ListQuery{GVR: podsGVR, Namespaces: namespaces[:1]}, terms, 3)
+		}
+
+		value := "10.0.0.1"
+		earlier := map[string]any{"id": "f0", "api_group": "", "version": "v1", "resource": "pods", "cluster": "east",
+			"namespace": namespaces[1], "kind": "f", "attr_key": "status.podIP", "attr_value": &value, "n": 1}
+		if err := db.Table("count_summary").Create(earlier).Error; err != nil {
+			t.Fatal(err)
+		}
+		current, _, err := s.Revision(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Compact(ctx, current, true); err != nil {
+			t.Fatal(err)
+		}
+		if n := cells("status.podIP"); n != 0 {
+			t.Fatalf("%d summary cells of status.podIP after compacting", n)
+		}
+		if n := cells("app"); n != apps {
+			t.Fatalf("%d summary cells of app after compacting, %d before", n, apps)
+		}
+	})
+}
+
 // TestCountSummaryMigration: on a database as the version before the
 // summary left it, the migration that makes the summary fills it with the
 // cells the writes would have kept; run again (a replica that did not see
