@@ -22,7 +22,7 @@ import (
 const sizeObjects = 20_000
 
 // sizeTables are the tables whose bytes BenchmarkBytesPerObject counts.
-var sizeTables = []string{"resources", "events", "object_attributes", "attribute_values", "attribute_keys", "history", "revision_times"}
+var sizeTables = []string{"resources", "events", "object_attributes", "attribute_values", "attribute_keys", "count_summary", "history", "revision_times"}
 
 // BenchmarkBytesPerObject stores sizeObjects pods as a member's API
 // server serves them (managed fields, probes, status conditions) and

@@ -9,14 +9,27 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
+// podsPerReplicaSet is how many of RealisticPod's pods one ReplicaSet has.
+const podsPerReplicaSet = 20
+
 // RealisticPod is pod i of a Deployment's ReplicaSet as a member's API
 // server serves it, about 5 KB of JSON; round changes its status, as a
-// restart of its container does.
+// restart of its container does. The pods of a ReplicaSet (i divided by
+// podsPerReplicaSet) share what they share in a member: the namespace,
+// the labels, the image and the owner; each has a name, a node and an
+// address of its own, drawn from rng.
 func RealisticPod(rng *rand.Rand, i, round int) *unstructured.Unstructured {
-	ns := fmt.Sprintf("ns-%d", i%50)
-	team := rng.IntN(200)
-	app := fmt.Sprintf("team-%d-app-%d", team, i/20)
-	hash := fmt.Sprintf("%08x", rng.Uint32())[:7] + "c9"
+	rs := i / podsPerReplicaSet
+	set := rand.New(rand.NewPCG(uint64(rs), 0))
+	ns := fmt.Sprintf("ns-%d", rs%50)
+	team := set.IntN(200)
+	app := fmt.Sprintf("team-%d-app-%d", team, rs)
+	hash := fmt.Sprintf("%08x", set.Uint32())[:7] + "c9"
+	image := fmt.Sprintf("registry.example/team-%d/%s:1.%d.%d", team, app, set.IntN(20), set.IntN(10))
+	uid := func(rng *rand.Rand) string {
+		return fmt.Sprintf("%08x-%04x-%04x-%04x-%012x", rng.Uint32(), rng.IntN(1<<16), rng.IntN(1<<16), rng.IntN(1<<16), rng.Uint64()&(1<<48-1))
+	}
+	owner := uid(set)
 	name := fmt.Sprintf("%s-%s-%05x", app, hash, rng.IntN(1<<20))
 	created := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Second)
 	started := created.Add(time.Duration(2+rng.IntN(30)) * time.Second)
@@ -24,11 +37,7 @@ func RealisticPod(rng *rand.Rand, i, round int) *unstructured.Unstructured {
 	node := fmt.Sprintf("node-%d", rng.IntN(300))
 	podIP := fmt.Sprintf("10.%d.%d.%d", rng.IntN(256), rng.IntN(256), rng.IntN(256))
 	hostIP := fmt.Sprintf("192.168.%d.%d", rng.IntN(256), rng.IntN(256))
-	image := fmt.Sprintf("registry.example/team-%d/%s:1.%d.%d", team, app, rng.IntN(20), rng.IntN(10))
 	ts := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
-	uid := func() string {
-		return fmt.Sprintf("%08x-%04x-%04x-%04x-%012x", rng.Uint32(), rng.IntN(1<<16), rng.IntN(1<<16), rng.IntN(1<<16), rng.Uint64()&(1<<48-1))
-	}
 	doc := fmt.Sprintf(`{
  "apiVersion": "v1", "kind": "Pod",
  "metadata": {
@@ -92,7 +101,7 @@ func RealisticPod(rng *rand.Rand, i, round int) *unstructured.Unstructured {
    "volumeMounts": [{"name": "kube-api-access-%[14]s", "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount", "readOnly": true, "recursiveReadOnly": "Disabled"}]}],
   "qosClass": "Burstable"
  }
-}`, name, app+"-"+hash+"-", ns, uid(), 1000+i+round*1_000_000, ts(created), app, hash, team, uid(), ts(changed), podIP, image,
+}`, name, app+"-"+hash+"-", ns, uid(rng), 1000+i+round*1_000_000, ts(created), app, hash, team, owner, ts(changed), podIP, image,
 		fmt.Sprintf("%05x", rng.IntN(1<<20)), node, ts(started), hostIP, round, fmt.Sprintf("%016x%016x%016x%016x", rng.Uint64(), rng.Uint64(), rng.Uint64(), rng.Uint64()),
 		fmt.Sprintf("%016x%016x%016x%016x", rng.Uint64(), rng.Uint64(), rng.Uint64(), rng.Uint64()))
 	u := &unstructured.Unstructured{}
