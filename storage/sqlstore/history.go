@@ -125,8 +125,9 @@ func (s *Store) Compact(ctx context.Context, revision int64, keepHistory bool) e
 			return err
 		}
 	}
-	// The count summary's cells that writes emptied since the last time,
-	// and the dictionary's values that no row has any more.
+	// The count summary's cells that writes emptied since the last time
+	// (and any of keys it does not keep), and the dictionary's values
+	// that no row has any more.
 	if err := sweepSummary(db); err != nil {
 		return err
 	}
