@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -27,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -147,7 +149,12 @@ func (r *ClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&clusterv1alpha1.Cluster{}).
+		// A Cluster is reconciled for a change of its generation (its spec,
+		// its deletion), not of its finalizer or status, which only the
+		// reconciler writes: the news of such a write arrives while the
+		// reconcile that wrote it may still run, and the Cluster, queued
+		// again, waits out the rest of it (BenchmarkFleetReconcile).
+		For(&clusterv1alpha1.Cluster{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&clusterv1alpha1.ClusterSyncResources{}, handler.EnqueueRequestsFromMapFunc(r.clustersReferencing)).
 		WatchesRawSource(source.Channel(r.events, &handler.TypedEnqueueRequestForObject[*clusterv1alpha1.Cluster]{})).
 		Named("cluster").

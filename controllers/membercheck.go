@@ -10,11 +10,11 @@ import (
 // memberChecks remembers, per cluster, the last check of its member that
 // found it healthy and started what it syncs: its connection, health,
 // discovery, the resolution of its selection and its synchronizers. A
-// Cluster is reconciled whenever one of its synchronizers changes state
-// and after each write of its status too, which at fleet scale are most of
-// its reconciles (BenchmarkFleetReconcile); those only refresh the status
-// from the synchronizers while the last check is fresh, and ask neither the
-// member nor the host's API server anything.
+// Cluster is reconciled whenever one of its synchronizers changes state,
+// which at fleet scale are most of its reconciles (BenchmarkFleetReconcile);
+// those only refresh the status from the synchronizers while the last
+// check is fresh, and ask neither the member nor the host's API server
+// anything.
 //
 // A check stays fresh for HealthInterval, and only while what it depended
 // on is unchanged: the Cluster's spec (its generation), the shared
