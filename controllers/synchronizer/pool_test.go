@@ -631,3 +631,36 @@ func TestRestartWaitsForTheList(t *testing.T) {
 	p := syncConfigMaps(t, store, m)
 	restartWhileWriting(t, p, store, m, store.waitHeld(t, "the list's"), store.admit())
 }
+
+// TestStartIsNoChange: a synchronizer is Syncing from its start, which it
+// does not tell of; its first change is the end of its initial list. The
+// reconcile that starts a Cluster's synchronizers reads their states: told
+// of their start, it would have the Cluster queued again behind itself.
+func TestStartIsNoChange(t *testing.T) {
+	m := startMember(t)
+	m.createConfigMap(t, "x")
+	store := newStallingStore(t)
+	store.hold(false)
+	var changes atomic.Int32
+	p := NewPool(store, Options{}, func(string) { changes.Add(1) })
+	t.Cleanup(p.StopAll)
+	if err := ensureConfigMaps(p, m, "id"); err != nil {
+		t.Fatal(err)
+	}
+	for res, st := range p.Statuses("east") {
+		if st.State != clusterv1alpha1.SyncStateSyncing {
+			t.Errorf("%s: state %q at the start, want %q", res.GVR, st.State, clusterv1alpha1.SyncStateSyncing)
+		}
+	}
+	store.waitHeld(t, "the list's")
+	if n := changes.Load(); n != 0 {
+		t.Fatalf("%d changes told while the initial list is written, want none", n)
+	}
+	store.admit()()
+	testenv.Eventually(t, time.Minute, func() error {
+		if st, n := p.synchronizer("east", configMaps.GVR).Status(), changes.Load(); st.State != clusterv1alpha1.SyncStateSynced || n != 1 {
+			return fmt.Errorf("state %q, %d changes told; want synced, told once", st.State, n)
+		}
+		return nil
+	})
+}

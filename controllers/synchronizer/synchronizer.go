@@ -172,12 +172,16 @@ func batchLen(changes []pendingChange, limit int) int {
 }
 
 // New makes a synchronizer that writes the cluster under the owner epoch
-// epoch; onChange is called when its Status changes.
+// epoch; onChange is called when its Status changes. It is Syncing from
+// the start, so that its start is no change to be told of: the reconcile
+// that starts a Cluster's synchronizers reads their Status as it writes
+// the Cluster's, and told of the start, the Cluster would be queued again
+// and wait out the rest of that reconcile (BenchmarkFleetReconcile).
 func New(cluster string, epoch int64, r Resource, client dynamic.Interface, store storage.Interface, opts Options, onChange func()) *Synchronizer {
 	opts.defaults()
 	return &Synchronizer{
 		cluster: cluster, epoch: epoch, resource: r, client: client, store: store, opts: opts, onChange: onChange,
-		status: Status{State: clusterv1alpha1.SyncStatePending}, wake: make(chan struct{}, 1), written: make(chan struct{}),
+		status: Status{State: clusterv1alpha1.SyncStateSyncing}, wake: make(chan struct{}, 1), written: make(chan struct{}),
 	}
 }
 
@@ -199,7 +203,6 @@ func (s *Synchronizer) Run(ctx context.Context) {
 	logger := log.FromContext(ctx).WithValues("cluster", s.cluster, "resource", s.resource.GVR.String())
 	ctx = log.IntoContext(ctx, logger)
 	s.ctx = ctx
-	s.setState(clusterv1alpha1.SyncStateSyncing, "")
 	flushDone := make(chan struct{})
 	go func() {
 		defer close(flushDone)
