@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strconv"
 	"strings"
@@ -83,6 +85,8 @@ var (
 //     (the same number of objects);
 //   - search: a page of 100 by a label matching a tenth of them, p50/p99,
 //     as ratios to 50 ms and to the same page from kube-apiserver.
+//
+// PANORAMA_BENCH_CHURN_PROFILE=<file> profiles the churn (churnProfile).
 //
 // make bench-1m runs it with 100,000 objects and N = 1, 10 on MariaDB and
 // PostgreSQL: 1M objects stored.
@@ -317,6 +321,7 @@ func churn(b *testing.B, ctx context.Context, store storage.Interface, cache *wa
 	go func() { inSQL <- waitLogged(b, ctx, store, rev, want, start) }()
 
 	stopLocks := storagetest.WatchLockWaits(b, opts)
+	stopProfile := churnProfile(b)
 	testenv.CreateAll(b, churnPatches, func(i int) error {
 		name := fmt.Sprintf("cm-%05d", i)
 		sent.Store(name, time.Now())
@@ -325,6 +330,7 @@ func churn(b *testing.B, ctx context.Context, store storage.Interface, cache *wa
 	})
 	sending := time.Since(start)
 	took := <-inSQL
+	stopProfile()
 	locks := stopLocks()
 	var pLat, mLat []time.Duration
 	select {
@@ -350,6 +356,41 @@ func churn(b *testing.B, ctx context.Context, store storage.Interface, cache *wa
 		storagetest.Quantile(pLat, 0.5).Round(time.Millisecond), storagetest.Quantile(pLat, 0.99).Round(time.Millisecond),
 		float64(storagetest.Quantile(pLat, 0.5))/float64(storagetest.Quantile(mLat, 0.5)), float64(storagetest.Quantile(pLat, 0.99))/float64(storagetest.Quantile(mLat, 0.99)),
 		storagetest.Quantile(mLat, 0.5).Round(time.Millisecond), storagetest.Quantile(mLat, 0.99).Round(time.Millisecond))
+}
+
+// churnProfile records the churn, from the first patch until every copy
+// is in SQL, when PANORAMA_BENCH_CHURN_PROFILE names a file: a CPU profile
+// there and an execution trace beside it (.trace), whose blocking profiles
+// (go tool trace -pprof=net, -pprof=sched) show what the store's writer
+// waits on.
+func churnProfile(b *testing.B) (stop func()) {
+	path := os.Getenv("PANORAMA_BENCH_CHURN_PROFILE")
+	if path == "" {
+		return func() {}
+	}
+	create := func(name string) *os.File {
+		f, err := os.Create(name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return f
+	}
+	profile, traced := create(path), create(path+".trace")
+	if err := pprof.StartCPUProfile(profile); err != nil {
+		b.Fatal(err)
+	}
+	if err := trace.Start(traced); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		trace.Stop()
+		for _, f := range []*os.File{profile, traced} {
+			if err := f.Close(); err != nil {
+				b.Error(err)
+			}
+		}
+	}
 }
 
 // waitLogged reads the change log after rev until it holds want entries,
