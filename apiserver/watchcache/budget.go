@@ -30,15 +30,12 @@ package watchcache
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/component-base/metrics/legacyregistry"
 
+	"github.com/panorama-io/panorama/internal/containermemory"
 	"github.com/panorama-io/panorama/storage"
 )
 
@@ -209,33 +206,15 @@ var errNoRoom = notCachedError("the watch cache's memory budget is taken by othe
 // touch marks r as used now, for evict's order.
 func (c *Cache) touch(r *resource) { r.used.Store(c.clock.Add(1)) }
 
-// cgroupUnlimited is at or above what cgroup v1 reports for no limit (the
-// largest page-aligned int64).
-const cgroupUnlimited = 1 << 62
-
 // DefaultMemoryBudget is the budget of a cache in a container whose cgroup
-// file system is at root: a quarter of its memory limit (cgroup v2's
-// memory.max, else v1's memory.limit_in_bytes), 0 (unlimited) when it has
-// none. A quarter, because the heap the cache holds is about its
-// estimate, the garbage collector lets the heap grow to twice what is
+// file system is at root: a quarter of its memory limit, 0 (unlimited)
+// when it has none. A quarter, because the heap the cache holds is about
+// its estimate, the garbage collector lets the heap grow to twice what is
 // live before it collects (GOGC), and requests, encoding and the rest of
 // the server need the remaining half. Without a limit the operator chose
 // none, and there is no figure to derive one from: the cache holds what
 // is read, as it did before budgets.
-func DefaultMemoryBudget(root string) int64 {
-	for _, file := range []string{"memory.max", filepath.Join("memory", "memory.limit_in_bytes")} {
-		data, err := os.ReadFile(filepath.Join(root, file))
-		if err != nil {
-			continue
-		}
-		limit, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
-		if err != nil || limit <= 0 || limit >= cgroupUnlimited {
-			return 0 // "max", or v1's "unlimited"
-		}
-		return limit / 4
-	}
-	return 0
-}
+func DefaultMemoryBudget(root string) int64 { return containermemory.Limit(root) / 4 }
 
 // The cache's metrics, measured here.
 var (

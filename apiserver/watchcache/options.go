@@ -6,6 +6,8 @@ import (
 
 	"github.com/spf13/pflag"
 	apiresource "k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/panorama-io/panorama/internal/containermemory"
 )
 
 // Defaults.
@@ -26,9 +28,6 @@ const (
 	// how long a watch at a resourceVersion the cache has not reached waits
 	// for it before the 504 "Too large resource version".
 	DefaultFreshnessTimeout = 3 * time.Second
-	// CgroupRoot is where a container's cgroup file system is, which
-	// DefaultMemoryBudget reads its memory limit from.
-	CgroupRoot = "/sys/fs/cgroup"
 )
 
 // Options tune a Cache. Zero values take the defaults, except the watch
@@ -63,7 +62,7 @@ func NewOptions() Options {
 		PollInterval: DefaultPollInterval, ProbeInterval: DefaultProbeInterval, RingSize: DefaultRingSize,
 		WatchBuffer: DefaultWatchBuffer, MaxWatches: DefaultMaxWatches,
 		MaxWatchesPerUser: DefaultMaxWatchesPerUser, FreshnessTimeout: DefaultFreshnessTimeout,
-		MemoryBudget: DefaultMemoryBudget(CgroupRoot),
+		MemoryBudget: DefaultMemoryBudget(containermemory.CgroupRoot),
 	}
 }
 

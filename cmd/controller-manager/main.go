@@ -21,6 +21,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/panorama-io/panorama/controllers"
+	"github.com/panorama-io/panorama/internal/containermemory"
 	"github.com/panorama-io/panorama/storage/sqlstore"
 )
 
@@ -56,6 +57,7 @@ func main() {
 		fail("invalid flags", err)
 	}
 	ctrl.SetLogger(klog.NewKlogr())
+	containermemory.FitGo(containermemory.CgroupRoot)
 	storageOpts.DSN = cmp.Or(storageOpts.DSN, os.Getenv(dsnEnv))
 	opts.Sharding.Namespace = leaderNamespace
 	if err := opts.Validate(); err != nil {

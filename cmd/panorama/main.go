@@ -17,6 +17,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/panorama-io/panorama/internal/allinone"
+	"github.com/panorama-io/panorama/internal/containermemory"
 )
 
 func main() {
@@ -37,6 +38,7 @@ func main() {
 
 func serve() {
 	opts := allinone.ParseFlags(nil)
+	containermemory.FitGo(containermemory.CgroupRoot)
 	ctx := ctrl.SetupSignalHandler()
 
 	host, err := clientcmd.BuildConfigFromFlags("", opts.Server.Recommended.CoreAPI.CoreAPIKubeconfigPath)
