@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"cmp"
 	"maps"
 	"reflect"
 	"slices"
@@ -90,15 +91,17 @@ func (g GroupBy) validate() error {
 	return nil
 }
 
-// perObjectKeys are labels and fields whose values (nearly) each name one
-// object, or one revision of one owner: kube-apiserver's and the built-in
-// controllers' hashes, uids, pod names and addresses. A count summary cell
-// per value would cost a row per object, more than the objects' own
-// attribute rows (BenchmarkBytesPerObject), and answer no count faster
-// than going over them, so a store keeps none of them (Summarized).
+// perObjectKeys are labels and fields whose values each name about one
+// object: a pod's address and its name in a StatefulSet, a Service's
+// cluster IP, the uids the built-in controllers label a Job's pods with
+// (a CronJob's Job has about one), an Event's object's uid and
+// resourceVersion. A count summary cell per value would be a row per
+// object (BenchmarkBytesPerObject), each an upsert of its write, and would
+// spare a count by one little: it has about as many groups as there are
+// objects. So a store keeps none of their cells (Summarized). A revision's hash (pod-template-hash) is not one:
+// a revision has many pods, and counting them per revision is a
+// rollout's question.
 var perObjectKeys = map[GroupBy]bool{
-	{Kind: GroupLabel, Key: "pod-template-hash"}:                  true,
-	{Kind: GroupLabel, Key: "controller-revision-hash"}:           true,
 	{Kind: GroupLabel, Key: "statefulset.kubernetes.io/pod-name"}: true,
 	{Kind: GroupLabel, Key: "controller-uid"}:                     true,
 	{Kind: GroupLabel, Key: "batch.kubernetes.io/controller-uid"}: true,
@@ -114,8 +117,14 @@ var perObjectKeys = map[GroupBy]bool{
 // or field (see Summarizable); counts by the others go over the objects.
 func (g GroupBy) Summarized() bool { return !perObjectKeys[g] }
 
-// PerObjectKeys are the labels and fields that are not Summarized.
-func PerObjectKeys() []GroupBy { return slices.Collect(maps.Keys(perObjectKeys)) }
+// PerObjectKeys are the labels and fields that are not Summarized, in
+// order (labels first, then by key), so that statements naming them are
+// the same text each time.
+func PerObjectKeys() []GroupBy {
+	return slices.SortedFunc(maps.Keys(perObjectKeys), func(a, b GroupBy) int {
+		return cmp.Or(strings.Compare(string(b.Kind), string(a.Kind)), strings.Compare(a.Key, b.Key))
+	})
+}
 
 // ValidateFields checks that fs indexes every field q selects on or groups
 // by; Validate checks the rest.
@@ -168,9 +177,10 @@ func (q *CountQuery) Validate() error {
 
 // Summarizable reports whether q selects by resource, clusters and
 // namespaces alone (what authorization narrows a query to) and groups by
-// at most one label or field, a Summarized one: what a store answers from the counts it
-// keeps per cluster, namespace and value (sqlstore's count summary), in
-// milliseconds at any size, rather than by going over the objects.
+// at most one label or field, a Summarized one: what a store answers from
+// the counts it keeps per cluster, namespace and value (sqlstore's count
+// summary), in milliseconds at any size, rather than by going over the
+// objects.
 func (q *CountQuery) Summarizable() bool {
 	rest := q.Query
 	// What selects no objects, and what the summary's cells select by.

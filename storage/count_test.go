@@ -30,8 +30,9 @@ func TestSummarizable(t *testing.T) {
 		{"label selector", storage.ListQuery{Labels: labels.Requirements{*tierFront}},
 			[]storage.GroupBy{{Kind: storage.GroupCluster}}, false},
 		{"fuzzy name", storage.ListQuery{FuzzyName: "web"}, []storage.GroupBy{{Kind: storage.GroupCluster}}, false},
-		{"a label of one owner's revision", storage.ListQuery{},
-			[]storage.GroupBy{{Kind: storage.GroupNamespace}, {Kind: storage.GroupLabel, Key: "pod-template-hash"}}, false},
+		{"a label of one object", storage.ListQuery{},
+			[]storage.GroupBy{{Kind: storage.GroupNamespace}, {Kind: storage.GroupLabel, Key: "statefulset.kubernetes.io/pod-name"}}, false},
+		{"a label of one revision", storage.ListQuery{}, []storage.GroupBy{{Kind: storage.GroupLabel, Key: "pod-template-hash"}}, true},
 		{"a field of one object", storage.ListQuery{}, []storage.GroupBy{{Kind: storage.GroupField, Key: "status.podIP"}}, false},
 	} {
 		q := storage.CountQuery{Query: c.q, GroupBy: c.terms}

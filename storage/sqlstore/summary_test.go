@@ -190,26 +190,40 @@ func TestCountSummaryStaysExact(t *testing.T) {
 
 // TestCountSummaryKeepsNoPerObjectKeys: the summary keeps no cells of the
 // labels and fields whose values each name about one object
-// (storage.PerObjectKeys), and counts by them, which go over the objects,
-// are exact; the next compaction deletes such cells that a store of an
-// earlier version wrote, and keeps the others.
+// (storage.PerObjectKeys), through creates, updates and deletes, and
+// counts by them, which go over the objects, are exact, as are those by
+// cluster and namespace alone; the next compaction deletes such cells
+// that a store of an earlier version wrote (a value's, a rollup's, the
+// key's presence), and keeps the others.
 func TestCountSummaryKeepsNoPerObjectKeys(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
 		s := b.Open(t)
 		ctx := context.Background()
 		w := &world{objects: map[storage.Key]*storage.Object{}}
-		var changes []storage.Change
-		for i := range 30 {
-			u := object("Pod", namespaces[i%2], fmt.Sprint("web-", i), "1", func(u *unstructured.Unstructured) {
-				u.SetLabels(map[string]string{"app": "web", "pod-template-hash": fmt.Sprint("h", i/10)})
-				_ = unstructured.SetNestedField(u.Object, fmt.Sprint("10.0.0.", i), "status", "podIP")
-			})
-			changes = append(changes, storage.Upsert(u))
-			w.put("east", podsGVR, u)
+		apply := func(cluster string, round int, deleted ...int) {
+			t.Helper()
+			var changes []storage.Change
+			for i := range 30 {
+				ns, name := namespaces[i%2], fmt.Sprint("job-", i)
+				if slices.Contains(deleted, i) {
+					changes = append(changes, storage.Delete(ns, name))
+					delete(w.objects, storage.Key{Cluster: cluster, GVR: podsGVR, Namespace: ns, Name: name})
+					continue
+				}
+				u := object("Pod", ns, name, fmt.Sprint(10+round), func(u *unstructured.Unstructured) {
+					u.SetLabels(map[string]string{"app": "batch", "batch.kubernetes.io/controller-uid": fmt.Sprint("uid-", (i+round)/10)})
+					_ = unstructured.SetNestedField(u.Object, fmt.Sprint("10.0.", round, ".", i), "status", "podIP")
+				})
+				changes = append(changes, storage.Upsert(u))
+				w.put(cluster, podsGVR, u)
+			}
+			if _, err := s.ForCluster(cluster, storage.Unfenced).Apply(ctx, podsGVR, changes); err != nil {
+				t.Fatal(err)
+			}
 		}
-		if _, err := s.ForCluster("east", storage.Unfenced).Apply(ctx, podsGVR, changes); err != nil {
-			t.Fatal(err)
-		}
+		apply("east", 0)
+		apply("west", 0)
+		apply("east", 1, 3, 4, 17) // every address and some uids changed, three deleted
 		db := sqlstore.GormDB(s)
 		cells := func(key string) (n int64) {
 			t.Helper()
@@ -218,7 +232,7 @@ func TestCountSummaryKeepsNoPerObjectKeys(t *testing.T) {
 			}
 			return n
 		}
-		for _, key := range []string{"pod-template-hash", "status.podIP"} {
+		for _, key := range []string{"batch.kubernetes.io/controller-uid", "status.podIP"} {
 			if n := cells(key); n != 0 {
 				t.Fatalf("%d summary cells of %s", n, key)
 			}
@@ -227,17 +241,32 @@ func TestCountSummaryKeepsNoPerObjectKeys(t *testing.T) {
 		if apps == 0 {
 			t.Fatal("no summary cells of app")
 		}
-		for _, terms := range [][]string{{"label:pod-template-hash"}, {"namespace", "field:status.podIP"}, {"label:app"}} {
-			checkCount(t, s, w, storage.ListQuery{GVR: podsGVR}, terms, 0)
-			checkCount(t, s, w, storage.ListQuery{GVR: podsGVR, Namespaces: namespaces[:1]}, terms, 3)
+		check := func(step string) {
+			t.Helper()
+			t.Logf("%s", step)
+			for _, terms := range [][]string{{"label:batch.kubernetes.io/controller-uid"}, {"namespace", "field:status.podIP"},
+				{"label:app"}, {"cluster"}, {"namespace", "cluster"}} {
+				checkCount(t, s, w, storage.ListQuery{GVR: podsGVR}, terms, 0)
+				checkCount(t, s, w, storage.ListQuery{GVR: podsGVR, Namespaces: namespaces[:1], Clusters: []string{"east"}}, terms, 3)
+			}
 		}
+		check("written")
 
-		value := "10.0.0.1"
-		earlier := map[string]any{"id": "f0", "api_group": "", "version": "v1", "resource": "pods", "cluster": "east",
-			"namespace": namespaces[1], "kind": "f", "attr_key": "status.podIP", "attr_value": &value, "n": 1}
-		if err := db.Table("count_summary").Create(earlier).Error; err != nil {
-			t.Fatal(err)
+		// Cells of an earlier version: a value's, its rollup's, a label
+		// value's and a key's presence (no value).
+		value := "10.0.1.1"
+		for i, c := range []struct {
+			namespace, kind, key string
+			value                *string
+		}{{namespaces[1], "f", "status.podIP", &value}, {"", "f", "status.podIP", &value}, {namespaces[1], "f", "status.podIP", nil},
+			{namespaces[0], "l", "batch.kubernetes.io/controller-uid", &value}} {
+			earlier := map[string]any{"id": fmt.Sprintf("f%d", i), "api_group": "", "version": "v1", "resource": "pods", "cluster": "east",
+				"namespace": c.namespace, "kind": c.kind, "attr_key": c.key, "attr_value": c.value, "n": 1}
+			if err := db.Table("count_summary").Create(earlier).Error; err != nil {
+				t.Fatal(err)
+			}
 		}
+		check("with cells of an earlier version")
 		current, _, err := s.Revision(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -245,12 +274,15 @@ func TestCountSummaryKeepsNoPerObjectKeys(t *testing.T) {
 		if err := s.Compact(ctx, current, true); err != nil {
 			t.Fatal(err)
 		}
-		if n := cells("status.podIP"); n != 0 {
-			t.Fatalf("%d summary cells of status.podIP after compacting", n)
+		for _, key := range []string{"batch.kubernetes.io/controller-uid", "status.podIP"} {
+			if n := cells(key); n != 0 {
+				t.Fatalf("%d summary cells of %s after compacting", n, key)
+			}
 		}
 		if n := cells("app"); n != apps {
 			t.Fatalf("%d summary cells of app after compacting, %d before", n, apps)
 		}
+		check("compacted")
 	})
 }
 
