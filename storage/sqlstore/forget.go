@@ -273,6 +273,16 @@ func (s *Store) SecretsRewritten(ctx context.Context) (int64, error) {
 func (w *clusterWriter) rewriteSecrets(ctx context.Context, since int64) error {
 	cluster := w.cluster
 	gr := storage.SecretsResource.GroupResource()
+	// A new Cluster's first reconcile waits on this: where the cluster has
+	// stored no Secret since, a read says so without waiting for the
+	// writer, which may be busy with other clusters' initial syncs
+	// (BenchmarkFleetReconcile). A Secret stored after the read is the
+	// synchronizer's, which drops the contents itself.
+	var any []int64
+	if err := whereResource(w.s.db.WithContext(ctx).Table(resourcesTable), storage.SecretsResource).Where("cluster = ? AND revision > ?", cluster, since).
+		Limit(1).Pluck("revision", &any).Error; err != nil || len(any) == 0 {
+		return err
+	}
 	for after := since; ; {
 		var next int64
 		// Ahead of other clusters' writes: a reconcile waits on it (see queue).
