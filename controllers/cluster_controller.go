@@ -153,14 +153,23 @@ func (r *ClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// its deletion), not of its finalizer or status, which only the
 		// reconciler writes: the news of such a write arrives while the
 		// reconcile that wrote it may still run, and the Cluster, queued
-		// again, waits out the rest of it (BenchmarkFleetReconcile).
-		For(&clusterv1alpha1.Cluster{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// again, waits out the rest of it (BenchmarkFleetReconcile). Unless
+		// someone else took the finalizer off: the reconcile puts it back,
+		// so that deleting the Cluster still removes what it stored.
+		For(&clusterv1alpha1.Cluster{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, finalizerRemoved))).
 		Watches(&clusterv1alpha1.ClusterSyncResources{}, handler.EnqueueRequestsFromMapFunc(r.clustersReferencing)).
 		WatchesRawSource(source.Channel(r.events, &handler.TypedEnqueueRequestForObject[*clusterv1alpha1.Cluster]{})).
 		Named("cluster").
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles, NeedLeaderElection: ptr.To(!sharded)}).
 		Complete(r)
 }
+
+// finalizerRemoved passes the updates of a Cluster that took Finalizer
+// off it while it stays.
+var finalizerRemoved = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	return controllerutil.ContainsFinalizer(e.ObjectOld, Finalizer) && !controllerutil.ContainsFinalizer(e.ObjectNew, Finalizer) &&
+		e.ObjectNew.GetDeletionTimestamp().IsZero()
+}}
 
 // runnable runs on the leader only, or on every replica.
 type runnable struct {

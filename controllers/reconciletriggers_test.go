@@ -3,6 +3,7 @@ package controllers_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -20,7 +21,7 @@ import (
 
 // TestOwnWritesDoNotReconcile: the reconciler's own writes of a Cluster, of
 // its finalizer and its status, do not have it reconciled again, while a
-// change of its spec does. The news of the finalizer's write arrives while
+// change of its spec does, and so does its finalizer taken off by another. The news of the finalizer's write arrives while
 // the reconcile that wrote it still runs, and the Cluster would wait out
 // the rest of it in the queue (BenchmarkFleetReconcile).
 func TestOwnWritesDoNotReconcile(t *testing.T) {
@@ -61,6 +62,17 @@ func TestOwnWritesDoNotReconcile(t *testing.T) {
 	if n := clusterReconciles(t) - before; n != 2 {
 		t.Fatalf("%v reconciles, want 2: the Cluster's creation and its spec's change", n)
 	}
+	// Someone else's taking the finalizer off is reconciled: it is put back.
+	if err := hc.Patch(context.Background(), &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "east"}},
+		client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))); err != nil {
+		t.Fatal(err)
+	}
+	waitCluster(t, hc, "east", func(c *clusterv1alpha1.Cluster) error {
+		if !slices.Contains(c.Finalizers, controllers.Finalizer) {
+			return fmt.Errorf("finalizers %v: want the reconciler's back", c.Finalizers)
+		}
+		return nil
+	})
 }
 
 // clusterReconciles is how many reconciles the Cluster controller has
