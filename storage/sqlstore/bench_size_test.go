@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -148,7 +149,7 @@ func tableBytes(b *testing.B, backend string, s *sqlstore.Store) map[string]int6
 	case "sqlite":
 		return sqliteTableBytes(b, db)
 	case "mysql":
-		if err := db.Exec("ANALYZE TABLE resources, events, object_attributes, attribute_values, attribute_keys").Error; err != nil {
+		if err := db.Exec("ANALYZE TABLE " + strings.Join(sizeTables, ", ")).Error; err != nil {
 			b.Fatal(err)
 		}
 		query = "SELECT table_name AS name, data_length + index_length AS bytes FROM information_schema.tables WHERE table_schema = DATABASE()"
