@@ -21,34 +21,18 @@ import (
 	"github.com/panorama-io/panorama/storage/storagetest"
 )
 
-// TestDefaultMemoryBudget: a quarter of the cgroup's limit, v2 first,
-// v1 else, unlimited when there is none.
+// TestDefaultMemoryBudget: a quarter of the container's memory limit
+// (containermemory.Limit reads it), none without one.
 func TestDefaultMemoryBudget(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		files map[string]string
-		want  int64
-	}{
-		{"v2", map[string]string{"memory.max": "4294967296\n"}, 1 << 30},
-		{"v2 unlimited", map[string]string{"memory.max": "max\n"}, 0},
-		{"v1", map[string]string{"memory/memory.limit_in_bytes": "2147483648\n"}, 512 << 20},
-		{"v1 unlimited", map[string]string{"memory/memory.limit_in_bytes": "9223372036854771712\n"}, 0},
-		{"v2 before v1", map[string]string{"memory.max": "1073741824", "memory/memory.limit_in_bytes": "2147483648"}, 256 << 20},
-		{"no cgroup", nil, 0},
-	} {
-		root := t.TempDir()
-		for name, content := range tc.files {
-			path := filepath.Join(root, name)
-			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if got := watchcache.DefaultMemoryBudget(root); got != tc.want {
-			t.Errorf("%s: budget %d, want %d", tc.name, got, tc.want)
-		}
+	limited := t.TempDir()
+	if err := os.WriteFile(filepath.Join(limited, "memory.max"), []byte("4294967296\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := watchcache.DefaultMemoryBudget(limited); got != 1<<30 {
+		t.Errorf("under a 4 GiB limit: budget %d, want 1 GiB", got)
+	}
+	if got := watchcache.DefaultMemoryBudget(t.TempDir()); got != 0 {
+		t.Errorf("without a limit: budget %d, want none", got)
 	}
 }
 
