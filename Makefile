@@ -93,6 +93,18 @@ bench-1m: ## The fleet benchmark at 1M stored objects (100k in one member, seen 
 	PANORAMA_BENCH_FLEET_OBJECTS=100000 PANORAMA_BENCH_FLEET_CLUSTERS=1,10 \
 	go test -v -run '^$$' -bench 'BenchmarkFleet/(mysql|postgres)' -benchtime 1x -timeout 180m ./controllers/
 
+.PHONY: bench-fleet-2m
+bench-fleet-2m: ## Issue 35's run by hand (hours; not in bench or CI), on MariaDB and PostgreSQL: 2M objects through 100 Clusters (freshness, lists, search, memory), 2M realistic pods under a watch cache budget of a quarter of their JSON, 1,000 tenants listing across 100 clusters, 100 Clusters added at once.
+	export KUBEBUILDER_ASSETS="$$(hack/test-assets.sh)"; \
+	PANORAMA_BENCH_FLEET_OBJECTS=20000 PANORAMA_BENCH_FLEET_CLUSTERS=100 \
+	go test -v -run '^$$' -bench 'BenchmarkFleet$$/(mysql|postgres)' -benchtime 1x -timeout 480m ./controllers/ && \
+	PANORAMA_BENCH_RECONCILE_CLUSTERS=1,100 \
+	go test -v -run '^$$' -bench 'BenchmarkFleetReconcile/(mysql|postgres)' -benchtime 1x -timeout 120m ./controllers/ && \
+	PANORAMA_BENCH_COUNT_OBJECTS=250000 \
+	go test -v -run '^$$' -bench 'BenchmarkBudgetedCache/(mysql|postgres)' -benchtime 1x -timeout 480m ./apiserver/watchcache/ && \
+	PANORAMA_BENCH_TENANTS=1000 PANORAMA_BENCH_TENANT_CLUSTERS=100 \
+	go test -v -run '^$$' -bench 'BenchmarkTenantReads' -benchtime 1x -timeout 120m ./apiserver/
+
 .PHONY: run
 run: ## A local demo: member clusters, controller manager and API server, SQLite.
 	export KUBEBUILDER_ASSETS="$$(hack/test-assets.sh)"; \

@@ -738,15 +738,18 @@ func TestTenantReadsAskTheHostNothing(t *testing.T) {
 	}
 }
 
-// BenchmarkTenantReads: 100 tenants, each granted one namespace of every
-// cluster, list it across 50 clusters once each, 10 at a time, and the
-// admin makes the same 100 lists; in mode RBAC and in mode Webhook (the
+// BenchmarkTenantReads: 100 tenants (PANORAMA_BENCH_TENANTS), each granted
+// one namespace of every cluster, list it across 50 clusters
+// (PANORAMA_BENCH_TENANT_CLUSTERS) once each, 10 at a time, and the admin
+// makes as many lists; in mode RBAC and in mode Webhook (the
 // delegated authorizer at its default cache). Prints each mode's tenant
 // p50 and p99 as ratios to the admin's of the same mode, and the questions
 // per tenant read that reach the delegated authorizer (each a
 // SubjectAccessReview unless its cache answers).
 func BenchmarkTenantReads(b *testing.B) {
-	const tenants, clusters, concurrency = 100, 50, 10
+	const concurrency = 10
+	tenants := storagetest.EnvInt(b, "PANORAMA_BENCH_TENANTS", 100, 1)
+	clusters := storagetest.EnvInt(b, "PANORAMA_BENCH_TENANT_CLUSTERS", 50, 1)
 	var names []string
 	for i := range tenants {
 		names = append(names, fmt.Sprintf("tenant-%03d", i))

@@ -91,7 +91,7 @@ var (
 // make bench-1m runs it with 100,000 objects and N = 1, 10 on MariaDB and
 // PostgreSQL: 1M objects stored.
 func BenchmarkFleet(b *testing.B) {
-	objects := envInt(b, "PANORAMA_BENCH_FLEET_OBJECTS", 2500)
+	objects := storagetest.EnvInt(b, "PANORAMA_BENCH_FLEET_OBJECTS", 2500, 10)
 	fleets := envInts(b, "PANORAMA_BENCH_FLEET_CLUSTERS", []int{1, 10, 50})
 	member := testenv.Start(b, testenv.WithoutCRDs())
 	kube := kubernetes.NewForConfigOrDie(member.Config)
@@ -539,18 +539,6 @@ func mib(bytes uint64) float64 { return float64(bytes) / (1 << 20) }
 func memoryNow() memory {
 	rss, _ := storagetest.ResidentBytes(os.Getpid())
 	return memory{heap: heapInUse(), rss: uint64(rss)}
-}
-
-func envInt(b *testing.B, name string, def int) int {
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 10 {
-		b.Fatalf("%s=%q: want an integer of at least 10", name, v)
-	}
-	return n
 }
 
 func envInts(b *testing.B, name string, def []int) []int {

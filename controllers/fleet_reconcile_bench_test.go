@@ -52,7 +52,7 @@ const reconcileWaitTarget = time.Second
 //
 // Run with -cpuprofile to see where a reconcile spends its CPU.
 func BenchmarkFleetReconcile(b *testing.B) {
-	objects := envInt(b, "PANORAMA_BENCH_RECONCILE_OBJECTS", 500)
+	objects := storagetest.EnvInt(b, "PANORAMA_BENCH_RECONCILE_OBJECTS", 500, 10)
 	fleets := envInts(b, "PANORAMA_BENCH_RECONCILE_CLUSTERS", []int{1, 100})
 	member := testenv.Start(b, testenv.WithoutCRDs())
 	testenv.CreateConfigMaps(b, kubernetes.NewForConfigOrDie(member.Config), objects)

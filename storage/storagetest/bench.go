@@ -88,13 +88,19 @@ func IngestPods(b *testing.B, backend string, s storage.Interface, n int) []*sto
 // BenchCountObjects is how many pods the count benchmarks count:
 // PANORAMA_BENCH_COUNT_OBJECTS when set (make bench-count-1m), else def.
 func BenchCountObjects(b *testing.B, def int) int {
-	v := os.Getenv("PANORAMA_BENCH_COUNT_OBJECTS")
+	return EnvInt(b, "PANORAMA_BENCH_COUNT_OBJECTS", def, BenchBatch)
+}
+
+// EnvInt is the integer the environment variable name sets, at least
+// least, for a benchmark's size; def when it is unset.
+func EnvInt(b *testing.B, name string, def, least int) int {
+	v := os.Getenv(name)
 	if v == "" {
 		return def
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil || n < BenchBatch {
-		b.Fatalf("PANORAMA_BENCH_COUNT_OBJECTS=%q: want an integer of at least %d", v, BenchBatch)
+	if err != nil || n < least {
+		b.Fatalf("%s=%q: want an integer of at least %d", name, v, least)
 	}
 	return n
 }
