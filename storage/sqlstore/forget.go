@@ -278,9 +278,9 @@ func (w *clusterWriter) rewriteSecrets(ctx context.Context, since int64) error {
 	// writer, which may be busy with other clusters' initial syncs
 	// (BenchmarkFleetReconcile). A Secret stored after the read is the
 	// synchronizer's, which drops the contents itself.
-	var any []int64
+	var stored []int64
 	if err := whereResource(w.s.db.WithContext(ctx).Table(resourcesTable), storage.SecretsResource).Where("cluster = ? AND revision > ?", cluster, since).
-		Limit(1).Pluck("revision", &any).Error; err != nil || len(any) == 0 {
+		Limit(1).Pluck("revision", &stored).Error; err != nil || len(stored) == 0 {
 		return err
 	}
 	for after := since; ; {
