@@ -205,6 +205,19 @@ func (dt *dictionaryTx) store(tx *gorm.DB, d *dialect, attrs []attributeRow) ([]
 	return out, nil
 }
 
+// insert writes attrs as the rows that store them (store).
+func (dt *dictionaryTx) insert(tx *gorm.DB, d *dialect, attrs []attributeRow) error {
+	stored, err := dt.store(tx, d, attrs)
+	if err != nil {
+		return err
+	}
+	return insertChunked(tx, d, stored, storedAttributeSize)
+}
+
+// storedAttributeSize is about what a stored attribute row takes in a
+// statement, for insertBytes: its four numbers.
+func storedAttributeSize(*storedAttributeRow) int { return 32 }
+
 // keyIDs makes sure dt knows the ids of keys, read or assigned.
 func (dt *dictionaryTx) keyIDs(tx *gorm.DB, d *dialect, keys []attrKey) error {
 	dt.cached(keys, nil)
@@ -212,12 +225,8 @@ func (dt *dictionaryTx) keyIDs(tx *gorm.DB, d *dialect, keys []attrKey) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	found, err := findKeys(tx, keys)
-	if err != nil {
+	if err := findKeys(tx, keys, dt.keys); err != nil {
 		return err
-	}
-	for _, r := range found {
-		dt.keys[attrKey{r.Kind, r.Name}] = r.ID
 	}
 	missing := assign(dt.keys, keys, &dt.state.MaxKey, func(k attrKey, id int64) attributeKeyRow {
 		return attributeKeyRow{ID: id, Kind: k.kind, Name: k.name}
@@ -294,24 +303,26 @@ func findValues(tx *gorm.DB, values []attrValue, ids map[attrValue]int64) error 
 	return lookup()
 }
 
-// findKeys reads the dictionary's rows of keys, lists of names of a kind,
-// which the index of kind and name seeks, dictionaryLookup a statement.
-func findKeys(tx *gorm.DB, keys []attrKey) ([]attributeKeyRow, error) {
+// findKeys adds to ids those of keys that the dictionary has, lists of
+// names of a kind, which the index of kind and name seeks,
+// dictionaryLookup a statement.
+func findKeys(tx *gorm.DB, keys []attrKey, ids map[attrKey]int64) error {
 	byKind := map[string][]string{}
 	for _, k := range keys {
 		byKind[k.kind] = append(byKind[k.kind], k.name)
 	}
-	var found []attributeKeyRow
 	for _, kind := range slices.Sorted(maps.Keys(byKind)) {
 		for names := range slices.Chunk(byKind[kind], dictionaryLookup) {
-			var rows []attributeKeyRow
-			if err := tx.Where("kind = ? AND name IN ?", kind, names).Find(&rows).Error; err != nil {
-				return nil, err
+			var found []attributeKeyRow
+			if err := tx.Where("kind = ? AND name IN ?", kind, names).Find(&found).Error; err != nil {
+				return err
 			}
-			found = append(found, rows...)
+			for _, r := range found {
+				ids[attrKey{r.Kind, r.Name}] = r.ID
+			}
 		}
 	}
-	return found, nil
+	return nil
 }
 
 // attributesOf reads the attribute rows of the rows that where selects in
@@ -445,7 +456,7 @@ func (s *Store) convertAttributes(db *gorm.DB) error {
 			if err != nil {
 				return err
 			}
-			return inChunks(stored, s.dialect.insertRows, func(*storedAttributeRow) int { return 32 }, func(chunk []storedAttributeRow) error {
+			return inChunks(stored, s.dialect.insertRows, storedAttributeSize, func(chunk []storedAttributeRow) error {
 				return tx.Clauses(clause.OnConflict{DoNothing: true}).Create(chunk).Error
 			})
 		})

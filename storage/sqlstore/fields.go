@@ -259,11 +259,7 @@ func (s *Store) reindex(ctx context.Context, version int64) error {
 				Delete(&storedAttributeRow{}).Error; err != nil {
 				return 0, err
 			}
-			stored, err := p.dict.store(tx, s.dialect, attrs)
-			if err != nil {
-				return 0, err
-			}
-			if err := insertChunked(tx, s.dialect, stored, func(*storedAttributeRow) int { return 24 }); err != nil {
+			if err := p.dict.insert(tx, s.dialect, attrs); err != nil {
 				return 0, err
 			}
 			var t tally

@@ -241,18 +241,20 @@ type attrCond struct {
 	never    bool
 }
 
-// value is SQL on an attribute row's value_id, and its parameters.
-func (c attrCond) value() (string, []any) {
+// match is SQL on an attribute row that c's key and values pass, and its
+// parameters.
+func (c attrCond) match() (string, []any) {
+	const key = "key_id = ?"
 	switch {
 	case len(c.contains) > 0:
-		return " AND value_id IN (SELECT id FROM " + attributeValuesTable + " WHERE key_id = ? AND " + c.containsSQL + ")",
-			append([]any{c.keyID}, anys(c.contains)...)
+		return key + " AND value_id IN (SELECT id FROM " + attributeValuesTable + " WHERE key_id = ? AND " + c.containsSQL + ")",
+			append([]any{c.keyID, c.keyID}, anys(c.contains)...)
 	case len(c.valueIDs) == 1:
-		return " AND value_id = ?", []any{c.valueIDs[0]}
+		return key + " AND value_id = ?", []any{c.keyID, c.valueIDs[0]}
 	case len(c.valueIDs) > 1:
-		return " AND value_id IN ?", []any{c.valueIDs}
+		return key + " AND value_id IN ?", []any{c.keyID, c.valueIDs}
 	}
-	return "", nil
+	return key, []any{c.keyID}
 }
 
 // attrConds are the conditions of q's label and field selectors and images
@@ -311,13 +313,9 @@ func resolveConds(tx *gorm.DB, conds []attrCond) ([]attrCond, error) {
 	for i, c := range conds {
 		wanted[i] = attrKey{c.kind, c.key}
 	}
-	keys, err := findKeys(tx, wanted)
-	if err != nil {
-		return nil, err
-	}
 	ids := map[attrKey]int64{}
-	for _, k := range keys {
-		ids[attrKey{k.Kind, k.Name}] = k.ID
+	if err := findKeys(tx, wanted, ids); err != nil {
+		return nil, err
 	}
 	var values []attrValue
 	for i := range conds {

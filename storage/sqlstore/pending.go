@@ -162,11 +162,7 @@ func (p *pending) flush(tx *gorm.DB, d *dialect) error {
 	if err := insertChunked(tx, d, rows, func(r *resourceRow) int { return len(r.Object) }); err != nil {
 		return err
 	}
-	stored, err := p.dict.store(tx, d, fresh.rows())
-	if err != nil {
-		return err
-	}
-	if err := insertChunked(tx, d, stored, func(*storedAttributeRow) int { return 24 }); err != nil {
+	if err := p.dict.insert(tx, d, fresh.rows()); err != nil {
 		return err
 	}
 	keys := make(map[int64]*KeyColumns, len(rows))

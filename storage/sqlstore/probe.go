@@ -28,12 +28,11 @@ func (p attrPlan) sql(c attrCond) (string, []any) {
 		return "1 = 0", nil
 	}
 	const from = " FROM " + attributesTable + " WHERE "
-	value, args := c.value()
-	args = append([]any{c.keyID}, args...)
+	match, args := c.match()
 	// A row's attribute of a key is one row, or several for a multi-valued
 	// field (images): the primary key's prefix (resource_revision, key_id)
 	// finds them, LIMIT 1 keeps a scalar subquery scalar.
-	own := "(SELECT 1" + from + "resource_revision = " + resourcesTable + ".revision AND key_id = ?" + value + " LIMIT 1)"
+	own := "(SELECT 1" + from + "resource_revision = " + resourcesTable + ".revision AND " + match + " LIMIT 1)"
 	switch {
 	case c.lacks && p.probeExcluded:
 		return own + " IS NULL", args
@@ -42,7 +41,7 @@ func (p attrPlan) sql(c attrCond) (string, []any) {
 	case p.probeRequired:
 		return own + " IS NOT NULL", args
 	default:
-		return "revision IN (SELECT resource_revision" + from + "key_id = ?" + value + ")", args
+		return "revision IN (SELECT resource_revision" + from + match + ")", args
 	}
 }
 
@@ -87,9 +86,9 @@ func (s *Store) pagePlan(tx *gorm.DB, q *storage.ListQuery, order []storage.Orde
 	common := max(int64(math.Sqrt(float64((q.Limit+1)*objects))), q.Limit+1)
 	for _, c := range required {
 		var n int64
-		value, args := c.value()
-		count := "SELECT COUNT(*) FROM (SELECT 1 FROM " + attributesTable + " WHERE key_id = ?" + value + " LIMIT ?) matches"
-		if err := tx.Raw(count, append(append([]any{c.keyID}, args...), common)...).Scan(&n).Error; err != nil {
+		match, args := c.match()
+		count := "SELECT COUNT(*) FROM (SELECT 1 FROM " + attributesTable + " WHERE " + match + " LIMIT ?) matches"
+		if err := tx.Raw(count, append(args, common)...).Scan(&n).Error; err != nil {
 			return semiJoin, err
 		}
 		if n < common {
