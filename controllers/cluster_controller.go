@@ -57,6 +57,8 @@ const (
 	ReasonPaused                = "Paused"
 	ReasonNothingToSync         = "NothingToSync"
 	ReasonSyncResourcesNotFound = "SyncResourcesNotFound"
+	// ReasonInvalidFilter: a filter of syncResources that cannot be applied.
+	ReasonInvalidFilter = "InvalidFilter"
 	// ReasonSecretNamespaceForbidden: a secret reference outside the
 	// controller's secret namespace.
 	ReasonSecretNamespaceForbidden = "SecretNamespaceForbidden"
@@ -389,14 +391,23 @@ func (r *ClusterReconciler) sync(ctx context.Context, c *clusterv1alpha1.Cluster
 		r.fillSyncStatus(c.Name, status)
 		return requeue, nil
 	}
-	resources := member.resolve(selections)
+	resources, err := member.resolve(selections)
+	if err != nil {
+		// The host refuses such filters as it stores them; one stored before
+		// its rules changes nothing until fixed, rather than sync more than
+		// it meant to.
+		setCondition(status, clusterv1alpha1.ConditionSynced, false, ReasonInvalidFilter, err.Error()+"; what was synced syncs on as it did")
+		r.fillSyncStatus(c.Name, status)
+		return requeue, nil
+	}
 	if !c.Spec.SyncAllCustomResources { // crds.go; with it, the CRDs are selected above
 		extra, err := crdSelection(ctx, limited, resources)
 		if err != nil {
 			problems = append(problems, "listing CRDs: "+memberErrorText(err))
 			partial = true
 		}
-		resources = member.resolve(append(selections, extra...))
+		// What had resolved still does: extra names CRDs, unfiltered.
+		resources, _ = member.resolve(append(selections, extra...))
 	}
 	retention := r.EventRetention
 	if c.Spec.EventRetention != nil {
@@ -490,6 +501,7 @@ func (r *ClusterReconciler) fillSyncStatus(cluster string, status *clusterv1alph
 			Group: res.GVR.Group, Version: res.GVR.Version, Resource: res.GVR.Resource, Kind: res.Kind,
 			Namespaced: res.Namespaced, State: s.State, Count: s.Count, LastError: statusText(s.LastError),
 			RefusedCount: s.Refused, LastRefused: statusText(s.LastRefused),
+			Filter: statusText(res.Filter.String()), LastListRemovedCount: s.LastListRemoved,
 		}
 		if !s.LastSyncTime.IsZero() {
 			t := metav1.NewTime(s.LastSyncTime.Truncate(time.Second))

@@ -115,11 +115,22 @@ func customResourceSelections(ctx context.Context, md metadata.Interface) ([]clu
 // resources expand to what the member serves but core Secrets, which must be
 // named, missing or "*" versions to the group's preferred version. Selections
 // of what the member does not serve, or of Panorama's own groups, select
-// nothing.
-func (m *memberResources) resolve(selections []clusterv1alpha1.GroupResources) []synchronizer.Resource {
-	seen := map[schema.GroupVersionResource]bool{}
+// nothing. A resource several selections select takes the filter of the
+// first that names it, else of the first that selects it by "*". A
+// selection whose filter cannot be applied fails the whole: leaving it
+// out could have another selection sync what it keeps out.
+func (m *memberResources) resolve(selections []clusterv1alpha1.GroupResources) ([]synchronizer.Resource, error) {
+	type chosen struct {
+		at    int // in out
+		named bool
+	}
+	seen := map[schema.GroupVersionResource]chosen{}
 	var out []synchronizer.Resource
-	for _, sel := range selections {
+	for i, sel := range selections {
+		filter, err := synchronizer.NewFilter(sel)
+		if err != nil {
+			return nil, fmt.Errorf("syncResources[%d] (group %q): %w", i, sel.Group, err)
+		}
 		for group := range m.versions {
 			if (sel.Group != wildcard && sel.Group != group) || reservedGroup(group) {
 				continue
@@ -137,17 +148,22 @@ func (m *memberResources) resolve(selections []clusterv1alpha1.GroupResources) [
 						continue
 					}
 					gvr := schema.GroupVersionResource{Group: group, Version: v, Resource: r.Name}
-					if seen[gvr] {
-						continue
+					filter := filter.For(r.Namespaced)
+					prev, ok := seen[gvr]
+					switch {
+					case !ok:
+						seen[gvr] = chosen{at: len(out), named: named}
+						out = append(out, synchronizer.Resource{Resource: storage.Resource{GVR: gvr, Kind: r.Kind, Namespaced: r.Namespaced}, Filter: filter})
+					case named && !prev.named:
+						seen[gvr] = chosen{at: prev.at, named: true}
+						out[prev.at].Filter = filter
 					}
-					seen[gvr] = true
-					out = append(out, synchronizer.Resource{Resource: storage.Resource{GVR: gvr, Kind: r.Kind, Namespaced: r.Namespaced}})
 				}
 			}
 		}
 	}
 	slices.SortFunc(out, func(a, b synchronizer.Resource) int { return strings.Compare(a.GVR.String(), b.GVR.String()) })
-	return out
+	return out, nil
 }
 
 func isSecrets(group, resource string) bool { return group == "" && resource == "secrets" }

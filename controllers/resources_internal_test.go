@@ -40,7 +40,11 @@ func TestResolveNeverSelectsPanoramaGroups(t *testing.T) {
 		{Group: "panorama.io", Resources: []string{"*"}},
 	}
 	var got []string
-	for _, r := range m.resolve(selections) {
+	resolved, err := m.resolve(selections)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range resolved {
 		got = append(got, r.GVR.GroupResource().String())
 	}
 	slices.Sort(got)

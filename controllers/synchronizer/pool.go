@@ -109,20 +109,19 @@ func (p *Pool) Ensure(ctx context.Context, cluster, configID string, epoch int64
 		want[res.GVR] = res
 	}
 	// A resource whose objects are now stored differently (Secret data kept
-	// or dropped) is removed and synced afresh: a resumed synchronizer would
-	// not rewrite the unchanged objects. One whose Event retention changed
-	// only restarts: its list stores what the new retention keeps and
-	// deletes what it does not.
+	// or dropped, other fields dropped) is removed and synced afresh: a
+	// resumed synchronizer would not rewrite the unchanged objects. One
+	// whose Event retention or filter of what it lists changed only
+	// restarts: its list stores what it now keeps and deletes what it no
+	// longer does, and leaves the rest as stored.
 	var removed []*running
 	for gvr, r := range cs.syncs {
 		res, ok := want[gvr]
-		retained := r.resource
-		retained.EventRetention = res.EventRetention
 		switch {
-		case (!ok && !sel.Partial) || (ok && res != retained):
+		case (!ok && !sel.Partial) || (ok && !res.storedAlike(r.resource)):
 			removed = append(removed, r)
 			delete(cs.syncs, gvr)
-		case ok && res != r.resource:
+		case ok && !res.equal(r.resource):
 			restart = append(restart, r)
 			delete(cs.syncs, gvr)
 		}

@@ -101,7 +101,7 @@ func configMap(name string, n int, random bool) *unstructured.Unstructured {
 func listInto(t *testing.T, store storage.Interface, m *pagedMember, opts Options) *Synchronizer {
 	t.Helper()
 	s := New("east", storage.Unfenced, configMaps, nil, store, opts, func() {})
-	if _, err := s.list(context.Background(), m); err != nil {
+	if _, err := s.list(context.Background(), m, metav1.NamespaceAll); err != nil {
 		t.Fatalf("list: %v", err)
 	}
 	return s

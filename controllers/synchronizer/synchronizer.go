@@ -102,6 +102,23 @@ type Resource struct {
 	// seen an Event is kept: older ones are not stored, and stored ones are
 	// pruned as they age past it. 0 keeps them as long as the member does.
 	EventRetention time.Duration
+	// Filter narrows what is synced; nil syncs everything.
+	Filter *Filter
+}
+
+// storedAlike reports whether r's objects are stored as o's would be:
+// the same resource, with the same Secret data and fields dropped. A
+// synchronizer's list rewrites only the objects whose member
+// resourceVersion changed, so storage holds the others as they were
+// stored.
+func (r Resource) storedAlike(o Resource) bool {
+	return r.Resource == o.Resource && r.KeepSecretData == o.KeepSecretData && r.Filter.droppedFields() == o.Filter.droppedFields()
+}
+
+// equal reports whether r and o sync alike: stored alike, with the same
+// retention of Events and the same filter.
+func (r Resource) equal(o Resource) bool {
+	return r.storedAlike(o) && r.EventRetention == o.EventRetention && r.Filter.String() == o.Filter.String()
 }
 
 // Status is a synchronizer's state for the Cluster's status.
@@ -114,6 +131,11 @@ type Status struct {
 	// latest of them.
 	Refused     int64
 	LastRefused string
+	// LastListRemoved counts the objects the last full list removed from
+	// storage: stored, and no longer listed by the member under the
+	// filter (kept out by a changed filter, or deleted while no watch
+	// ran). Of a filter of namespaces, the sum over their last lists.
+	LastListRemoved int64
 }
 
 // Synchronizer syncs one Resource of one cluster.
@@ -145,6 +167,8 @@ type Synchronizer struct {
 	// writes Run must outlive.
 	listing sync.Mutex
 	wake    chan struct{}
+	// removed is what each scope's last list removed (Status.LastListRemoved).
+	removed map[string]int64
 }
 
 // pendingChange is a change on its way to storage.
@@ -182,6 +206,7 @@ func New(cluster string, epoch int64, r Resource, client dynamic.Interface, stor
 	return &Synchronizer{
 		cluster: cluster, epoch: epoch, resource: r, client: client, store: store, opts: opts, onChange: onChange,
 		status: Status{State: clusterv1alpha1.SyncStateSyncing}, wake: make(chan struct{}, 1), written: make(chan struct{}),
+		removed: map[string]int64{},
 	}
 }
 
@@ -216,7 +241,26 @@ func (s *Synchronizer) Run(ctx context.Context) {
 		}
 	}()
 
-	ri := s.client.Resource(s.resource.GVR)
+	var scopes sync.WaitGroup
+	for _, ns := range s.resource.Filter.scopes() {
+		scopes.Go(func() { s.runScope(ctx, ns) })
+	}
+	scopes.Wait()
+	<-flushDone
+	<-pruneDone
+	// Waits for a list still writing, which ctx ends; a list that starts
+	// later sees ctx ended and writes nothing.
+	s.listing.Lock()
+	//lint:ignore SA2001 the lock is taken to wait for the list that holds it
+	s.listing.Unlock()
+}
+
+// runScope lists and watches the objects of namespace ns ("" for all the
+// filter keeps) until ctx ends, with the backoff of client-go's reflector
+// after a failure.
+func (s *Synchronizer) runScope(ctx context.Context, ns string) {
+	logger := log.FromContext(ctx)
+	ri := s.client.Resource(s.resource.GVR).Namespace(ns)
 	lw := listStreamedToStorage{&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, _ metav1.ListOptions) (runtime.Object, error) {
 			s.listing.Lock()
@@ -224,15 +268,17 @@ func (s *Synchronizer) Run(ctx context.Context) {
 			if err := ctx.Err(); err != nil {
 				return nil, err // Run has returned, or is about to
 			}
-			return s.list(ctx, ri)
+			return s.list(ctx, ri, ns)
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return ri.Watch(ctx, o)
+			return ri.Watch(ctx, s.resource.Filter.listOptions(o))
 		},
 	}}
-	r := cache.NewReflectorWithOptions(lw, &unstructured.Unstructured{}, (*reflectorSink)(s), cache.ReflectorOptions{
-		Name: s.cluster + "/" + s.resource.GVR.String(),
-	})
+	name := s.cluster + "/" + s.resource.GVR.String()
+	if ns != metav1.NamespaceAll {
+		name += "/" + ns
+	}
+	r := cache.NewReflectorWithOptions(lw, &unstructured.Unstructured{}, (*reflectorSink)(s), cache.ReflectorOptions{Name: name})
 
 	// The backoff of client-go's reflector: from 0.8s to 30s, reset after two
 	// healthy minutes.
@@ -244,11 +290,11 @@ func (s *Synchronizer) Run(ctx context.Context) {
 		started := time.Now()
 		err := r.ListAndWatchWithContext(ctx)
 		if ctx.Err() != nil {
-			break
+			return
 		}
 		if err != nil {
 			syncErrors.WithLabelValues(s.cluster, s.resource.GVR.Resource).Inc()
-			logger.V(1).Info("list and watch failed", "err", err)
+			logger.V(1).Info("list and watch failed", "namespace", ns, "err", err)
 			s.setState(clusterv1alpha1.SyncStateError, err.Error())
 		}
 		if time.Since(started) > 2*time.Minute {
@@ -259,13 +305,6 @@ func (s *Synchronizer) Run(ctx context.Context) {
 		case <-time.After(backoff.Step()):
 		}
 	}
-	<-flushDone
-	<-pruneDone
-	// Waits for a list still writing, which ctx ends; a list that starts
-	// later sees ctx ended and writes nothing.
-	s.listing.Lock()
-	//lint:ignore SA2001 the lock is taken to wait for the list that holds it
-	s.listing.Unlock()
 }
 
 // flushLoop writes pending changes when a batch is full or FlushInterval
@@ -498,7 +537,14 @@ func (listStreamedToStorage) IsWatchListSemanticsUnSupported() bool { return tru
 // the other, the sync took the member's list time plus the writes'
 // (BenchmarkInitialSync), when the two can overlap. The pages of one list hold
 // each key once, so the order their writes land in does not matter.
-func (s *Synchronizer) list(ctx context.Context, ri dynamic.ResourceInterface) (runtime.Object, error) {
+//
+// ri lists namespace ns ("" for the whole resource) under the filter, so a
+// relist under a changed filter converges: what it no longer lists is
+// deleted, what it now lists is added, the rest is not rewritten. The list
+// of one namespace of a filter's also deletes what is stored of the
+// namespaces the filter no longer has; that of the others it leaves to
+// their own lists and watches.
+func (s *Synchronizer) list(ctx context.Context, ri dynamic.ResourceInterface, ns string) (runtime.Object, error) {
 	if err := s.flush(ctx); err != nil {
 		return nil, err
 	}
@@ -507,6 +553,19 @@ func (s *Synchronizer) list(ctx context.Context, ri dynamic.ResourceInterface) (
 	stored, err := s.store.MemberVersions(ctx, s.cluster, s.resource.GVR)
 	if err != nil {
 		return nil, fmt.Errorf("reading stored versions: %w", err)
+	}
+	// The list writes alone (it holds flushing): what is stored after it
+	// is what was, with its adds and without its deletes.
+	storedBefore := int64(len(stored))
+	var outside []pendingChange
+	for k, rv := range stored {
+		switch {
+		case !s.resource.Filter.keeps(k.Namespace):
+			outside = append(outside, pendingChange{change: storage.DeleteAt(k.Namespace, k.Name, rv)})
+			delete(stored, k)
+		case ns != metav1.NamespaceAll && k.Namespace != ns:
+			delete(stored, k) // another namespace's list's
+		}
 	}
 	// What storage refuses is never stored, so every list meets it again:
 	// counted anew by this one.
@@ -526,32 +585,45 @@ func (s *Synchronizer) list(ctx context.Context, ri dynamic.ResourceInterface) (
 		}
 		return nil
 	})
-	var count int64
-	var listRV string
+	var listed listed
 	g.Go(func() error {
 		defer close(pages)
-		var err error
-		count, listRV, err = s.listChanges(gctx, ri, stored, func(changes []pendingChange) error {
+		write := func(changes []pendingChange) error {
 			select {
 			case pages <- changes:
 				return nil
 			case <-gctx.Done():
 				return gctx.Err()
 			}
-		})
+		}
+		if len(outside) > 0 {
+			if err := write(outside); err != nil {
+				return err
+			}
+		}
+		var err error
+		listed, err = s.listChanges(gctx, ri, stored, write)
 		return err
 	})
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
+	// Objects storage refused are counted as if stored: the count is of
+	// what the member has, as a watch's adds and deletes count it.
+	count := storedBefore + listed.added - listed.deleted - int64(len(outside))
 	syncedObjects.WithLabelValues(s.cluster, s.resource.GVR.Resource).Set(float64(count))
 	s.mu.Lock()
+	s.removed[ns] = listed.deleted + int64(len(outside))
+	s.status.LastListRemoved = 0
+	for _, n := range s.removed {
+		s.status.LastListRemoved += n
+	}
 	// Refusals stay: this list's own, counted as its pages were written.
 	s.status.State, s.status.Count, s.status.LastError, s.status.LastSyncTime = clusterv1alpha1.SyncStateSynced, count, "", time.Now()
 	s.mu.Unlock()
 	s.onChange()
 	return &unstructured.UnstructuredList{Object: map[string]any{
-		"apiVersion": "v1", "kind": "List", "metadata": map[string]any{"resourceVersion": listRV},
+		"apiVersion": "v1", "kind": "List", "metadata": map[string]any{"resourceVersion": listed.resourceVersion},
 	}}, nil
 }
 
@@ -559,20 +631,26 @@ func (s *Synchronizer) list(ctx context.Context, ri dynamic.ResourceInterface) (
 // member's list goes on.
 const listPagesAhead = 1
 
+// listed is what a list found: how many objects it listed that were not
+// stored, how many stored ones it did not list, and its resourceVersion.
+type listed struct {
+	added, deleted  int64
+	resourceVersion string
+}
+
 // listChanges lists the member a page at a time, in a consistent read
 // whatever resourceVersion the reflector would relist from, and sends to
 // write the changes that make stored (the stored member resourceVersions,
 // which it consumes) equal to each page, then the deletes of what the
-// member no longer has. It returns how many objects the member has and
-// the list's resourceVersion.
-func (s *Synchronizer) listChanges(ctx context.Context, ri dynamic.ResourceInterface, stored map[storage.NamespacedName]string, write func([]pendingChange) error) (int64, string, error) {
-	var count int64
+// member no longer has.
+func (s *Synchronizer) listChanges(ctx context.Context, ri dynamic.ResourceInterface, stored map[storage.NamespacedName]string, write func([]pendingChange) error) (listed, error) {
+	var added int64
 	largest := 0 // of the objects listed
-	opts := metav1.ListOptions{Limit: s.pageLimit(largest)}
+	opts := s.resource.Filter.listOptions(metav1.ListOptions{Limit: s.pageLimit(largest)})
 	for {
 		page, err := ri.List(ctx, opts)
 		if err != nil {
-			return 0, "", err
+			return listed{}, err
 		}
 		var changes []pendingChange
 		now := time.Now()
@@ -582,18 +660,21 @@ func (s *Synchronizer) listChanges(ctx context.Context, ri dynamic.ResourceInter
 				// As if the member had it no more: deleted below if stored.
 				continue
 			}
-			count++
 			k := storage.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()}
 			change := upsert(u)
 			largest = max(largest, change.size.least)
-			if v, ok := stored[k]; !ok || v != u.GetResourceVersion() {
+			v, ok := stored[k]
+			if !ok {
+				added++
+			}
+			if !ok || v != u.GetResourceVersion() {
 				changes = append(changes, change)
 			}
 			delete(stored, k)
 		}
 		if len(changes) > 0 {
 			if err := write(changes); err != nil {
-				return 0, "", err
+				return listed{}, err
 			}
 		}
 		syncEvents.WithLabelValues(s.cluster, s.resource.GVR.Resource, "list").Add(float64(len(page.Items)))
@@ -608,10 +689,10 @@ func (s *Synchronizer) listChanges(ctx context.Context, ri dynamic.ResourceInter
 		}
 		if len(deletes) > 0 {
 			if err := write(deletes); err != nil {
-				return 0, "", err
+				return listed{}, err
 			}
 		}
-		return count, listRV, nil
+		return listed{added: added, deleted: int64(len(deletes)), resourceVersion: listRV}, nil
 	}
 }
 
@@ -652,6 +733,9 @@ func (s *Synchronizer) object(obj any) (*unstructured.Unstructured, error) {
 	if !s.opts.KeepManagedFields {
 		u.SetManagedFields(nil)
 	}
+	// Before anything reads the object: what is dropped is never stored,
+	// nor compared.
+	s.resource.Filter.dropFrom(u.Object)
 	switch {
 	case s.resource.GVR == storage.SecretsResource && !s.resource.KeepSecretData:
 		// The same rule as storage's for what it already holds.

@@ -96,7 +96,13 @@ type SecretKeyRef struct {
 	Key string `json:"key,omitempty"`
 }
 
-// GroupResources selects resources of one API group.
+// GroupResources selects resources of one API group, and may narrow what
+// is synced of them with a filter: namespaces, a label selector (both
+// sent to the member with each list and watch, so that what they keep out
+// never leaves it) and fields to drop before storage. A resource several
+// entries select takes the filter of the first entry that names it, else
+// of the first that selects it by "*".
+// +kubebuilder:validation:XValidation:rule="!has(self.namespaces) || !has(self.excludeNamespaces)",message="namespaces and excludeNamespaces are mutually exclusive"
 type GroupResources struct {
 	// Group is the API group, "" for the core group, "*" for every group.
 	Group string `json:"group"`
@@ -108,7 +114,92 @@ type GroupResources struct {
 	// synced only when named.
 	// +kubebuilder:validation:MinItems=1
 	Resources []string `json:"resources"`
+	// Namespaces, when set, syncs objects of these namespaces only: each
+	// is listed and watched on its own. Cluster-scoped resources ignore it.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=100
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +listType=set
+	// +optional
+	Namespaces []string `json:"namespaces,omitempty"`
+	// ExcludeNamespaces syncs objects of every namespace but these: the
+	// member is asked for them with the field selector
+	// metadata.namespace!=<namespace>. Cluster-scoped resources ignore it.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=100
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +listType=set
+	// +optional
+	ExcludeNamespaces []string `json:"excludeNamespaces,omitempty"`
+	// LabelSelector syncs the objects whose labels it selects only: the
+	// member is asked for them with the label selector of each list and
+	// watch.
+	// +optional
+	LabelSelector *LabelSelector `json:"labelSelector,omitempty"`
+	// DropFields are fields removed from each object before it is stored,
+	// so they never reach the database. A path that does not exist in an
+	// object drops nothing. A change of dropFields removes the resource's
+	// objects from storage and syncs them afresh.
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=set
+	// +optional
+	DropFields []FieldPath `json:"dropFields,omitempty"`
 }
+
+// LabelSelector selects objects by their labels: the fields and meaning
+// of metav1.LabelSelector, bounded so that the host validates it as it
+// stores it.
+type LabelSelector struct {
+	// MatchLabels selects objects with these labels.
+	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))",message="keys must be label keys: [prefix/]name"
+	// +optional
+	MatchLabels map[string]LabelValue `json:"matchLabels,omitempty"`
+	// MatchExpressions select objects whose labels meet each of them.
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	// +optional
+	MatchExpressions []LabelSelectorRequirement `json:"matchExpressions,omitempty"`
+}
+
+// LabelSelectorRequirement is a requirement on one label, as
+// metav1.LabelSelectorRequirement.
+// +kubebuilder:validation:XValidation:rule="self.operator in ['In', 'NotIn'] ? (has(self.values) && size(self.values) > 0) : (!has(self.values) || size(self.values) == 0)",message="In and NotIn take values, Exists and DoesNotExist none"
+type LabelSelectorRequirement struct {
+	// Key is the label's key.
+	Key LabelKey `json:"key"`
+	// Operator is In, NotIn, Exists or DoesNotExist.
+	// +kubebuilder:validation:Enum=In;NotIn;Exists;DoesNotExist
+	Operator metav1.LabelSelectorOperator `json:"operator"`
+	// Values the label may (In) or may not (NotIn) have.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	// +optional
+	Values []LabelValue `json:"values,omitempty"`
+}
+
+// LabelKey is a label's key: [prefix/]name, prefix a DNS subdomain, name
+// at most 63 characters.
+// +kubebuilder:validation:MaxLength=317
+// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$`
+type LabelKey string
+
+// LabelValue is a label's value.
+// +kubebuilder:validation:MaxLength=63
+// +kubebuilder:validation:Pattern=`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
+type LabelValue string
+
+// FieldPath names a field of an object: dotted field names (status,
+// spec.template), where one in brackets is a key that may hold dots or
+// slashes (metadata.annotations[example.com/notes]). An object's identity
+// (apiVersion, kind, metadata and its name, namespace, uid,
+// resourceVersion, creationTimestamp) cannot be dropped.
+// +kubebuilder:validation:MaxLength=316
+// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+|\[[A-Za-z0-9._/-]+\])*$`
+// +kubebuilder:validation:XValidation:rule="!(self in ['apiVersion', 'kind', 'metadata', 'metadata.name', 'metadata.namespace', 'metadata.uid', 'metadata.resourceVersion', 'metadata.creationTimestamp'])",message="apiVersion, kind, metadata and its name, namespace, uid, resourceVersion and creationTimestamp identify an object: they cannot be dropped"
+type FieldPath string
 
 // ClusterSpec says how to reach a member cluster and what to sync from it.
 // +kubebuilder:validation:XValidation:rule="has(self.apiServer) || has(self.kubeconfigSecretRef)",message="one of apiServer or kubeconfigSecretRef is required"
@@ -140,6 +231,7 @@ type ClusterSpec struct {
 	// +optional
 	InsecureSkipTLSVerify bool `json:"insecureSkipTLSVerify,omitempty"`
 	// SyncResources selects the resources to sync.
+	// +kubebuilder:validation:MaxItems=100
 	// +optional
 	SyncResources []GroupResources `json:"syncResources,omitempty"`
 	// SyncAllCustomResources syncs every resource served by a CRD of the member.
@@ -192,6 +284,18 @@ type ResourceSyncStatus struct {
 	LastRefused string `json:"lastRefused,omitempty"`
 	// +optional
 	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
+	// Filter is the filter in force, as sent to the member (namespaces,
+	// field and label selectors) and dropped before storage (dropFields);
+	// empty when everything is synced whole.
+	// +optional
+	Filter string `json:"filter,omitempty"`
+	// LastListRemovedCount counts the objects the last full list of the
+	// member removed from storage: after a filter change, those the new
+	// filter keeps out. It cannot tell them from objects deleted in the
+	// member while no watch ran, which it counts too. What a filter keeps
+	// out of the member's lists is never sent, so never counted.
+	// +optional
+	LastListRemovedCount int64 `json:"lastListRemovedCount,omitempty"`
 }
 
 // ClusterStatus is the observed state of a member cluster.
@@ -245,6 +349,7 @@ type ClusterList struct {
 // ClusterSyncResourcesSpec is a shared list of resources to sync.
 type ClusterSyncResourcesSpec struct {
 	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=100
 	SyncResources []GroupResources `json:"syncResources"`
 }
 
@@ -266,4 +371,27 @@ type ClusterSyncResourcesList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []ClusterSyncResources `json:"items"`
+}
+
+// Meta is s as a metav1.LabelSelector, which metav1.LabelSelectorAsSelector
+// turns into a labels.Selector; nil for nil.
+func (s *LabelSelector) Meta() *metav1.LabelSelector {
+	if s == nil {
+		return nil
+	}
+	out := &metav1.LabelSelector{}
+	for k, v := range s.MatchLabels {
+		if out.MatchLabels == nil {
+			out.MatchLabels = map[string]string{}
+		}
+		out.MatchLabels[k] = string(v)
+	}
+	for _, e := range s.MatchExpressions {
+		r := metav1.LabelSelectorRequirement{Key: string(e.Key), Operator: e.Operator}
+		for _, v := range e.Values {
+			r.Values = append(r.Values, string(v))
+		}
+		out.MatchExpressions = append(out.MatchExpressions, r)
+	}
+	return out
 }

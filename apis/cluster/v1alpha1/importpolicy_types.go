@@ -69,6 +69,7 @@ type ClusterProfileImport struct {
 // the source.
 type ImportedClusterSpec struct {
 	// SyncResources selects the resources to sync.
+	// +kubebuilder:validation:MaxItems=100
 	// +optional
 	SyncResources []GroupResources `json:"syncResources,omitempty"`
 	// SyncAllCustomResources syncs every resource served by a CRD of the member.

@@ -1,0 +1,101 @@
+package synchronizer
+
+import (
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	clusterv1alpha1 "github.com/panorama-io/panorama/apis/cluster/v1alpha1"
+)
+
+// TestFilterAsked: a filter is asked of the member in the forms a list
+// and a watch take, shows as it is in force, and a cluster-scoped
+// resource ignores its namespaces, saying so.
+func TestFilterAsked(t *testing.T) {
+	f, err := NewFilter(clusterv1alpha1.GroupResources{
+		ExcludeNamespaces: []string{"kube-system", "kube-public", "kube-system"},
+		LabelSelector:     &clusterv1alpha1.LabelSelector{MatchLabels: map[string]clusterv1alpha1.LabelValue{"tier": "front"}},
+		DropFields:        []clusterv1alpha1.FieldPath{"status", "metadata.annotations[example.com/notes]"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := f.listOptions(metav1.ListOptions{Limit: 5})
+	if opts.FieldSelector != "metadata.namespace!=kube-public,metadata.namespace!=kube-system" || opts.LabelSelector != "tier=front" || opts.Limit != 5 {
+		t.Fatalf("list options %+v", opts)
+	}
+	if got := f.scopes(); !slices.Equal(got, []string{""}) {
+		t.Fatalf("scopes %q, want the whole resource", got)
+	}
+	want := "fields=metadata.namespace!=kube-public,metadata.namespace!=kube-system; labels=tier=front; dropFields=metadata.annotations[example.com/notes],status"
+	if f.String() != want {
+		t.Fatalf("filter %q, want %q", f, want)
+	}
+	c := f.For(false)
+	if c.listOptions(metav1.ListOptions{}).FieldSelector != "" || !strings.HasSuffix(c.String(), "namespaces ignored: cluster-scoped") {
+		t.Fatalf("cluster-scoped filter %q", c)
+	}
+	if f.String() != want {
+		t.Fatalf("For changed the filter it was called on: %q", f)
+	}
+
+	in, err := NewFilter(clusterv1alpha1.GroupResources{Namespaces: []string{"b", "a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := in.scopes(); !slices.Equal(got, []string{"a", "b"}) || !in.keeps("a") || in.keeps("c") || in.String() != "namespaces=a,b" {
+		t.Fatalf("namespaces filter: scopes %q, %q", got, in)
+	}
+	if none, err := NewFilter(clusterv1alpha1.GroupResources{LabelSelector: &clusterv1alpha1.LabelSelector{}}); none != nil || err != nil {
+		t.Fatalf("an empty filter: %v (%v), want none", none, err)
+	}
+}
+
+// TestFilterRefused: what the CRD refuses, a filter refuses too, for
+// Clusters stored before its rules.
+func TestFilterRefused(t *testing.T) {
+	for name, sel := range map[string]clusterv1alpha1.GroupResources{
+		"both namespace lists": {Namespaces: []string{"a"}, ExcludeNamespaces: []string{"b"}},
+		"bad operator": {LabelSelector: &clusterv1alpha1.LabelSelector{MatchExpressions: []clusterv1alpha1.LabelSelectorRequirement{
+			{Key: "tier", Operator: "Like", Values: []clusterv1alpha1.LabelValue{"x"}},
+		}}},
+		"identity dropped": {DropFields: []clusterv1alpha1.FieldPath{"metadata.name"}},
+		"empty key":        {DropFields: []clusterv1alpha1.FieldPath{"metadata.annotations[]"}},
+		"unclosed key":     {DropFields: []clusterv1alpha1.FieldPath{"metadata.annotations[a"}},
+		"double dot":       {DropFields: []clusterv1alpha1.FieldPath{"spec..template"}},
+		"leading dot":      {DropFields: []clusterv1alpha1.FieldPath{".status"}},
+	} {
+		if f, err := NewFilter(sel); err == nil {
+			t.Errorf("%s: filter %q, want an error", name, f)
+		}
+	}
+}
+
+// TestFilterDrops: the paths of dropFields, and only they, are removed;
+// a path an object lacks removes nothing.
+func TestFilterDrops(t *testing.T) {
+	f, err := NewFilter(clusterv1alpha1.GroupResources{DropFields: []clusterv1alpha1.FieldPath{
+		"status", "metadata.annotations[example.com/notes]", "spec.template.metadata", "spec.missing.deeper", "data[a.b]",
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := map[string]any{
+		"metadata": map[string]any{"name": "x", "annotations": map[string]any{"example.com/notes": "n", "keep": "k"}},
+		"spec":     map[string]any{"template": map[string]any{"metadata": map[string]any{"labels": "l"}, "spec": "s"}, "replicas": int64(1)},
+		"status":   map[string]any{"ready": true},
+		"data":     map[string]any{"a.b": "dropped", "a": map[string]any{"b": "kept"}},
+	}
+	f.dropFrom(obj)
+	want := map[string]any{
+		"metadata": map[string]any{"name": "x", "annotations": map[string]any{"keep": "k"}},
+		"spec":     map[string]any{"template": map[string]any{"spec": "s"}, "replicas": int64(1)},
+		"data":     map[string]any{"a": map[string]any{"b": "kept"}},
+	}
+	if !reflect.DeepEqual(obj, want) {
+		t.Fatalf("after dropping: %v, want %v", obj, want)
+	}
+}
