@@ -201,7 +201,15 @@ func TestFilterConverges(t *testing.T) {
 
 			// The first filter, then the watch under it.
 			ensure(steps[0].sel)
-			waitFiltered(t, store, m, steps[0].keep)
+			first := waitFiltered(t, store, m, steps[0].keep)
+			// Synced once both namespaces are listed, each list counting
+			// its own with what the other stored.
+			eventually(t, func() error {
+				if st := statusOf(t, p); st.State != clusterv1alpha1.SyncStateSynced || st.Count != int64(len(first)) {
+					return fmt.Errorf("status %s, %d objects; want synced, %d", st.State, st.Count, len(first))
+				}
+				return nil
+			})
 			eventually(t, func() error { return droppedIn(store, a, true) })
 			createFilteredConfigMap(t, m, a, "added-front", "front")
 			createFilteredConfigMap(t, m, c, "added-front", "front") // a namespace not listed

@@ -76,7 +76,7 @@ func NewFilter(sel clusterv1alpha1.GroupResources) (*Filter, error) {
 		if slices.Contains(identityPaths, p) {
 			return nil, fmt.Errorf("dropFields: %s identifies an object: it cannot be dropped", p)
 		}
-		segments, err := ParseFieldPath(p)
+		segments, err := parseFieldPath(p)
 		if err != nil {
 			return nil, fmt.Errorf("dropFields: %w", err)
 		}
@@ -108,8 +108,8 @@ var (
 	fieldPathSegment = regexp.MustCompile(`\[([^]]+)\]|([^.[]+)`)
 )
 
-// ParseFieldPath splits a path of dropFields into its segments.
-func ParseFieldPath(p string) ([]string, error) {
+// parseFieldPath splits a path of dropFields into its segments.
+func parseFieldPath(p string) ([]string, error) {
 	if !fieldPath.MatchString(p) {
 		return nil, fmt.Errorf("%q: want field names separated by dots, keys in brackets (metadata.annotations[example.com/notes])", p)
 	}

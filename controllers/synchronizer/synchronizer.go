@@ -618,8 +618,13 @@ func (s *Synchronizer) list(ctx context.Context, ri dynamic.ResourceInterface, n
 	for _, n := range s.removed {
 		s.status.LastListRemoved += n
 	}
+	// Synced once every namespace of the filter is listed.
+	state := clusterv1alpha1.SyncStateSyncing
+	if len(s.removed) == len(s.resource.Filter.scopes()) {
+		state = clusterv1alpha1.SyncStateSynced
+	}
 	// Refusals stay: this list's own, counted as its pages were written.
-	s.status.State, s.status.Count, s.status.LastError, s.status.LastSyncTime = clusterv1alpha1.SyncStateSynced, count, "", time.Now()
+	s.status.State, s.status.Count, s.status.LastError, s.status.LastSyncTime = state, count, "", time.Now()
 	s.mu.Unlock()
 	s.onChange()
 	return &unstructured.UnstructuredList{Object: map[string]any{
