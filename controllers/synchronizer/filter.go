@@ -8,6 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	clusterv1alpha1 "github.com/panorama-io/panorama/apis/cluster/v1alpha1"
 )
@@ -44,6 +45,11 @@ var identityPaths = []string{
 // cannot apply all the same, for a Cluster stored before those rules.
 func NewFilter(sel clusterv1alpha1.GroupResources) (*Filter, error) {
 	f := &Filter{}
+	for _, ns := range slices.Concat(sel.Namespaces, sel.ExcludeNamespaces) {
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return nil, fmt.Errorf("namespace %q: %s", ns, strings.Join(errs, "; "))
+		}
+	}
 	switch {
 	case len(sel.Namespaces) > 0 && len(sel.ExcludeNamespaces) > 0:
 		return nil, fmt.Errorf("namespaces and excludeNamespaces are mutually exclusive")

@@ -59,6 +59,8 @@ func TestFilterAsked(t *testing.T) {
 func TestFilterRefused(t *testing.T) {
 	for name, sel := range map[string]clusterv1alpha1.GroupResources{
 		"both namespace lists": {Namespaces: []string{"a"}, ExcludeNamespaces: []string{"b"}},
+		"bad namespace":        {Namespaces: []string{"../secrets"}},
+		"bad excluded":         {ExcludeNamespaces: []string{"a,b"}},
 		"bad operator": {LabelSelector: &clusterv1alpha1.LabelSelector{MatchExpressions: []clusterv1alpha1.LabelSelectorRequirement{
 			{Key: "tier", Operator: "Like", Values: []clusterv1alpha1.LabelValue{"x"}},
 		}}},
