@@ -42,3 +42,9 @@ var AppendObjectJSON = appendObjectJSON
 
 // Refusal is refusal, for the tests of what each database answers.
 var Refusal = refusal
+
+// MaxDeltaChain is maxDeltaChain, and KeptAgainstNext keptAgainstNext,
+// for the tests of the log's layout.
+const MaxDeltaChain = maxDeltaChain
+
+var KeptAgainstNext = keptAgainstNext

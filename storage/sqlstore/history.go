@@ -200,6 +200,14 @@ func (s *Store) keep(tx *gorm.DB, lo, hi int64) error {
 	if err != nil || len(events) == 0 {
 		return err
 	}
+	// A pre-image the log kept against the next version is the history
+	// row's patch as it is.
+	keptPatch := map[int64][]byte{}
+	for _, e := range events {
+		if bytes.HasPrefix(e.PrevObject, keptAgainstNext) {
+			keptPatch[e.Revision] = e.PrevObject
+		}
+	}
 	// Every entry of the range but the OpenAPI documents', a resource of
 	// its own: what resolveLog needs to find each key's next entry.
 	if err := s.resolveLog(tx, events); err != nil {
@@ -223,7 +231,9 @@ func (s *Store) keep(tx *gorm.DB, lo, hi int64) error {
 		case watch.Deleted:
 			state, h.Patch = e.PrevObject, encodeBlob(e.PrevObject)
 		case watch.Modified:
-			h.Patch = append(slices.Clip(keptAgainstNext), delta.Encode(e.PrevObject, e.Object)...)
+			if h.Patch = keptPatch[e.Revision]; h.Patch == nil {
+				h.Patch = append(slices.Clip(keptAgainstNext), delta.Encode(e.PrevObject, e.Object)...)
+			}
 		}
 		h.MemberResourceVersion = memberResourceVersion(state)
 		rows = append(rows, h)
@@ -516,14 +526,14 @@ func historyStates(tx *gorm.DB, q *storage.ListQuery, rev int64, ranged func(*go
 			rowRevs, rowKey[last.Revision] = append(rowRevs, last.Revision), k
 		}
 	}
-	preImages, err := blobsAt(tx, eventsTable, "prev_object", logRevs)
+	preImages, err := preImagesAt(tx, logRevs)
 	if err != nil {
 		return nil, err
 	}
-	for rev, prev := range preImages {
-		after[logKey[rev]] = prev
+	for rev, e := range preImages {
+		after[logKey[rev]] = e.PrevObject
 	}
-	current, err := blobsAt(tx, resourcesTable, "object", rowRevs)
+	current, err := rowObjects(tx, rowRevs)
 	if err != nil {
 		return nil, err
 	}

@@ -1,9 +1,12 @@
 package sqlstore
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/segmentio/encoding/json"
+
+	"github.com/panorama-io/panorama/storage/delta"
 )
 
 // appendObjectJSON appends the JSON of an object as stored: the bytes
@@ -31,10 +34,11 @@ var jsonBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
 const maxPooledJSON = 1 << 20
 
-// storedObject is the stored form of an object: its JSON, compressed. The
-// JSON is written to a buffer used again: a new one for each was a tenth
-// of what a sync's writes allocate.
-func storedObject(obj map[string]any) ([]byte, error) {
+// storedObject is the stored form of an object: its JSON, compressed;
+// with preImage, the JSON of the object it replaces, also that kept
+// against it (log.go). The JSON is written to a buffer used again: a new
+// one for each was a tenth of what a sync's writes allocate.
+func storedObject(obj map[string]any, preImage []byte) (blob, keptPreImage []byte, err error) {
 	buf := jsonBuffers.Get().(*[]byte)
 	defer func() {
 		if cap(*buf) <= maxPooledJSON {
@@ -43,8 +47,11 @@ func storedObject(obj map[string]any) ([]byte, error) {
 	}()
 	data, err := appendObjectJSON((*buf)[:0], obj)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	*buf = data
-	return encodeBlob(data), nil
+	if preImage != nil {
+		keptPreImage = append(slices.Clip(keptAgainstNext), delta.Encode(preImage, data)...)
+	}
+	return encodeBlob(data), keptPreImage, nil
 }

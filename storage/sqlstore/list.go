@@ -612,23 +612,16 @@ func (s *Store) changedSince(tx *gorm.DB, fs *storage.FieldSet, q *storage.ListQ
 			}
 		}
 	}
-	for start := 0; start < len(revs); start += keyChunk {
-		var rows []eventRow
-		err := tx.Select("type", "cluster", "prev_object").Where("revision IN ?", revs[start:min(start+keyChunk, len(revs))]).Find(&rows).Error
-		if err != nil {
-			return nil, err
+	states, err := preImagesAt(tx, revs)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range states {
+		if watch.EventType(r.Type) == watch.Added || len(r.PrevObject) == 0 {
+			continue // did not exist at rev
 		}
-		for _, r := range rows {
-			if watch.EventType(r.Type) == watch.Added || len(r.PrevObject) == 0 {
-				continue // did not exist at rev
-			}
-			prev, err := decodeBlob(r.PrevObject)
-			if err != nil {
-				return nil, err
-			}
-			if err := keep(r.Cluster, prev); err != nil {
-				return nil, err
-			}
+		if err := keep(r.Cluster, r.PrevObject); err != nil {
+			return nil, err
 		}
 	}
 	slices.SortFunc(out, func(a, b storage.Object) int { return storage.Compare(order, &a, &b) })

@@ -17,11 +17,13 @@ import (
 // TestLogStoresEachVersionOnce writes versions of two pods one change at a
 // time and checks that the log holds no object of its own (each version is
 // the resources row of its revision, then the next entry's pre-image), that
-// objects are stored compressed, and that every reader still gets each
-// version byte for byte as Get served it: the log's tail, History with its
-// pre-images, and lists at older revisions; after compaction of the
-// entries before, and across rows written uncompressed and in full as
-// earlier versions did.
+// objects are stored compressed and pre-images of changes kept against the
+// object that replaced them, at most MaxDeltaChain of a key in a row, and
+// that every reader still gets each version byte for byte as Get served
+// it: the log's tail, History with its pre-images, and lists at older
+// revisions; after compaction of the entries before, and across rows
+// written uncompressed, in full and without a chain count as earlier
+// versions did.
 func TestLogStoresEachVersionOnce(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
 		s := b.Open(t)
@@ -67,10 +69,18 @@ func TestLogStoresEachVersionOnce(t *testing.T) {
 		if len(stored) != 4 { // a at 5, and the pre-images of 3, 4 and 5
 			t.Fatalf("%d stored objects, want 4", len(stored))
 		}
+		var deltas int
 		for _, o := range stored {
+			if bytes.HasPrefix(o, sqlstore.KeptAgainstNext) {
+				deltas++
+				continue
+			}
 			if !bytes.HasPrefix(o, []byte{0x28, 0xb5, 0x2f, 0xfd}) || len(o) >= len(served[cur]) {
 				t.Fatalf("a stored object of %d bytes is not compressed: %q", len(o), o)
 			}
+		}
+		if deltas != 2 { // the pre-images of 3 and 5; the deleted pod's at 4 is whole
+			t.Fatalf("%d pre-images kept against the next version, want 2", deltas)
 		}
 
 		check := func(since int64) {
@@ -139,9 +149,9 @@ func TestLogStoresEachVersionOnce(t *testing.T) {
 		}
 		check(3)
 
-		// Rows an earlier version wrote: uncompressed, and the entry with
-		// its object in full.
-		if err := db.Exec("UPDATE resources SET object = ? WHERE revision = ?", served[cur], cur).Error; err != nil {
+		// Rows an earlier version wrote: uncompressed, without a chain
+		// count, and the entry with its object in full.
+		if err := db.Exec("UPDATE resources SET object = ?, delta_chain = NULL WHERE revision = ?", served[cur], cur).Error; err != nil {
 			t.Fatal(err)
 		}
 		if err := db.Exec("UPDATE events SET object = ? WHERE revision = ?", served[cur], cur).Error; err != nil {
@@ -149,6 +159,50 @@ func TestLogStoresEachVersionOnce(t *testing.T) {
 		}
 		cur = write(storage.Upsert(pod("a", "4"))) // 6
 		check(3)
+
+		// A key changed more often than MaxDeltaChain: every pre-image
+		// after MaxDeltaChain kept against the next is whole, so no reader
+		// walks more.
+		first := cur + 1
+		for i := range 2*sqlstore.MaxDeltaChain + 3 {
+			cur = write(storage.Upsert(pod("a", fmt.Sprint(5+i))))
+		}
+		var prevs [][]byte
+		if err := db.Raw("SELECT prev_object FROM events WHERE revision >= ? ORDER BY revision", first).Scan(&prevs).Error; err != nil {
+			t.Fatal(err)
+		}
+		run, whole := 1, 0 // the pre-image of 6 was kept against it
+		for i, p := range prevs {
+			if !bytes.HasPrefix(p, sqlstore.KeptAgainstNext) {
+				run, whole = 0, whole+1
+				continue
+			}
+			if run++; run > sqlstore.MaxDeltaChain {
+				t.Fatalf("the pre-image of %d is the %dth kept against the next in a row", first+int64(i), run)
+			}
+		}
+		if whole != 2 {
+			t.Fatalf("%d whole pre-images among %d changes, want 2", whole, len(prevs))
+		}
+		check(3)
+		if err := s.Compact(ctx, first+3, true); err != nil { // into history, within a chain
+			t.Fatal(err)
+		}
+		check(first + 3)
+		// Every version of a, from the history rows compaction made and
+		// from the log.
+		versions, err := s.ObjectHistory(ctx, storage.Key{Cluster: "east", GVR: podsGVR, Namespace: "default", Name: "a"}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range versions {
+			if !bytes.Equal(v.Object, served[v.Revision]) {
+				t.Fatalf("version %d of a:\n%s\nwant\n%s", v.Revision, v.Object, served[v.Revision])
+			}
+		}
+		if want := 4 + int(cur-first+1); len(versions) != want { // 1, 3, 5, 6 and the chain's
+			t.Fatalf("%d versions of a, want %d", len(versions), want)
+		}
 	})
 }
 

@@ -58,6 +58,9 @@ func (p *pending) add(cluster string, gvr schema.GroupVersionResource, base int6
 				p.replaced[o.old.Revision] = rev
 			}
 			ev.PrevObject, ev.Created = o.old.Object, o.old.Created
+			if kept := made[i].keptPreImage; kept != nil {
+				ev.PrevObject = kept
+			}
 		}
 		if o.typ != watch.Deleted {
 			row := made[i].row
@@ -80,10 +83,12 @@ func (p *pending) add(cluster string, gvr schema.GroupVersionResource, base int6
 	return nil
 }
 
-// madeRow is the stored form of an op's object.
+// madeRow is the stored form of an op's object, and of the object it
+// replaces when that is kept against it (log.go).
 type madeRow struct {
-	row   resourceRow
-	attrs []attributeRow
+	row          resourceRow
+	attrs        []attributeRow
+	keptPreImage []byte
 }
 
 // newRows makes the rows of the ops that store an object, op i at revision
@@ -98,11 +103,11 @@ func newRows(fs *storage.FieldSet, cluster string, gvr schema.GroupVersionResour
 			if ops[i].typ == watch.Deleted {
 				continue
 			}
-			row, attrs, err := newRow(fs, cluster, gvr, base+int64(i)+1, ops[i].obj, ops[i].desc)
+			made, err := newRow(fs, cluster, gvr, base+int64(i)+1, &ops[i])
 			if err != nil {
 				return err
 			}
-			out[i] = madeRow{row, attrs}
+			out[i] = made
 		}
 		return nil
 	}

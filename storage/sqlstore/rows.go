@@ -40,6 +40,10 @@ type resourceRow struct {
 	Created               int64  `gorm:"column:created_at"`
 	MemberResourceVersion string `gorm:"column:member_resource_version"`
 	Object                []byte `gorm:"column:object"`
+	// DeltaChain counts the pre-images of the key's entries up to this
+	// row's that are kept, in a row, against the next state (log.go); NULL
+	// in rows written before schema version 16, when none were.
+	DeltaChain int `gorm:"column:delta_chain"`
 }
 
 func (resourceRow) TableName() string { return resourcesTable }

@@ -296,6 +296,11 @@ var migrations = []struct {
 	statements: []string{"INSERT INTO " + metaTable + " (name, value) SELECT '" + metaDictionaryEpoch + "', 0 FROM " + metaTable +
 		" WHERE name = '" + metaRevision + "' AND NOT EXISTS (SELECT 1 FROM " + metaTable + " WHERE name = '" + metaDictionaryEpoch + "')"},
 	run: (*Store).convertAttributes,
+}, {
+	// The log keeps pre-images against the next state, a bounded number of
+	// a key's in a row, which each row counts (log.go).
+	version:     16,
+	alterations: []alteration{{table: resourcesTable, column: &column{name: "delta_chain", typ: "int", nullable: true}}},
 }}
 
 // attributesKey is the legacy attributes' primary key since migration 4.

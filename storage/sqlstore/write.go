@@ -387,24 +387,35 @@ func inChunks[T any](rows []T, maxRows int, size func(*T) int, write func([]T) e
 }
 
 // newRow makes the stored form of u (stamped), and its attribute rows.
-func newRow(fs *storage.FieldSet, cluster string, gvr schema.GroupVersionResource, rev int64, u *unstructured.Unstructured, d *storage.Object) (resourceRow, []attributeRow, error) {
+func newRow(fs *storage.FieldSet, cluster string, gvr schema.GroupVersionResource, rev int64, o *op) (madeRow, error) {
+	u, d := o.obj, o.desc
 	fields := d.Fields
 	if fs != storage.BuiltinFields {
 		fields = fs.Extract(gvr.GroupResource(), u.Object) // the declared ones too
 	}
-	blob, err := storedObject(stamped(u, cluster, d.MemberResourceVersion, rev).Object)
+	var preImage []byte
+	if o.old != nil && preImageAgainstNext(gvr, o.old) {
+		var err error
+		if preImage, err = decodeBlob(o.old.Object); err != nil {
+			return madeRow{}, err
+		}
+	}
+	blob, keptPreImage, err := storedObject(stamped(u, cluster, d.MemberResourceVersion, rev).Object, preImage)
 	if err != nil {
-		return resourceRow{}, nil, fmt.Errorf("encoding %s/%s: %w", d.Namespace, d.Name, err)
+		return madeRow{}, fmt.Errorf("encoding %s/%s: %w", d.Namespace, d.Name, err)
 	}
 	row := resourceRow{
 		Revision: rev, KeyColumns: newKeyColumns(cluster, gvr, d.Namespace, d.Name), Kind: d.Kind, UID: d.UID, OwnerUID: d.OwnerUID,
 		Created: d.CreatedAt, MemberResourceVersion: d.MemberResourceVersion, Object: blob,
 	}
+	if keptPreImage != nil {
+		row.DeltaChain = o.old.DeltaChain + 1
+	}
 	attrs := make([]attributeRow, 0, len(d.Labels)+len(fields))
 	for k, v := range d.Labels {
 		attrs = append(attrs, attributeRow{Revision: rev, Kind: attrKindLabel, Key: k, Value: v})
 	}
-	return row, fieldRows(attrs, rev, fields), nil
+	return madeRow{row: row, attrs: fieldRows(attrs, rev, fields), keptPreImage: keptPreImage}, nil
 }
 
 // stamped returns u as stored: metadata.resourceVersion becomes the global
