@@ -51,11 +51,24 @@ type Change struct {
 	// deleted object, when known: a delete older than the stored object is
 	// one that arrived late, and is ignored.
 	ResourceVersion string
+	// Rewrite stores an upsert even when its member resourceVersion is the
+	// stored one: the member's object is unchanged, but the form it is
+	// stored in is not (fields dropped before storage changed). It is
+	// still skipped when older than the stored object.
+	Rewrite bool
 }
 
 // Upsert makes a Change that stores obj.
 func Upsert(obj *unstructured.Unstructured) Change {
 	return Change{Object: obj, Namespace: obj.GetNamespace(), Name: obj.GetName()}
+}
+
+// Rewrite makes a Change that stores obj even if its member
+// resourceVersion is the stored one (Change.Rewrite).
+func Rewrite(obj *unstructured.Unstructured) Change {
+	c := Upsert(obj)
+	c.Rewrite = true
+	return c
 }
 
 // Delete makes a Change that removes namespace/name.
@@ -178,8 +191,8 @@ type Writer interface {
 // (Writer.ForCluster).
 type ClusterWriter interface {
 	// Apply writes a batch of changes to one resource in one transaction.
-	// Upserts whose member resourceVersion equals the stored one, and
-	// deletes of absent objects, are skipped; so are upserts and deletes
+	// Upserts whose member resourceVersion equals the stored one (but
+	// rewrites, Change.Rewrite), and deletes of absent objects, are skipped; so are upserts and deletes
 	// older than the stored object, when both member resourceVersions are
 	// integers (as kube's are), since the member never goes back in time.
 	// Objects storage cannot hold are left out and named by an

@@ -320,8 +320,8 @@ func barrier(tx *gorm.DB) error {
 }
 
 // plan turns a batch into the writes it needs: the last change of a key wins,
-// unchanged upserts, deletes of absent objects and changes older than the
-// stored object drop out.
+// unchanged upserts (unless rewrites), deletes of absent objects and changes
+// older than the stored object drop out.
 func plan(changes []storage.Change, descs []storage.Object, existing storedRows) []op {
 	last := make(map[storage.NamespacedName]int, len(changes))
 	for i, c := range changes {
@@ -343,7 +343,7 @@ func plan(changes []storage.Change, descs []storage.Object, existing storedRows)
 		case old == nil:
 			ops = append(ops, op{typ: watch.Added, obj: c.Object, desc: &descs[i], ns: c.Namespace, nm: c.Name})
 		case older(c.Object.GetResourceVersion(), old.MemberResourceVersion):
-		case old.MemberResourceVersion != c.Object.GetResourceVersion() || c.Object.GetResourceVersion() == "":
+		case old.MemberResourceVersion != c.Object.GetResourceVersion() || c.Object.GetResourceVersion() == "" || c.Rewrite:
 			ops = append(ops, op{typ: watch.Modified, obj: c.Object, desc: &descs[i], old: old, ns: c.Namespace, nm: c.Name})
 		}
 	}
