@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/panorama-io/panorama/apis/cluster/v1alpha1"
@@ -254,12 +255,26 @@ func TestFilterConverges(t *testing.T) {
 			waitFiltered(t, store, m, steps[1].keep)
 			eventually(t, func() error { return droppedIn(store, bb, true) })
 
-			// Fields no longer dropped: the objects are synced afresh.
+			// Fields no longer dropped: every object is rewritten in place.
+			want = waitFiltered(t, store, m, steps[1].keep)
+			since := revision(t, store)
 			sel := steps[1].sel
 			sel.DropFields = nil
 			ensure(sel)
+			eventually(t, func() error { return droppedIn(store, "", false) })
+			rewrittenOnce(t, store, since, want)
+
+			// Fields dropped again, by a synchronizer of another process:
+			// it knows nothing of the filter before, and rewrites by what
+			// is stored.
+			p.StopAll()
+			p = synchronizer.NewPool(store, synchronizer.Options{FlushInterval: 20 * time.Millisecond}, func(string) {})
+			t.Cleanup(p.StopAll)
+			since = revision(t, store)
+			ensure(steps[1].sel)
+			eventually(t, func() error { return droppedIn(store, "", true) })
+			rewrittenOnce(t, store, since, want)
 			waitFiltered(t, store, m, steps[1].keep)
-			eventually(t, func() error { return droppedIn(store, bb, false) })
 		})
 	}
 }
@@ -342,9 +357,9 @@ func revisions(t *testing.T, store storage.Interface) map[storage.NamespacedName
 	return out
 }
 
-// droppedIn checks the ConfigMaps stored of namespace ns: without data
-// and the notes annotation when dropped, with them otherwise, and with
-// the other annotation always.
+// droppedIn checks the ConfigMaps stored of namespace ns (all when ""):
+// without data and the notes annotation, and marked, when dropped, with
+// them and unmarked otherwise, and with the other annotation always.
 func droppedIn(store storage.Interface, ns string, dropped bool) error {
 	objects, err := storedConfigMaps(context.Background(), store)
 	if err != nil {
@@ -352,7 +367,7 @@ func droppedIn(store storage.Interface, ns string, dropped bool) error {
 	}
 	seen := 0
 	for _, o := range objects {
-		if o.Namespace != ns {
+		if ns != "" && o.Namespace != ns {
 			continue
 		}
 		seen++
@@ -361,7 +376,8 @@ func droppedIn(store storage.Interface, ns string, dropped bool) error {
 			return err
 		}
 		_, notes := cm.Annotations["example.com/notes"]
-		if (cm.Data != nil) == dropped || notes == dropped || cm.Annotations["keep"] != "yes" {
+		_, marked := cm.Labels[synchronizer.DroppedFieldsLabel]
+		if (cm.Data != nil) == dropped || notes == dropped || marked != dropped || cm.Annotations["keep"] != "yes" {
 			return fmt.Errorf("%s/%s stored as %s: fields dropped should be %v", o.Namespace, o.Name, o.Data, dropped)
 		}
 	}
@@ -369,6 +385,45 @@ func droppedIn(store storage.Interface, ns string, dropped bool) error {
 		return fmt.Errorf("nothing stored of %s", ns)
 	}
 	return nil
+}
+
+// revision is the revision storage has reached.
+func revision(t *testing.T, store storage.Interface) int64 {
+	t.Helper()
+	rev, _, err := store.Revision(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rev
+}
+
+// rewrittenOnce checks the log after revision since: one MODIFIED of
+// each of the ConfigMaps want, nothing else of them, no DELETED, which
+// would have shown watchers an object gone that the member has.
+func rewrittenOnce(t *testing.T, store storage.Interface, since int64, want map[storage.NamespacedName]string) {
+	t.Helper()
+	changes, _, err := store.Changes(context.Background(), since, 10*len(want)+10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	modified := map[storage.NamespacedName]int{}
+	for _, c := range changes {
+		k := storage.NamespacedName{Namespace: c.Key.Namespace, Name: c.Key.Name}
+		switch {
+		case c.Key.GVR != configMapsGVR:
+		case c.Type != watch.Modified:
+			t.Errorf("%s/%s logged %s, want only MODIFIED", k.Namespace, k.Name, c.Type)
+		case want[k] == "":
+			t.Errorf("%s/%s, not kept by the filter, logged %s", k.Namespace, k.Name, c.Type)
+		default:
+			modified[k]++
+		}
+	}
+	for k := range want {
+		if modified[k] != 1 {
+			t.Errorf("%s/%s rewritten %d times, want once", k.Namespace, k.Name, modified[k])
+		}
+	}
 }
 
 // statusOf is the status of the one synchronizer of east.

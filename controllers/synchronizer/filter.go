@@ -1,12 +1,15 @@
 package synchronizer
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"regexp"
 	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -151,13 +154,43 @@ func (f *Filter) String() string {
 	return strings.Join(parts, "; ")
 }
 
-// droppedFields is the text of the dropped paths: objects stored under
-// another are not as this filter would store them.
-func (f *Filter) droppedFields() string {
-	if f == nil {
+// DroppedFieldsLabel marks each object stored with fields dropped: its
+// value stands for the dropped paths (droppedFieldsMark), so that a
+// synchronizer can ask storage, by an indexed label, whether anything it
+// holds was stored under other dropFields than its own (storedOtherwise).
+const DroppedFieldsLabel = "panorama.io/dropped-fields"
+
+// droppedFieldsMark is the value of DroppedFieldsLabel on the objects the
+// filter stores, "" when it drops nothing: a digest of the dropped paths'
+// text, which a label value could not always hold.
+func (f *Filter) droppedFieldsMark() string {
+	if f == nil || f.dropped == "" {
 		return ""
 	}
-	return f.dropped
+	sum := sha256.Sum256([]byte(f.dropped))
+	return hex.EncodeToString(sum[:8])
+}
+
+// markDropped sets or removes DroppedFieldsLabel on obj, as the filter
+// stores it: a member's own label of that name would mislead the next
+// synchronizer.
+func (f *Filter) markDropped(u *unstructured.Unstructured) {
+	mark := f.droppedFieldsMark()
+	labels := u.GetLabels()
+	if labels[DroppedFieldsLabel] == mark {
+		return
+	}
+	if mark == "" {
+		if delete(labels, DroppedFieldsLabel); len(labels) == 0 {
+			labels = nil
+		}
+	} else {
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[DroppedFieldsLabel] = mark
+	}
+	u.SetLabels(labels)
 }
 
 // scopes are the namespaces listed and watched each on its own, or the

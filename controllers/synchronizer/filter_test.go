@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	clusterv1alpha1 "github.com/panorama-io/panorama/apis/cluster/v1alpha1"
 )
@@ -99,5 +100,41 @@ func TestFilterDrops(t *testing.T) {
 	}
 	if !reflect.DeepEqual(obj, want) {
 		t.Fatalf("after dropping: %v, want %v", obj, want)
+	}
+}
+
+// TestFilterMarksDropped: an object stored under dropFields is labelled
+// with a mark of the paths, which differs from another filter's, and
+// its other labels stay; under none, the label goes, the member's own
+// included.
+func TestFilterMarksDropped(t *testing.T) {
+	filter := func(paths ...clusterv1alpha1.FieldPath) *Filter {
+		f, err := NewFilter(clusterv1alpha1.GroupResources{DropFields: paths})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	marked := func(f *Filter, labels map[string]string) map[string]string {
+		u := &unstructured.Unstructured{Object: map[string]any{}}
+		u.SetLabels(labels)
+		f.markDropped(u)
+		return u.GetLabels()
+	}
+	status, data := filter("status"), filter("data")
+	got := marked(status, map[string]string{"tier": "front"})
+	if got[DroppedFieldsLabel] == "" || got["tier"] != "front" || len(got) != 2 {
+		t.Fatalf("dropping status, labels %v; want tier and a mark", got)
+	}
+	if other := marked(data, nil)[DroppedFieldsLabel]; other == "" || other == got[DroppedFieldsLabel] {
+		t.Errorf("dropping data marks %q, dropping status %q: want two marks", other, got[DroppedFieldsLabel])
+	}
+	for _, none := range []*Filter{nil, filter()} {
+		if got := marked(none, map[string]string{DroppedFieldsLabel: "member's", "tier": "front"}); !reflect.DeepEqual(got, map[string]string{"tier": "front"}) {
+			t.Errorf("dropping nothing, labels %v; want tier alone", got)
+		}
+		if got := marked(none, map[string]string{DroppedFieldsLabel: "member's"}); got != nil {
+			t.Errorf("dropping nothing, labels %v; want none", got)
+		}
 	}
 }

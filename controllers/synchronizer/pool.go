@@ -108,12 +108,12 @@ func (p *Pool) Ensure(ctx context.Context, cluster, configID string, epoch int64
 	for _, res := range sel.Resources {
 		want[res.GVR] = res
 	}
-	// A resource whose objects are now stored differently (Secret data kept
-	// or dropped, other fields dropped) is removed and synced afresh: a
-	// resumed synchronizer would not rewrite the unchanged objects. One
-	// whose Event retention or filter of what it lists changed only
-	// restarts: its list stores what it now keeps and deletes what it no
-	// longer does, and leaves the rest as stored.
+	// A resource whose Secret data is now kept or dropped is removed and
+	// synced afresh (storedAlike says why). One whose Event retention,
+	// filter of what it lists or fields dropped changed only restarts: its
+	// list stores what it now keeps and deletes what it no longer does,
+	// rewrites in place what was stored under other dropFields
+	// (Synchronizer.list), and leaves the rest as stored.
 	var removed []*running
 	for gvr, r := range cs.syncs {
 		res, ok := want[gvr]

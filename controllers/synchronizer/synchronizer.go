@@ -13,7 +13,9 @@ import (
 	"golang.org/x/sync/errgroup"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
@@ -106,17 +108,19 @@ type Resource struct {
 	Filter *Filter
 }
 
-// storedAlike reports whether r's objects are stored as o's would be:
-// the same resource, with the same Secret data and fields dropped. A
-// synchronizer's list rewrites only the objects whose member
-// resourceVersion changed, so storage holds the others as they were
-// stored.
+// storedAlike reports whether r's objects can be stored where o's are
+// by restarting the synchronizer: the same resource, with the same Secret
+// data kept or dropped. A change of the fields dropped is one a restart
+// makes (list rewrites what was stored under other dropFields); one of
+// Secret data is not: the data a synchronizer kept must also leave the
+// log and history (storage.ClusterWriter.DropSecretData), which the
+// resource's removal sees to.
 func (r Resource) storedAlike(o Resource) bool {
-	return r.Resource == o.Resource && r.KeepSecretData == o.KeepSecretData && r.Filter.droppedFields() == o.Filter.droppedFields()
+	return r.Resource == o.Resource && r.KeepSecretData == o.KeepSecretData
 }
 
 // equal reports whether r and o sync alike: stored alike, with the same
-// retention of Events and the same filter.
+// retention of Events and the same filter (fields dropped included).
 func (r Resource) equal(o Resource) bool {
 	return r.storedAlike(o) && r.EventRetention == o.EventRetention && r.Filter.String() == o.Filter.String()
 }
@@ -531,7 +535,18 @@ func (listStreamedToStorage) IsWatchListSemanticsUnSupported() bool { return tru
 // watches. Memory is bounded by a few pages, each sized to about pageBytes
 // (pageLimit), and an index of the stored member resourceVersions, never
 // the whole member; objects whose resourceVersion is unchanged are not
-// rewritten, so a restart costs one read of that index.
+// rewritten, so a restart costs one read of that index, and one query of
+// the label DroppedFieldsLabel.
+//
+// Unless storage holds objects of the scope stored under other dropFields
+// than the filter's (storedOtherwise): then every object listed is sent
+// as a rewrite (storage.Rewrite), stored as it is now even at the stored
+// member resourceVersion, and watchers see it MODIFIED, never deleted.
+// The label on each stored object is what decides, not a memory of the
+// filter before: a synchronizer stopped before its list had rewritten
+// everything, the process itself ended, leaves objects with the old mark,
+// and the next one's list rewrites again. The objects the stopped one did
+// rewrite are written a second time, which only a list cut short costs.
 //
 // A page is written while the next one is fetched and decoded: one after
 // the other, the sync took the member's list time plus the writes'
@@ -553,6 +568,10 @@ func (s *Synchronizer) list(ctx context.Context, ri dynamic.ResourceInterface, n
 	stored, err := s.store.MemberVersions(ctx, s.cluster, s.resource.GVR)
 	if err != nil {
 		return nil, fmt.Errorf("reading stored versions: %w", err)
+	}
+	rewrite, err := s.storedOtherwise(ctx, ns)
+	if err != nil {
+		return nil, fmt.Errorf("reading the fields dropped of stored objects: %w", err)
 	}
 	// The list writes alone (it holds flushing): what is stored after it
 	// is what was, with its adds and without its deletes.
@@ -602,7 +621,7 @@ func (s *Synchronizer) list(ctx context.Context, ri dynamic.ResourceInterface, n
 			}
 		}
 		var err error
-		listed, err = s.listChanges(gctx, ri, stored, write)
+		listed, err = s.listChanges(gctx, ri, stored, rewrite, write)
 		return err
 	})
 	if err := g.Wait(); err != nil {
@@ -643,12 +662,36 @@ type listed struct {
 	resourceVersion string
 }
 
+// storedOtherwise reports whether storage holds an object of scope ns
+// ("" for the whole resource) stored under other dropFields than the
+// filter's: one whose DroppedFieldsLabel is not the filter's mark.
+func (s *Synchronizer) storedOtherwise(ctx context.Context, ns string) (bool, error) {
+	op, values := selection.NotEquals, []string{s.resource.Filter.droppedFieldsMark()}
+	if values[0] == "" {
+		op, values = selection.Exists, nil
+	}
+	req, err := labels.NewRequirement(DroppedFieldsLabel, op, values)
+	if err != nil {
+		return false, err
+	}
+	q := &storage.ListQuery{GVR: s.resource.GVR, Clusters: []string{s.cluster}, Labels: labels.Requirements{*req}, Limit: 1}
+	if ns != metav1.NamespaceAll {
+		q.Namespaces = []string{ns}
+	}
+	page, err := s.store.List(ctx, q)
+	if err != nil {
+		return false, err
+	}
+	return len(page.Objects) > 0, nil
+}
+
 // listChanges lists the member a page at a time, in a consistent read
 // whatever resourceVersion the reflector would relist from, and sends to
 // write the changes that make stored (the stored member resourceVersions,
 // which it consumes) equal to each page, then the deletes of what the
-// member no longer has.
-func (s *Synchronizer) listChanges(ctx context.Context, ri dynamic.ResourceInterface, stored map[storage.NamespacedName]string, write func([]pendingChange) error) (listed, error) {
+// member no longer has. With rewrite, every object listed is sent, as a
+// rewrite.
+func (s *Synchronizer) listChanges(ctx context.Context, ri dynamic.ResourceInterface, stored map[storage.NamespacedName]string, rewrite bool, write func([]pendingChange) error) (listed, error) {
 	var added int64
 	largest := 0 // of the objects listed
 	opts := s.resource.Filter.listOptions(metav1.ListOptions{Limit: s.pageLimit(largest)})
@@ -667,12 +710,13 @@ func (s *Synchronizer) listChanges(ctx context.Context, ri dynamic.ResourceInter
 			}
 			k := storage.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()}
 			change := upsert(u)
+			change.change.Rewrite = rewrite
 			largest = max(largest, change.size.least)
 			v, ok := stored[k]
 			if !ok {
 				added++
 			}
-			if !ok || v != u.GetResourceVersion() {
+			if !ok || v != u.GetResourceVersion() || rewrite {
 				changes = append(changes, change)
 			}
 			delete(stored, k)
@@ -741,6 +785,7 @@ func (s *Synchronizer) object(obj any) (*unstructured.Unstructured, error) {
 	// Before anything reads the object: what is dropped is never stored,
 	// nor compared.
 	s.resource.Filter.dropFrom(u.Object)
+	s.resource.Filter.markDropped(u)
 	switch {
 	case s.resource.GVR == storage.SecretsResource && !s.resource.KeepSecretData:
 		// The same rule as storage's for what it already holds.
