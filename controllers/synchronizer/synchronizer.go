@@ -108,13 +108,13 @@ type Resource struct {
 	Filter *Filter
 }
 
-// storedAlike reports whether r's objects can be stored where o's are
-// by restarting the synchronizer: the same resource, with the same Secret
-// data kept or dropped. A change of the fields dropped is one a restart
-// makes (list rewrites what was stored under other dropFields); one of
-// Secret data is not: the data a synchronizer kept must also leave the
-// log and history (storage.ClusterWriter.DropSecretData), which the
-// resource's removal sees to.
+// storedAlike reports whether a restarted synchronizer of r can take over
+// what o's stored: the same resource, with the same Secret data kept or
+// dropped. A change of the fields dropped it can (list rewrites what was
+// stored under other dropFields); one of Secret data it cannot: the data
+// a synchronizer kept must also leave the log and history
+// (storage.ClusterWriter.DropSecretData), which the resource's removal
+// sees to.
 func (r Resource) storedAlike(o Resource) bool {
 	return r.Resource == o.Resource && r.KeepSecretData == o.KeepSecretData
 }
@@ -544,9 +544,10 @@ func (listStreamedToStorage) IsWatchListSemanticsUnSupported() bool { return tru
 // member resourceVersion, and watchers see it MODIFIED, never deleted.
 // The label on each stored object is what decides, not a memory of the
 // filter before: a synchronizer stopped before its list had rewritten
-// everything, the process itself ended, leaves objects with the old mark,
-// and the next one's list rewrites again. The objects the stopped one did
-// rewrite are written a second time, which only a list cut short costs.
+// everything (its process ended, say) leaves objects with the old mark,
+// and the next one's list, in whatever process, rewrites again. The
+// objects the stopped one did rewrite are written a second time, which
+// only a list cut short costs.
 //
 // A page is written while the next one is fetched and decoded: one after
 // the other, the sync took the member's list time plus the writes'
