@@ -370,6 +370,7 @@ func (r *ClusterReconciler) sync(ctx context.Context, c *clusterv1alpha1.Cluster
 	if err != nil {
 		return requeue, err
 	}
+	var implied []clusterv1alpha1.GroupResources // resources.go
 	if c.Spec.SyncAllCustomResources {
 		md, err := metadata.NewForConfig(limited)
 		if err != nil {
@@ -382,8 +383,8 @@ func (r *ClusterReconciler) sync(ctx context.Context, c *clusterv1alpha1.Cluster
 		}
 		// The CRDs themselves too: the API server takes their printer columns
 		// for Table output of the custom resources.
-		selections = append(selections, crdsSelection)
-		selections = append(selections, crds...)
+		implied = append(implied, crdsSelection)
+		implied = append(implied, crds...)
 	}
 	member, err := r.discovered.discover(ctx, c.Name, configID, dc) // discovery.go
 	if err != nil {
@@ -391,7 +392,7 @@ func (r *ClusterReconciler) sync(ctx context.Context, c *clusterv1alpha1.Cluster
 		r.fillSyncStatus(c.Name, status)
 		return requeue, nil
 	}
-	resources, err := member.resolve(selections)
+	resources, err := member.resolve(selections, implied...)
 	if err != nil {
 		// The host refuses such filters as it stores them; one stored before
 		// its rules changes nothing until fixed, rather than sync more than
@@ -406,8 +407,9 @@ func (r *ClusterReconciler) sync(ctx context.Context, c *clusterv1alpha1.Cluster
 			problems = append(problems, "listing CRDs: "+memberErrorText(err))
 			partial = true
 		}
-		// What had resolved still does: extra names CRDs, unfiltered.
-		resources, _ = member.resolve(append(selections, extra...))
+		// What had resolved still does: extra adds the CRDs, under the
+		// filter a selection of the Cluster's gives them, if one does.
+		resources, _ = member.resolve(selections, extra...)
 	}
 	retention := r.EventRetention
 	if c.Spec.EventRetention != nil {

@@ -119,14 +119,19 @@ func customResourceSelections(ctx context.Context, md metadata.Interface) ([]clu
 // first that names it, else of the first that selects it by "*". A
 // selection whose filter cannot be applied fails the whole: leaving it
 // out could have another selection sync what it keeps out.
-func (m *memberResources) resolve(selections []clusterv1alpha1.GroupResources) ([]synchronizer.Resource, error) {
+//
+// implied are selections the Cluster's own imply (the CRDs of the custom
+// resources it syncs, syncAllCustomResources): they add what no selection
+// of the Cluster's selects, and never take a resource's filter away.
+func (m *memberResources) resolve(selections []clusterv1alpha1.GroupResources, implied ...clusterv1alpha1.GroupResources) ([]synchronizer.Resource, error) {
 	type chosen struct {
 		at    int // in out
 		named bool
 	}
 	seen := map[schema.GroupVersionResource]chosen{}
 	var out []synchronizer.Resource
-	for i, sel := range selections {
+	for i, sel := range append(slices.Clip(selections), implied...) {
+		own := i < len(selections)
 		filter, err := synchronizer.NewFilter(sel)
 		if err != nil {
 			return nil, fmt.Errorf("syncResources[%d] (group %q): %w", i, sel.Group, err)
@@ -154,7 +159,7 @@ func (m *memberResources) resolve(selections []clusterv1alpha1.GroupResources) (
 					case !ok:
 						seen[gvr] = chosen{at: len(out), named: named}
 						out = append(out, synchronizer.Resource{Resource: storage.Resource{GVR: gvr, Kind: r.Kind, Namespaced: r.Namespaced}, Filter: filter})
-					case named && !prev.named:
+					case named && !prev.named && own:
 						seen[gvr] = chosen{at: prev.at, named: true}
 						out[prev.at].Filter = filter
 					}

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -50,5 +51,50 @@ func TestResolveNeverSelectsPanoramaGroups(t *testing.T) {
 	slices.Sort(got)
 	if want := []string{"gadgets.notpanorama.io", "pods", "widgets.example.com"}; !slices.Equal(got, want) {
 		t.Fatalf("selected %v, want %v", got, want)
+	}
+}
+
+// TestResolveImpliedKeepsFilters: the selections a Cluster implies (the
+// CRDs of syncAllCustomResources, each custom resource by name) add what
+// its own selections do not select, and never take away the filter that a
+// selection of its own, by "*", gives a resource.
+func TestResolveImpliedKeepsFilters(t *testing.T) {
+	listable := metav1.Verbs{"list", "watch"}
+	m := &memberResources{
+		preferred: map[string]string{"example.com": "v1", "apiextensions.k8s.io": "v1", "other.io": "v1"},
+		versions:  map[string][]string{"example.com": {"v1"}, "apiextensions.k8s.io": {"v1"}, "other.io": {"v1"}},
+		resources: map[schema.GroupVersion][]metav1.APIResource{
+			{Group: "example.com", Version: "v1"}:          {{Name: "widgets", Kind: "Widget", Namespaced: true, Verbs: listable}},
+			{Group: "apiextensions.k8s.io", Version: "v1"}: {{Name: "customresourcedefinitions", Kind: "CustomResourceDefinition", Verbs: listable}},
+			{Group: "other.io", Version: "v1"}:             {{Name: "gadgets", Kind: "Gadget", Namespaced: true, Verbs: listable}},
+		},
+	}
+	own := []clusterv1alpha1.GroupResources{{
+		Group: "example.com", Resources: []string{"*"}, Namespaces: []string{"team"},
+		LabelSelector: &clusterv1alpha1.LabelSelector{MatchLabels: map[string]clusterv1alpha1.LabelValue{"tier": "front"}},
+	}}
+	implied := []clusterv1alpha1.GroupResources{
+		{Group: "apiextensions.k8s.io", Resources: []string{"customresourcedefinitions"}},
+		{Group: "example.com", Resources: []string{"widgets"}},
+		{Group: "other.io", Resources: []string{"gadgets"}},
+	}
+	resolved, err := m.resolve(own, implied...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	filters := map[string]string{}
+	for _, r := range resolved {
+		filters[r.GVR.GroupResource().String()] = r.Filter.String()
+	}
+	if len(filters) != 3 {
+		t.Fatalf("resolved %v, want widgets, gadgets and the CRDs", filters)
+	}
+	if f := filters["widgets.example.com"]; !strings.Contains(f, "team") || !strings.Contains(f, "tier=front") {
+		t.Errorf("widgets synced under filter %q, want the Cluster's namespaces and labels", f)
+	}
+	for _, gr := range []string{"gadgets.other.io", "customresourcedefinitions.apiextensions.k8s.io"} {
+		if f := filters[gr]; f != "" {
+			t.Errorf("%s synced under filter %q, want none: no selection of the Cluster's selects it", gr, f)
+		}
 	}
 }
