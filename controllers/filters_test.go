@@ -50,6 +50,7 @@ func TestFilterRefusedByHost(t *testing.T) {
 		"bad-key":              {LabelSelector: expr(metav1.LabelSelectorOpExists, "not a key")},
 		"bad-value":            {LabelSelector: &clusterv1alpha1.LabelSelector{MatchLabels: map[string]clusterv1alpha1.LabelValue{"tier": "not a value"}}},
 		"identity-dropped":     {DropFields: []clusterv1alpha1.FieldPath{"metadata.name"}},
+		"identity-bracketed":   {DropFields: []clusterv1alpha1.FieldPath{"metadata[namespace]"}},
 		"bad-path":             {DropFields: []clusterv1alpha1.FieldPath{"spec..template"}},
 		"unclosed-key":         {DropFields: []clusterv1alpha1.FieldPath{"metadata.annotations[a"}},
 		"bad-match-labels-key": {LabelSelector: &clusterv1alpha1.LabelSelector{MatchLabels: map[string]clusterv1alpha1.LabelValue{"a/b/c": "x"}}},

@@ -195,10 +195,11 @@ type LabelValue string
 // spec.template), where one in brackets is a key that may hold dots or
 // slashes (metadata.annotations[example.com/notes]). An object's identity
 // (apiVersion, kind, metadata and its name, namespace, uid,
-// resourceVersion, creationTimestamp) cannot be dropped.
+// resourceVersion, creationTimestamp) cannot be dropped, however written
+// (metadata[name] is metadata.name).
 // +kubebuilder:validation:MaxLength=316
 // +kubebuilder:validation:Pattern=`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+|\[[A-Za-z0-9._/-]+\])*$`
-// +kubebuilder:validation:XValidation:rule="!(self in ['apiVersion', 'kind', 'metadata', 'metadata.name', 'metadata.namespace', 'metadata.uid', 'metadata.resourceVersion', 'metadata.creationTimestamp'])",message="apiVersion, kind, metadata and its name, namespace, uid, resourceVersion and creationTimestamp identify an object: they cannot be dropped"
+// +kubebuilder:validation:XValidation:rule="!(self.replace('[', '.').replace(']', \"\") in ['apiVersion', 'kind', 'metadata', 'metadata.name', 'metadata.namespace', 'metadata.uid', 'metadata.resourceVersion', 'metadata.creationTimestamp'])",message="apiVersion, kind, metadata and its name, namespace, uid, resourceVersion and creationTimestamp identify an object: they cannot be dropped"
 type FieldPath string
 
 // ClusterSpec says how to reach a member cluster and what to sync from it.
