@@ -122,9 +122,18 @@ func rowsExamined(t testing.TB, b storagetest.Backend, s *sqlstore.Store, stmts 
 	case "sqlite":
 		for _, st := range stmts {
 			steps := sqlitePlan(t, conn, st)
+			// A subquery run as a co-routine yields its rows to a scan of
+			// its name: it is no table.
+			coroutines := map[string]bool{}
+			for _, d := range steps {
+				if name, ok := strings.CutPrefix(d, "CO-ROUTINE "); ok {
+					coroutines[name] = true
+				}
+			}
 			for _, d := range steps {
 				// A list of values (row values IN) is scanned too: it is no table.
-				scan := strings.HasPrefix(d, "SCAN ") && !strings.HasPrefix(d, "SCAN panorama_meta") && !strings.HasSuffix(d, " CONSTANT ROWS")
+				scan := strings.HasPrefix(d, "SCAN ") && !strings.HasPrefix(d, "SCAN panorama_meta") && !strings.HasSuffix(d, " CONSTANT ROWS") &&
+					!coroutines[strings.TrimPrefix(d, "SCAN ")]
 				if scan || strings.Contains(d, "TEMP B-TREE FOR ORDER BY") {
 					t.Errorf("sqlite plan of %s:\n%s", st.sql, strings.Join(steps, "\n"))
 				}

@@ -90,6 +90,11 @@ type dialect struct {
 	// clusters' churn take it far longer in statements of as many lists
 	// as keys than in statements of ten lists (BenchmarkUpdateChurn).
 	lookupKeys, lookupLists int
+	// parenthesizedUnion: each SELECT of a UNION ALL may have an ORDER BY
+	// and LIMIT of its own in parentheses. Without it (SQLite) each is a
+	// derived table, which MariaDB would materialize, a temporary table
+	// each (laterEntries).
+	parenthesizedUnion bool
 	// moveAttributes rekeys the attribute rows that an update leaves as
 	// they were to its new row, rather than deleting and inserting them.
 	// That is cheaper only where no index of the table holds the key:

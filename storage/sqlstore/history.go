@@ -502,7 +502,7 @@ func checkHistory(tx *gorm.DB, q *storage.ListQuery, rev, compacted int64) error
 // key: nil for those that did not exist then. firstLog maps keys to their
 // first log entry after rev, whose pre-image is the state after their last
 // history row; the others' is their current row, unless they were deleted.
-func historyStates(tx *gorm.DB, q *storage.ListQuery, rev int64, ranged func(*gorm.DB) *gorm.DB, firstLog map[storage.Key]int64) (map[storage.Key][]byte, error) {
+func historyStates(tx *gorm.DB, d *dialect, q *storage.ListQuery, rev int64, ranged func(*gorm.DB) *gorm.DB, firstLog map[storage.Key]int64) (map[storage.Key][]byte, error) {
 	var rows []historyRow
 	if err := ranged(keyFilter(tx.Model(&historyRow{}), q).Where("revision > ?", rev)).Order("revision").Find(&rows).Error; err != nil {
 		return nil, err
@@ -526,7 +526,7 @@ func historyStates(tx *gorm.DB, q *storage.ListQuery, rev int64, ranged func(*go
 			rowRevs, rowKey[last.Revision] = append(rowRevs, last.Revision), k
 		}
 	}
-	preImages, err := preImagesAt(tx, logRevs)
+	preImages, err := preImagesAt(tx, d, logRevs)
 	if err != nil {
 		return nil, err
 	}

@@ -581,7 +581,7 @@ func (s *Store) changedSince(tx *gorm.DB, fs *storage.FieldSet, q *storage.ListQ
 	var past map[storage.Key][]byte
 	if withHistory {
 		var err error
-		if past, err = historyStates(tx, q, rev, ranged, firstLog); err != nil {
+		if past, err = historyStates(tx, s.dialect, q, rev, ranged, firstLog); err != nil {
 			return nil, err
 		}
 	}
@@ -612,7 +612,7 @@ func (s *Store) changedSince(tx *gorm.DB, fs *storage.FieldSet, q *storage.ListQ
 			}
 		}
 	}
-	states, err := preImagesAt(tx, revs)
+	states, err := preImagesAt(tx, s.dialect, revs)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -37,8 +38,8 @@ import (
 // (BenchmarkBytesPerObject). Reading it needs the entry's object, found as
 // above, itself perhaps a pre-image kept against the next one: at most
 // maxDeltaChain pre-images of a key in a row are kept so (the resources
-// row counts them, delta_chain), the next one whole, which bounds that
-// walk. A DELETED entry's pre-image, the last state, has nothing to be
+// row counts them, delta_chain), the next one whole, which bounds the
+// entries that walk reads. A DELETED entry's pre-image, the last state, has nothing to be
 // kept against, and a Secret's are whole: DropSecretData rewrites its
 // states in place, which would change the bases of the ones before.
 //
@@ -68,8 +69,8 @@ var storedElsewhere = []byte{}
 //
 // The entries are resolved newest first, so that an entry's next among
 // them, whose pre-image is its object and is kept against the next's own
-// object, is resolved before it: only the last entry of each key replaced
-// after them is read by steps beyond them (preImagesAt).
+// object, is resolved before it: only for the last entry of each key
+// replaced after them are the entries beyond them read (replacedObjects).
 func (s *Store) resolveLog(tx *gorm.DB, entries []eventRow) error {
 	var live []int64
 	for i := range entries {
@@ -97,8 +98,8 @@ func (s *Store) resolveLog(tx *gorm.DB, entries []eventRow) error {
 	slices.SortFunc(order, func(a, b *eventRow) int { return cmp.Compare(b.Revision, a.Revision) })
 	nextOf := map[storage.Key]*eventRow{}
 	next := map[*eventRow]*eventRow{} // a replaced entry -> its key's next among entries
-	var beyond []*eventRow           // replaced entries whose next is not among entries
-	var unread []int64               // entries whose pre-image is needed and was not read
+	var beyond []*eventRow            // replaced entries whose next is not among entries
+	var unread []int64                // entries whose pre-image is needed and was not read
 	needs := func(e *eventRow) {
 		if e.PrevObject == nil {
 			unread = append(unread, e.Revision)
@@ -129,28 +130,10 @@ func (s *Store) resolveLog(tx *gorm.DB, entries []eventRow) error {
 			e.PrevObject = p
 		}
 	}
-	// The first entries after them, resolved in turn.
-	preImageOf := map[int64][]int64{}
-	if err := nextEntries(tx, beyond, preImageOf); err != nil {
-		return err
-	}
-	holders := make([]int64, 0, len(preImageOf))
-	for rev := range preImageOf {
-		holders = append(holders, rev)
-	}
-	after, err := preImagesAt(tx, holders)
+	// Those replaced after them: from the entries that follow.
+	replacedAfter, err := replacedObjects(tx, s.dialect, beyond)
 	if err != nil {
 		return err
-	}
-	replacedAfter := map[int64][]byte{}
-	for holder, revs := range preImageOf {
-		h, ok := after[holder]
-		if !ok {
-			return fmt.Errorf("log entry %d, which replaced the objects of others, is missing", holder)
-		}
-		for _, rev := range revs {
-			replacedAfter[rev] = h.PrevObject
-		}
 	}
 	for _, e := range order { // newest first
 		if e.Object == nil && watch.EventType(e.Type) != watch.Deleted {
@@ -200,7 +183,7 @@ func storedPreImages(tx *gorm.DB, revs []int64) (map[int64][]byte, error) {
 // their pre-images as JSON, by revision; entries absent are absent from
 // the map. Those kept against their entry's object are decoded against it
 // (objectsOf).
-func preImagesAt(tx *gorm.DB, revs []int64) (map[int64]*eventRow, error) {
+func preImagesAt(tx *gorm.DB, d *dialect, revs []int64) (map[int64]*eventRow, error) {
 	out := make(map[int64]*eventRow, len(revs))
 	var againstOwn []*eventRow
 	for start := 0; start < len(revs); start += keyChunk {
@@ -224,7 +207,7 @@ func preImagesAt(tx *gorm.DB, revs []int64) (map[int64]*eventRow, error) {
 	if len(againstOwn) == 0 {
 		return out, nil
 	}
-	own, err := objectsOf(tx, againstOwn)
+	own, err := objectsOf(tx, d, againstOwn)
 	if err != nil {
 		return nil, err
 	}
@@ -238,10 +221,12 @@ func preImagesAt(tx *gorm.DB, revs []int64) (map[int64]*eventRow, error) {
 
 // objectsOf returns the objects that entries, ADDED or MODIFIED, wrote, by
 // revision: their resources row while it is current, else the pre-image of
-// the key's next entry. Each step to a next entry is a pre-image kept
-// against a later state, of which a key has at most maxDeltaChain in a
-// row, so the steps end.
-func objectsOf(tx *gorm.DB, entries []*eventRow) (map[int64][]byte, error) {
+// the key's next entry, kept whole or against the object that entry wrote,
+// and so on. A key keeps at most maxDeltaChain pre-images in a row against
+// the next state, so the entries after a replaced one up to
+// maxDeltaChain+1 reach a whole pre-image or the current row: they are
+// read in one range of events_key each, and decoded newest first.
+func objectsOf(tx *gorm.DB, d *dialect, entries []*eventRow) (map[int64][]byte, error) {
 	revs := make([]int64, len(entries))
 	for i, e := range entries {
 		revs[i] = e.Revision
@@ -256,26 +241,65 @@ func objectsOf(tx *gorm.DB, entries []*eventRow) (map[int64][]byte, error) {
 			replaced = append(replaced, e)
 		}
 	}
-	preImageOf := map[int64][]int64{}
-	if err := nextEntries(tx, replaced, preImageOf); err != nil {
-		return nil, err
-	}
-	holders := make([]int64, 0, len(preImageOf))
-	for rev := range preImageOf {
-		holders = append(holders, rev)
-	}
-	next, err := preImagesAt(tx, holders)
+	objects, err := replacedObjects(tx, d, replaced)
 	if err != nil {
 		return nil, err
 	}
-	for holder, revs := range preImageOf {
-		h, ok := next[holder]
-		if !ok {
-			return nil, fmt.Errorf("log entry %d, which replaced the objects of others, is missing", holder)
+	maps.Copy(out, objects)
+	return out, nil
+}
+
+// replacedObjects returns the objects that entries, ADDED or MODIFIED and
+// replaced since, wrote, by revision (objectsOf).
+func replacedObjects(tx *gorm.DB, d *dialect, replaced []*eventRow) (map[int64][]byte, error) {
+	later, err := laterEntries(tx, d, replaced, maxDeltaChain+1)
+	if err != nil {
+		return nil, err
+	}
+	// Of the entries read, only a key's last may have written its current
+	// row: no later one was read.
+	var last []int64
+	for _, es := range later {
+		if e := es[len(es)-1]; watch.EventType(e.Type) != watch.Deleted {
+			last = append(last, e.Revision)
 		}
-		for _, rev := range revs {
-			out[rev] = h.PrevObject
+	}
+	current, err := rowObjects(tx, last)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int64][]byte, len(replaced))
+	decoded := map[int64][]byte{} // pre-images as JSON, by revision
+	for _, e := range replaced {
+		es := later[e.key()]
+		first := slices.IndexFunc(es, func(n eventRow) bool { return n.Revision > e.Revision })
+		if first < 0 {
+			return nil, fmt.Errorf("log entry %d: its object is neither current nor a later entry's pre-image", e.Revision)
 		}
+		// The first entry from there whose pre-image reads alone: whole,
+		// or against the current row; then back to first, each pre-image
+		// against the one after.
+		whole := first
+		for whole < len(es) && bytes.HasPrefix(es[whole].PrevObject, keptAgainstNext) && current[es[whole].Revision] == nil {
+			whole++
+		}
+		if whole == len(es) {
+			return nil, fmt.Errorf("log entry %d: none of the %d entries of its key after it holds a whole pre-image", e.Revision, len(es))
+		}
+		for i := whole; i >= first; i-- {
+			n := &es[i]
+			if _, ok := decoded[n.Revision]; ok {
+				continue
+			}
+			own := current[n.Revision]
+			if i < whole {
+				own = decoded[es[i+1].Revision]
+			}
+			if decoded[n.Revision], err = preImage(n, own); err != nil {
+				return nil, err
+			}
+		}
+		out[e.Revision] = decoded[es[first].Revision]
 	}
 	return out, nil
 }
@@ -298,8 +322,8 @@ func preImage(e *eventRow, own []byte) ([]byte, error) {
 }
 
 // maxDeltaChain is how many pre-images of a key in a row the log keeps
-// against the next state: reading an entry's object decodes at most as
-// many, each one query more.
+// against the next state: reading an entry's object reads and decodes at
+// most one more of the key's entries than that.
 const maxDeltaChain = 8
 
 // preImageAgainstNext says whether the writer keeps old's object, replaced
@@ -335,36 +359,43 @@ func rowObjects(tx *gorm.DB, revs []int64) (map[int64][]byte, error) {
 // 500.
 const unionTerms = 400
 
-// nextEntries adds to preImageOf the first entry of each of entries' keys
-// after it. Each is a range on events_key with constant bounds, which
-// every database seeks to (MariaDB reads every entry of the key for the
-// same condition correlated to another row), several in one statement.
-func nextEntries(tx *gorm.DB, entries []*eventRow, preImageOf map[int64][]int64) error {
-	const next = "SELECT revision, (SELECT MIN(n.revision) FROM " + eventsTable + " n WHERE n.api_group = ? AND n.version = ?" +
-		" AND n.resource = ? AND n.cluster = ? AND n.namespace = ? AND n.name = ? AND n.revision > ?) AS next FROM " + eventsTable + " WHERE revision = ?"
+// laterEntries reads the first n entries of the key of each of entries
+// after it, with their type and pre-image as stored, by key in revision
+// order. Each is a range on events_key with constant bounds, which every
+// database seeks to (MariaDB reads every entry of the key for the same
+// condition correlated to another row), several in one statement.
+func laterEntries(tx *gorm.DB, d *dialect, entries []*eventRow, n int) (map[storage.Key][]eventRow, error) {
+	later := "SELECT revision, type, api_group, version, resource, cluster, namespace, name, prev_object FROM " + eventsTable +
+		" WHERE api_group = ? AND version = ? AND resource = ? AND cluster = ? AND namespace = ? AND name = ? AND revision > ? ORDER BY revision LIMIT ?"
+	open, union, end := "SELECT * FROM (", ") later UNION ALL SELECT * FROM (", ") later"
+	if d.parenthesizedUnion {
+		open, union, end = "(", ") UNION ALL (", ")"
+	}
+	out := map[storage.Key][]eventRow{}
+	seen := map[int64]bool{}
 	for start := 0; start < len(entries); start += unionTerms {
 		chunk := entries[start:min(start+unionTerms, len(entries))]
 		selects := make([]string, len(chunk))
 		args := make([]any, 0, 8*len(chunk))
 		for i, e := range chunk {
-			selects[i] = next
-			args = append(args, e.Group, e.Version, e.Resource, e.Cluster, e.Namespace, e.Name, e.Revision, e.Revision)
+			selects[i] = later
+			args = append(args, e.Group, e.Version, e.Resource, e.Cluster, e.Namespace, e.Name, e.Revision, n)
 		}
-		var found []struct {
-			Revision int64
-			Next     *int64
-		}
-		if err := tx.Raw(strings.Join(selects, " UNION ALL "), args...).Scan(&found).Error; err != nil {
-			return err
+		var found []eventRow
+		if err := tx.Raw(open+strings.Join(selects, union)+end, args...).Scan(&found).Error; err != nil {
+			return nil, err
 		}
 		for _, f := range found {
-			if f.Next == nil {
-				return fmt.Errorf("log entry %d: its object is neither current nor replaced by a later entry", f.Revision)
+			if !seen[f.Revision] { // two entries of a key read the same ones
+				seen[f.Revision] = true
+				out[f.key()] = append(out[f.key()], f)
 			}
-			preImageOf[*f.Next] = append(preImageOf[*f.Next], f.Revision)
 		}
 	}
-	return nil
+	for k := range out {
+		slices.SortFunc(out[k], func(a, b eventRow) int { return cmp.Compare(a.Revision, b.Revision) })
+	}
+	return out, nil
 }
 
 // withRevision returns data with metadata.resourceVersion set to rev: a

@@ -408,7 +408,13 @@ func newRow(fs *storage.FieldSet, cluster string, gvr schema.GroupVersionResourc
 		Revision: rev, KeyColumns: newKeyColumns(cluster, gvr, d.Namespace, d.Name), Kind: d.Kind, UID: d.UID, OwnerUID: d.OwnerUID,
 		Created: d.CreatedAt, MemberResourceVersion: d.MemberResourceVersion, Object: blob,
 	}
-	if keptPreImage != nil {
+	// Deflate's window is 32 KB: an object much bigger keeps little against
+	// the next, and zstd compresses it better whole.
+	switch {
+	case keptPreImage == nil:
+	case len(keptPreImage) >= len(o.old.Object):
+		keptPreImage = nil
+	default:
 		row.DeltaChain = o.old.DeltaChain + 1
 	}
 	attrs := make([]attributeRow, 0, len(d.Labels)+len(fields))
