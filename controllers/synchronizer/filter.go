@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	clusterv1alpha1 "github.com/panorama-io/panorama/apis/cluster/v1alpha1"
@@ -29,6 +30,9 @@ type Filter struct {
 	namespaces    []string
 	fieldSelector string
 	labelSelector string
+	// fields and labels are the selectors parsed, which admits applies.
+	fields fields.Selector
+	labels labels.Selector
 	// drop holds each dropped path's segments; dropped is their text.
 	drop    [][]string
 	dropped string
@@ -64,7 +68,8 @@ func NewFilter(sel clusterv1alpha1.GroupResources) (*Filter, error) {
 		for _, ns := range excluded {
 			selectors = append(selectors, fields.OneTermNotEqualSelector("metadata.namespace", ns))
 		}
-		f.fieldSelector = fields.AndSelectors(selectors...).String()
+		f.fields = fields.AndSelectors(selectors...)
+		f.fieldSelector = f.fields.String()
 	}
 	if sel.LabelSelector != nil {
 		s, err := metav1.LabelSelectorAsSelector(sel.LabelSelector.Meta())
@@ -72,7 +77,7 @@ func NewFilter(sel clusterv1alpha1.GroupResources) (*Filter, error) {
 			return nil, fmt.Errorf("labelSelector: %w", err)
 		}
 		if !s.Empty() {
-			f.labelSelector = s.String()
+			f.labels, f.labelSelector = s, s.String()
 		}
 	}
 	paths := make([]string, 0, len(sel.DropFields))
@@ -82,12 +87,13 @@ func NewFilter(sel clusterv1alpha1.GroupResources) (*Filter, error) {
 	slices.Sort(paths)
 	paths = slices.Compact(paths)
 	for _, p := range paths {
-		if slices.Contains(identityPaths, p) {
-			return nil, fmt.Errorf("dropFields: %s identifies an object: it cannot be dropped", p)
-		}
 		segments, err := parseFieldPath(p)
 		if err != nil {
 			return nil, fmt.Errorf("dropFields: %w", err)
+		}
+		// However written: metadata[name] is metadata.name.
+		if slices.Contains(identityPaths, strings.Join(segments, ".")) {
+			return nil, fmt.Errorf("dropFields: %s identifies an object: it cannot be dropped", p)
 		}
 		f.drop = append(f.drop, segments)
 	}
@@ -105,7 +111,7 @@ func (f *Filter) For(namespaced bool) *Filter {
 		return f
 	}
 	g := *f
-	g.namespaces, g.fieldSelector, g.ignored = nil, "", "namespaces ignored: cluster-scoped"
+	g.namespaces, g.fieldSelector, g.fields, g.ignored = nil, "", nil, "namespaces ignored: cluster-scoped"
 	return &g
 }
 
@@ -206,6 +212,17 @@ func (f *Filter) scopes() []string {
 // scopes.
 func (f *Filter) keeps(ns string) bool {
 	return f == nil || len(f.namespaces) == 0 || slices.Contains(f.namespaces, ns)
+}
+
+// admits reports whether the filter keeps u, as the member was asked to:
+// a member is not trusted to have filtered what it sent.
+func (f *Filter) admits(u *unstructured.Unstructured) bool {
+	if f == nil {
+		return true
+	}
+	return f.keeps(u.GetNamespace()) &&
+		(f.fields == nil || f.fields.Matches(fields.Set{"metadata.namespace": u.GetNamespace()})) &&
+		(f.labels == nil || f.labels.Matches(labels.Set(u.GetLabels())))
 }
 
 // listOptions narrows opts, of a list or a watch, to what the filter

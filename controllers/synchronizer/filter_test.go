@@ -65,11 +65,12 @@ func TestFilterRefused(t *testing.T) {
 		"bad operator": {LabelSelector: &clusterv1alpha1.LabelSelector{MatchExpressions: []clusterv1alpha1.LabelSelectorRequirement{
 			{Key: "tier", Operator: "Like", Values: []clusterv1alpha1.LabelValue{"x"}},
 		}}},
-		"identity dropped": {DropFields: []clusterv1alpha1.FieldPath{"metadata.name"}},
-		"empty key":        {DropFields: []clusterv1alpha1.FieldPath{"metadata.annotations[]"}},
-		"unclosed key":     {DropFields: []clusterv1alpha1.FieldPath{"metadata.annotations[a"}},
-		"double dot":       {DropFields: []clusterv1alpha1.FieldPath{"spec..template"}},
-		"leading dot":      {DropFields: []clusterv1alpha1.FieldPath{".status"}},
+		"identity dropped":   {DropFields: []clusterv1alpha1.FieldPath{"metadata.name"}},
+		"identity bracketed": {DropFields: []clusterv1alpha1.FieldPath{"metadata[namespace]"}},
+		"empty key":          {DropFields: []clusterv1alpha1.FieldPath{"metadata.annotations[]"}},
+		"unclosed key":       {DropFields: []clusterv1alpha1.FieldPath{"metadata.annotations[a"}},
+		"double dot":         {DropFields: []clusterv1alpha1.FieldPath{"spec..template"}},
+		"leading dot":        {DropFields: []clusterv1alpha1.FieldPath{".status"}},
 	} {
 		if f, err := NewFilter(sel); err == nil {
 			t.Errorf("%s: filter %q, want an error", name, f)
@@ -135,6 +136,42 @@ func TestFilterMarksDropped(t *testing.T) {
 		}
 		if got := marked(none, map[string]string{DroppedFieldsLabel: "member's"}); got != nil {
 			t.Errorf("dropping nothing, labels %v; want none", got)
+		}
+	}
+}
+
+// TestFilterAdmits: what a member sends is kept only as the filter asked
+// for it, whether or not the member filtered: the namespaces of the
+// filter, never an excluded one, and labels its selector selects, read
+// before any field is dropped.
+func TestFilterAdmits(t *testing.T) {
+	obj := func(ns string, labels map[string]string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": "x", "namespace": ns}}}
+		u.SetLabels(labels)
+		return u
+	}
+	front := map[string]string{"tier": "front"}
+	selector := &clusterv1alpha1.LabelSelector{MatchLabels: map[string]clusterv1alpha1.LabelValue{"tier": "front"}}
+	for name, c := range map[string]struct {
+		sel  clusterv1alpha1.GroupResources
+		obj  *unstructured.Unstructured
+		want bool
+	}{
+		"included":            {clusterv1alpha1.GroupResources{Namespaces: []string{"web"}}, obj("web", nil), true},
+		"not included":        {clusterv1alpha1.GroupResources{Namespaces: []string{"web"}}, obj("db", nil), false},
+		"excluded":            {clusterv1alpha1.GroupResources{ExcludeNamespaces: []string{"kube-system"}}, obj("kube-system", nil), false},
+		"not excluded":        {clusterv1alpha1.GroupResources{ExcludeNamespaces: []string{"kube-system"}}, obj("web", nil), true},
+		"selected":            {clusterv1alpha1.GroupResources{LabelSelector: selector}, obj("web", front), true},
+		"not selected":        {clusterv1alpha1.GroupResources{LabelSelector: selector}, obj("web", map[string]string{"tier": "back"}), false},
+		"labels then dropped": {clusterv1alpha1.GroupResources{LabelSelector: selector, DropFields: []clusterv1alpha1.FieldPath{"metadata.labels"}}, obj("web", front), true},
+	} {
+		f, err := NewFilter(c.sel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := &Synchronizer{resource: Resource{Filter: f}, opts: Options{KeepManagedFields: true, KeepLastApplied: true}}
+		if _, admitted, err := s.object(c.obj); err != nil || admitted != c.want {
+			t.Errorf("%s: admitted %v (%v), want %v", name, admitted, err, c.want)
 		}
 	}
 }

@@ -388,20 +388,29 @@ func (s *Synchronizer) flush(ctx context.Context) error {
 // until storage catches up or Run's context ends: then the change is
 // dropped, as Run drops what is pending.
 func (s *Synchronizer) enqueue(obj any, deleted bool, added int64) error {
-	u, err := s.object(obj)
+	u, admitted, err := s.object(obj)
 	if err != nil {
 		return err
 	}
 	change := upsert(u)
 	typ := "update"
+	var gone string // why an object the member sends is not kept
 	switch {
-	case !deleted && s.expired(u, time.Now()):
+	case deleted:
+	case !admitted:
+		gone = "filtered"
+	case s.expired(u, time.Now()):
+		gone = "expired"
+	}
+	switch {
+	case gone != "":
 		if added > 0 {
-			syncEvents.WithLabelValues(s.cluster, s.resource.GVR.Resource, "expired").Inc()
+			syncEvents.WithLabelValues(s.cluster, s.resource.GVR.Resource, gone).Inc()
 			return nil // never stored
 		}
-		// An update that leaves an Event as old as that: what is stored goes.
-		change, typ, added = pendingChange{change: storage.DeleteAt(u.GetNamespace(), u.GetName(), u.GetResourceVersion())}, "expired", -1
+		// An update that leaves the object out (an Event as old as that, or
+		// one the filter does not keep): what is stored goes.
+		change, typ, added = pendingChange{change: storage.DeleteAt(u.GetNamespace(), u.GetName(), u.GetResourceVersion())}, gone, -1
 	case deleted:
 		// At the deleted object's resourceVersion, so that a delete arriving
 		// late cannot remove a newer object of the same name.
@@ -704,8 +713,8 @@ func (s *Synchronizer) listChanges(ctx context.Context, ri dynamic.ResourceInter
 		var changes []pendingChange
 		now := time.Now()
 		for i := range page.Items {
-			u, _ := s.object(&page.Items[i])
-			if s.expired(u, now) {
+			u, admitted, _ := s.object(&page.Items[i])
+			if !admitted || s.expired(u, now) {
 				// As if the member had it no more: deleted below if stored.
 				continue
 			}
@@ -772,14 +781,18 @@ func (s *Synchronizer) applyBatches(ctx context.Context, changes []pendingChange
 }
 
 // object strips what is not worth storing.
-func (s *Synchronizer) object(obj any) (*unstructured.Unstructured, error) {
+//
+// admitted says whether the filter keeps the object as the member sent it,
+// before fields are dropped (Filter.admits).
+func (s *Synchronizer) object(obj any) (u *unstructured.Unstructured, admitted bool, err error) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
-		return nil, fmt.Errorf("unexpected object %T", obj)
+		return nil, false, fmt.Errorf("unexpected object %T", obj)
 	}
+	admitted = s.resource.Filter.admits(u)
 	if !s.opts.KeepManagedFields {
 		u.SetManagedFields(nil)
 	}
@@ -801,7 +814,7 @@ func (s *Synchronizer) object(obj any) (*unstructured.Unstructured, error) {
 	if u.GetKind() == "" {
 		u.SetGroupVersionKind(s.resource.GVR.GroupVersion().WithKind(s.resource.Kind))
 	}
-	return u, nil
+	return u, admitted, nil
 }
 
 func (s *Synchronizer) setState(state, lastError string) {
