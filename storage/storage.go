@@ -192,9 +192,10 @@ type Writer interface {
 type ClusterWriter interface {
 	// Apply writes a batch of changes to one resource in one transaction.
 	// Upserts whose member resourceVersion equals the stored one (but
-	// rewrites, Change.Rewrite), and deletes of absent objects, are skipped; so are upserts and deletes
-	// older than the stored object, when both member resourceVersions are
-	// integers (as kube's are), since the member never goes back in time.
+	// rewrites, Change.Rewrite), and deletes of absent objects, are
+	// skipped; so are upserts and deletes older than the stored object,
+	// when both member resourceVersions are integers (as kube's are),
+	// since the member never goes back in time.
 	// Objects storage cannot hold are left out and named by an
 	// InvalidObjectError, returned with the revision after the rest of the
 	// batch. It returns the revision after the batch. The caller's changes

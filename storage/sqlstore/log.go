@@ -39,9 +39,10 @@ import (
 // above, itself perhaps a pre-image kept against the next one: at most
 // maxDeltaChain pre-images of a key in a row are kept so (the resources
 // row counts them, delta_chain), the next one whole, which bounds the
-// entries that walk reads. A DELETED entry's pre-image, the last state, has nothing to be
-// kept against, and a Secret's are whole: DropSecretData rewrites its
-// states in place, which would change the bases of the ones before.
+// entries that walk reads. A DELETED entry's pre-image, the last state,
+// has nothing to be kept against, and a Secret's are whole: DropSecretData
+// rewrites its states in place, which would change the bases of the ones
+// before.
 //
 // Compaction drops entries in revision order, each with its pre-image: a
 // pre-image lives as long as the entry that replaced it, which outlives
@@ -196,22 +197,14 @@ func preImagesAt(tx *gorm.DB, d *dialect, revs []int64) (map[int64]*eventRow, er
 			out[e.Revision] = e
 			if bytes.HasPrefix(e.PrevObject, keptAgainstNext) {
 				againstOwn = append(againstOwn, e)
-				continue
-			}
-			var err error
-			if e.PrevObject, err = decodeBlob(e.PrevObject); err != nil {
-				return nil, err
 			}
 		}
-	}
-	if len(againstOwn) == 0 {
-		return out, nil
 	}
 	own, err := objectsOf(tx, d, againstOwn)
 	if err != nil {
 		return nil, err
 	}
-	for _, e := range againstOwn {
+	for _, e := range out {
 		if e.PrevObject, err = preImage(e, own[e.Revision]); err != nil {
 			return nil, err
 		}
