@@ -1,0 +1,221 @@
+package tunnel
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/hashicorp/yamux"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/klog/v2"
+
+	clusterv1alpha1 "github.com/panorama-io/panorama/apis/cluster/v1alpha1"
+)
+
+// ClustersResource is the resource a refused tunnel's Status names.
+var ClustersResource = clusterv1alpha1.GroupVersion.WithResource("clusters").GroupResource()
+
+// Authenticator decides whether a token opens a Cluster's tunnel.
+type Authenticator interface {
+	// Authenticate returns who token is, if it opens cluster's tunnel;
+	// else an error whose Status says why (401: no such token, 403: not
+	// for this Cluster).
+	Authenticate(ctx context.Context, token, cluster string) (string, error)
+}
+
+// HubOptions are a Hub's.
+type HubOptions struct {
+	// Owns reports whether this replica syncs cluster; a tunnel to one it
+	// does not is refused with 503, so that the agent tries again, and
+	// reaches the one that does. Nil: every cluster.
+	Owns func(cluster string) bool
+	// Changed is called after a Cluster's tunnel opens or closes.
+	Changed func(cluster string)
+}
+
+// Hub is the tunnel endpoint: it accepts agents' tunnels, one per Cluster,
+// and dials their members through them.
+type Hub struct {
+	auth Authenticator
+	opts HubOptions
+
+	mu      sync.Mutex
+	tunnels map[string]*tunnel
+	// closed records when and why each Cluster's last tunnel closed.
+	closed map[string]Status
+}
+
+// tunnel is an agent's open tunnel.
+type tunnel struct {
+	session *yamux.Session
+	since   time.Time
+	agent   string
+}
+
+// Status is what the hub knows of a Cluster's agent.
+type Status struct {
+	// Connected is whether a tunnel is open.
+	Connected bool
+	// Since is when the tunnel opened, or else when the last one closed;
+	// zero when none ever opened.
+	Since time.Time
+	// Agent is who opened the tunnel (a ServiceAccount's user name) and
+	// from which address.
+	Agent string
+}
+
+// NewHub returns a Hub that accepts the tunnels auth accepts.
+func NewHub(auth Authenticator, opts HubOptions) *Hub {
+	return &Hub{auth: auth, opts: opts, tunnels: map[string]*tunnel{}, closed: map[string]Status{}}
+}
+
+// authTimeout bounds the authentication of a tunnel: the host answers a
+// TokenReview and a read.
+const authTimeout = 10 * time.Second
+
+// ServeHTTP accepts a tunnel at URL's path. Nothing is done for a request
+// without a token the Authenticator accepts for the Cluster it names.
+func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	cluster, ok := strings.CutPrefix(r.URL.Path, pathPrefix)
+	if !ok || len(validation.IsDNS1123Subdomain(cluster)) > 0 {
+		writeStatus(w, apierrors.NewNotFound(ClustersResource, cluster))
+		return
+	}
+	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || token == "" {
+		writeStatus(w, apierrors.NewUnauthorized("a tunnel needs a bearer token"))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), authTimeout)
+	agent, err := h.auth.Authenticate(ctx, token, cluster)
+	cancel()
+	logger := klog.FromContext(r.Context()).WithValues("cluster", cluster, "remote", r.RemoteAddr)
+	if err != nil {
+		logger.Info("refused a tunnel", "err", err)
+		writeStatus(w, err)
+		return
+	}
+	if h.opts.Owns != nil && !h.opts.Owns(cluster) {
+		w.Header().Set("Retry-After", "1")
+		writeStatus(w, apierrors.NewServiceUnavailable(fmt.Sprintf("another replica syncs Cluster %q: connect again", cluster)))
+		return
+	}
+	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{subprotocol}})
+	if err != nil {
+		logger.Info("tunnel handshake failed", "err", err)
+		return // Accept answered
+	}
+	if conn.Subprotocol() != subprotocol {
+		conn.Close(websocket.StatusPolicyViolation, "the tunnel subprotocol "+subprotocol+" is required")
+		return
+	}
+	// The tunnel lives as long as its session, past this request, which
+	// waits for it below.
+	session, err := newSession(context.WithoutCancel(r.Context()), conn, true)
+	if err != nil {
+		conn.Close(websocket.StatusInternalError, "")
+		return
+	}
+	t := &tunnel{session: session, since: time.Now(), agent: agent + " at " + r.RemoteAddr}
+	h.open(cluster, t)
+	logger.Info("tunnel opened", "agent", agent)
+	<-session.CloseChan()
+	h.close(cluster, t)
+	logger.Info("tunnel closed", "agent", agent)
+}
+
+// open makes t cluster's tunnel, closing the one it replaces: an agent
+// that reconnects before the hub saw its last tunnel drop.
+func (h *Hub) open(cluster string, t *tunnel) {
+	h.mu.Lock()
+	old := h.tunnels[cluster]
+	h.tunnels[cluster] = t
+	h.mu.Unlock()
+	if old != nil {
+		old.session.Close()
+	}
+	h.changed(cluster)
+}
+
+// close forgets t, unless another tunnel of cluster replaced it.
+func (h *Hub) close(cluster string, t *tunnel) {
+	h.mu.Lock()
+	current := h.tunnels[cluster] == t
+	if current {
+		delete(h.tunnels, cluster)
+		h.closed[cluster] = Status{Since: time.Now(), Agent: t.agent}
+	}
+	h.mu.Unlock()
+	if current {
+		h.changed(cluster)
+	}
+}
+
+func (h *Hub) changed(cluster string) {
+	if h.opts.Changed != nil {
+		h.opts.Changed(cluster)
+	}
+}
+
+// Close closes cluster's tunnel, if one is open: when this replica stops
+// syncing it, the agent reconnects to the one that does.
+func (h *Hub) Close(cluster string) {
+	h.mu.Lock()
+	t := h.tunnels[cluster]
+	h.mu.Unlock()
+	if t != nil {
+		t.session.Close()
+	}
+}
+
+// Status returns what the hub knows of cluster's agent.
+func (h *Hub) Status(cluster string) Status {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if t, ok := h.tunnels[cluster]; ok {
+		return Status{Connected: true, Since: t.since, Agent: t.agent}
+	}
+	return h.closed[cluster]
+}
+
+// Dialer returns a dial function that opens a connection to cluster's
+// member through its tunnel, whatever address it is asked for. With no
+// tunnel open it fails as a refused connection does, so that client-go's
+// reflectors retry their watches, where they were, until the agent is
+// back, rather than list the member afresh.
+func (h *Hub) Dialer(cluster string) func(ctx context.Context, network, address string) (net.Conn, error) {
+	return func(ctx context.Context, network, address string) (net.Conn, error) {
+		h.mu.Lock()
+		t := h.tunnels[cluster]
+		h.mu.Unlock()
+		if t == nil {
+			return nil, &net.OpError{Op: "dial", Net: "tunnel", Err: fmt.Errorf("no agent of Cluster %q is connected: %w", cluster, syscall.ECONNREFUSED)}
+		}
+		conn, err := t.session.Open()
+		if err != nil {
+			return nil, &net.OpError{Op: "dial", Net: "tunnel", Err: fmt.Errorf("the tunnel of Cluster %q: %v: %w", cluster, err, syscall.ECONNREFUSED)}
+		}
+		return conn, nil
+	}
+}
+
+// writeStatus answers with err's Status; an error that has none is the
+// hub's own, whose text the peer, not yet trusted, is not told.
+func writeStatus(w http.ResponseWriter, err error) {
+	status := apierrors.NewServiceUnavailable("the tunnel cannot be authenticated now").ErrStatus
+	if s, ok := err.(apierrors.APIStatus); ok {
+		status = s.Status()
+	}
+	status.Kind, status.APIVersion = "Status", "v1"
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(int(status.Code))
+	_ = json.NewEncoder(w).Encode(status)
+}
