@@ -36,6 +36,7 @@ import (
 	"github.com/panorama-io/panorama/controllers/sharding"
 	"github.com/panorama-io/panorama/controllers/synchronizer"
 	"github.com/panorama-io/panorama/storage"
+	"github.com/panorama-io/panorama/tunnel"
 )
 
 // conflictRetry is how soon a reconcile that lost an update race runs again.
@@ -69,8 +70,14 @@ const (
 	// ReasonKubeconfigRefused: a kubeconfig that would run a program or read
 	// a file of the controller.
 	ReasonKubeconfigRefused = "KubeconfigRefused"
-	ReasonTLSVerified       = "Verified"
-	ReasonInsecureSkipTLS   = "InsecureSkipTLSVerify"
+	// ReasonAgentNotConnected: a Cluster reached through its agent, none of
+	// which is connected.
+	ReasonAgentNotConnected = "AgentNotConnected"
+	// ReasonNoTunnelEndpoint: a Cluster reached through its agent, of a
+	// controller manager that serves no tunnel endpoint.
+	ReasonNoTunnelEndpoint = "NoTunnelEndpoint"
+	ReasonTLSVerified      = "Verified"
+	ReasonInsecureSkipTLS  = "InsecureSkipTLSVerify"
 )
 
 // ClusterReconciler connects to each Cluster's member, health-checks it,
@@ -83,6 +90,9 @@ type ClusterReconciler struct {
 	APIReader client.Reader
 	// Secrets says which Secrets may be member credentials.
 	Secrets SecretAccess
+	// Tunnels reaches the members of Clusters with spec.agent; nil when
+	// the controller serves no tunnel endpoint (agents.go).
+	Tunnels *tunnel.Hub
 	Store   storage.Interface
 	Pool    *synchronizer.Pool
 	// HealthInterval is how often a member is checked and rediscovered, so
@@ -121,7 +131,7 @@ func (r *ClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return err
 		}
 	} else {
-		r.owners.setupUnsharded(r.Store)
+		r.owners.setupUnsharded(r.Store, mgr.Elected())
 	}
 	// On shutdown, no synchronizer or OpenAPI sync outlives the manager:
 	// each has stopped, its storage call in flight returned, before the
@@ -333,14 +343,20 @@ func (r *ClusterReconciler) sync(ctx context.Context, c *clusterv1alpha1.Cluster
 	}
 	r.checks.forget(c.Name)
 
-	cfg, configID, err := memberConfig(ctx, r.APIReader, r.Secrets, c)
+	cfg, configID, err := r.connection(ctx, c)
 	if err != nil {
 		reason := ReasonInvalidConfig
 		var refused *refusedError
-		if errors.As(err, &refused) {
+		var away *agentAwayError
+		switch {
+		case errors.As(err, &refused):
 			// Refused credentials stay refused until the spec changes.
 			r.Pool.Stop(c.Name)
 			reason = refused.Reason
+		case errors.As(err, &away):
+			// As an unhealthy member's, below.
+			reason = ReasonAgentNotConnected
+			r.fillSyncStatus(c.Name, status)
 		}
 		setCondition(status, clusterv1alpha1.ConditionReady, false, reason, err.Error())
 		return requeue, nil

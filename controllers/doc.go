@@ -9,7 +9,9 @@
 package controllers
 
 // RBAC of the controller manager. Cluster-wide it only reads and updates
-// Clusters (and reads IndexedFields, writing their status); Secrets (credentials of members), its lease and the lease's
+// Clusters (and reads IndexedFields, writing their status); Secrets
+// (credentials of members), ServiceAccounts (read to bind agents to
+// Clusters, tunnel.ServiceAccounts), its lease and the lease's
 // events, and the Leases of sharding (listed: the replicas' membership),
 // are granted in its own namespace only, so that whoever may create a
 // Cluster cannot make it read any other Secret of the host.
@@ -20,5 +22,6 @@ package controllers
 // +kubebuilder:rbac:groups=cluster.panorama.io,resources=indexedfields,verbs=get;list;watch
 // +kubebuilder:rbac:groups=cluster.panorama.io,resources=indexedfields/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",namespace=panorama-system,resources=secrets,verbs=get
+// +kubebuilder:rbac:groups="",namespace=panorama-system,resources=serviceaccounts,verbs=get
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=panorama-system,resources=leases,verbs=get;list;create;update
 // +kubebuilder:rbac:groups="",namespace=panorama-system,resources=events,verbs=create;patch

@@ -40,6 +40,12 @@ func shippedIdentity(t *testing.T, host *testenv.Env) *rest.Config {
 	objs := []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: controllerNamespace}},
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: controllerNamespace, Name: sa}},
+		// As the chart binds it: TokenReviews, of /metrics scrapers and of
+		// agents opening tunnels.
+		&rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "panorama-auth-delegator"}, Subjects: subjects,
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:auth-delegator"},
+		},
 	}
 	var kinds []string
 	for _, doc := range bytes.Split(data, []byte("\n---\n")) {

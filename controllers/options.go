@@ -40,6 +40,8 @@ type Options struct {
 	// Sharding, when Shards is not 0, divides the Clusters among the
 	// replicas (controllers/sharding); else the leader syncs them all.
 	Sharding sharding.Options
+	// Tunnel is the endpoint agents connect to (agents.go).
+	Tunnel TunnelOptions
 }
 
 // DefaultEventRetention is kube-apiserver's default --event-ttl: a member
@@ -83,6 +85,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.Sharding.LeaseDuration, "shard-lease-duration", 15*time.Second, "How long a replica that stopped renewing keeps its shards before others take them over.")
 	fs.DurationVar(&o.Sharding.RenewDeadline, "shard-renew-deadline", 10*time.Second, "How long a replica tries to renew a shard's Lease before it stops syncing the shard.")
 	fs.DurationVar(&o.Sharding.RetryPeriod, "shard-retry-period", 2*time.Second, "How often shard Leases are tried and the replicas' membership read.")
+	fs.StringVar(&o.Tunnel.BindAddress, "tunnel-bind-address", "0", "Address of the endpoint that agents of Clusters with spec.agent connect to (e.g. :8444); 0 disables it, and such Clusters.")
+	fs.StringVar(&o.Tunnel.CertDir, "tunnel-cert-path", "", "Folder of the tunnel endpoint's serving certificate and key (tls.crt, tls.key), reloaded when they change; agents verify it.")
 	fs.DurationVar(&o.Sync.FlushInterval, "sync-flush-interval", synchronizer.DefaultFlushInterval, "How long a change may wait to share a write with others.")
 }
 

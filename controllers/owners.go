@@ -25,7 +25,9 @@ import (
 // leader's epochs fence it off.
 type owners struct {
 	coord *sharding.Coordinator // nil: unsharded, the leader syncs every cluster
-	store storage.Owner
+	// elected is closed once this replica leads, unsharded.
+	elected <-chan struct{}
+	store   storage.Owner
 
 	// taking is held per cluster while its ownership is taken in storage
 	// or forgotten, so that forgetting waits for an epoch on its way; one
@@ -66,11 +68,25 @@ func (o *owners) setup(mgr ctrl.Manager, store storage.Owner, opts sharding.Opti
 // the leader, which takes each cluster over at its first reconcile, and a
 // lost lease ends the manager, so its epochs are taken anew by the next
 // leader.
-func (o *owners) setupUnsharded(store storage.Owner) {
-	o.store, o.epochs, o.taking = store, map[string]int64{}, keymutex.NewHashed(takingLocks)
+func (o *owners) setupUnsharded(store storage.Owner, elected <-chan struct{}) {
+	o.store, o.elected, o.epochs, o.taking = store, elected, map[string]int64{}, keymutex.NewHashed(takingLocks)
 }
 
 func (o *owners) sharded() bool { return o.coord != nil }
+
+// owns reports whether this replica syncs cluster: sharded, whether it
+// holds the cluster's shard; else whether it leads.
+func (o *owners) owns(cluster string) bool {
+	if o.sharded() {
+		return o.coord.Owns(cluster)
+	}
+	select {
+	case <-o.elected:
+		return true
+	default:
+		return false
+	}
+}
 
 // epoch returns this replica's owner epoch of cluster, taking ownership in
 // storage the first time since it came to hold the cluster's shard (or
@@ -142,6 +158,10 @@ func (r *ClusterReconciler) stop(cluster string) {
 	r.checks.forget(cluster)
 	r.discovered.forget(cluster)
 	r.owners.forget(cluster)
+	if r.Tunnels != nil {
+		// Its agent reconnects, and reaches the replica that syncs it.
+		r.Tunnels.Close(cluster)
+	}
 }
 
 // shardChanged is called when this replica comes to hold a shard or stops

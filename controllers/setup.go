@@ -43,8 +43,10 @@ func SetupWithManager(mgr ctrl.Manager, store storage.Interface, opts Options) e
 	if err := opts.Validate(); err != nil {
 		return err
 	}
+	clusters := newClusterReconciler(mgr, store, opts)
 	setups := []func(ctrl.Manager) error{
-		newClusterReconciler(mgr, store, opts).SetupWithManager,
+		clusters.SetupWithManager,
+		func(mgr ctrl.Manager) error { return clusters.setupTunnels(mgr, opts.Tunnel) },
 		(&indexedFieldsReconciler{client: mgr.GetClient(), store: store}).SetupWithManager,
 		(&importer.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 			Options: importer.Options{SecretNamespace: opts.SecretNamespace, RecheckInterval: opts.HealthInterval}}).SetupWithManager,

@@ -176,6 +176,19 @@ func (h *Hub) Close(cluster string) {
 	}
 }
 
+// CloseAll closes every tunnel: the endpoint stops.
+func (h *Hub) CloseAll() {
+	h.mu.Lock()
+	open := make([]*tunnel, 0, len(h.tunnels))
+	for _, t := range h.tunnels {
+		open = append(open, t)
+	}
+	h.mu.Unlock()
+	for _, t := range open {
+		t.session.Close()
+	}
+}
+
 // Status returns what the hub knows of cluster's agent.
 func (h *Hub) Status(cluster string) Status {
 	h.mu.Lock()

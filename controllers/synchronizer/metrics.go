@@ -16,6 +16,10 @@ var (
 		Name: "panorama_sync_errors_total",
 		Help: "List, watch and storage errors while syncing, by cluster and resource.",
 	}, []string{"cluster", "resource"})
+	syncLists = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "panorama_sync_lists_total",
+		Help: "Full lists of a member's objects, by cluster and resource: the first of each resource, then one for each watch that could not resume where it was.",
+	}, []string{"cluster", "resource"})
 	syncLag = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "panorama_sync_lag_seconds",
 		Help:    "Time from receiving a member change to committing it to storage.",
@@ -35,13 +39,13 @@ func init() {
 // Collectors are the synchronizers' metrics, for a registry other than
 // controller-runtime's too (the all-in-one binary serves the API server's).
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{syncEvents, syncErrors, syncLag, syncedObjects, syncedObjectsRenamed}
+	return []prometheus.Collector{syncEvents, syncErrors, syncLists, syncLag, syncedObjects, syncedObjectsRenamed}
 }
 
 // ForgetCluster drops the series of a cluster no longer synced, so that
 // dashboards stop showing its last object counts.
 func ForgetCluster(cluster string) {
-	for _, v := range []*prometheus.MetricVec{syncEvents.MetricVec, syncErrors.MetricVec, syncLag.MetricVec, syncedObjects.MetricVec} {
+	for _, v := range []*prometheus.MetricVec{syncEvents.MetricVec, syncErrors.MetricVec, syncLists.MetricVec, syncLag.MetricVec, syncedObjects.MetricVec} {
 		v.DeletePartialMatch(prometheus.Labels{"cluster": cluster})
 	}
 }

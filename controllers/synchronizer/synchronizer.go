@@ -570,6 +570,10 @@ func (listStreamedToStorage) IsWatchListSemanticsUnSupported() bool { return tru
 // namespaces the filter no longer has; that of the others it leaves to
 // their own lists and watches.
 func (s *Synchronizer) list(ctx context.Context, ri dynamic.ResourceInterface, ns string) (runtime.Object, error) {
+	// A watch that resumes where it was needs none: a list after the first
+	// says the member, or the way to it, lost the watch's place.
+	syncLists.WithLabelValues(s.cluster, s.resource.GVR.Resource).Inc()
+	log.FromContext(ctx).Info("listing the member in full", "namespace", ns)
 	if err := s.flush(ctx); err != nil {
 		return nil, err
 	}

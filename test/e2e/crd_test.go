@@ -66,7 +66,7 @@ func TestClusterCRD(t *testing.T) {
 
 	// Validation: a Cluster must say how to reach its member.
 	bad := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "nowhere"}}
-	if err := c.Create(ctx, bad); err == nil || !strings.Contains(err.Error(), "one of apiServer or kubeconfigSecretRef is required") {
+	if err := c.Create(ctx, bad); err == nil || !strings.Contains(err.Error(), "one of apiServer, kubeconfigSecretRef or agent is required") {
 		t.Fatalf("invalid Cluster accepted or wrong error: %v", err)
 	}
 	bad.Spec.APIServer = "ftp://x"

@@ -57,6 +57,11 @@ const (
 	// Cluster's caData is not used and its insecureSkipTLSVerify refused,
 	// as with a kubeconfig carrying certificate-authority-data.
 	CredentialCAKey = "ca.crt"
+	// AnnotationAgentCluster, on a ServiceAccount of the controller
+	// manager's namespace, names the one Cluster (spec.agent) whose tunnel
+	// the ServiceAccount's tokens for audience panorama.io/tunnel open: it
+	// makes the ServiceAccount that Cluster's agent.
+	AnnotationAgentCluster = "cluster.panorama.io/agent-for"
 )
 
 // CredentialBindsCluster reports whether a Secret annotated so binds the
@@ -203,7 +208,8 @@ type LabelValue string
 type FieldPath string
 
 // ClusterSpec says how to reach a member cluster and what to sync from it.
-// +kubebuilder:validation:XValidation:rule="has(self.apiServer) || has(self.kubeconfigSecretRef)",message="one of apiServer or kubeconfigSecretRef is required"
+// +kubebuilder:validation:XValidation:rule="has(self.apiServer) || has(self.kubeconfigSecretRef) || has(self.agent)",message="one of apiServer, kubeconfigSecretRef or agent is required"
+// +kubebuilder:validation:XValidation:rule="!has(self.agent) || !(has(self.apiServer) || has(self.caData) || has(self.tokenSecretRef) || has(self.kubeconfigSecretRef) || (has(self.insecureSkipTLSVerify) && self.insecureSkipTLSVerify))",message="a Cluster reached through its agent has no apiServer, caData, tokenSecretRef, kubeconfigSecretRef or insecureSkipTLSVerify: the agent holds the member's credentials"
 type ClusterSpec struct {
 	// APIServer is the member's API server URL.
 	// +kubebuilder:validation:Pattern=`^https?://`
@@ -225,6 +231,15 @@ type ClusterSpec struct {
 	// admin granted.
 	// +optional
 	KubeconfigSecretRef *SecretKeyRef `json:"kubeconfigSecretRef,omitempty"`
+	// Agent, when set, reaches the member through an agent installed in it
+	// (chart panorama-agent) that connects out to the controller manager's
+	// tunnel endpoint: for members the controller manager cannot dial. The
+	// agent authenticates with a token of the host ServiceAccount that
+	// names this Cluster in its annotation cluster.panorama.io/agent-for,
+	// and reads the member with its own, read-only, credentials: the host
+	// holds none.
+	// +optional
+	Agent *AgentConnection `json:"agent,omitempty"`
 	// InsecureSkipTLSVerify skips verification of the member's certificate:
 	// only this field turns it off, not a kubeconfig. Refused when the
 	// credential Secret pins the member's CA (a kubeconfig's
@@ -260,6 +275,9 @@ type ClusterSpec struct {
 	// +optional
 	Paused bool `json:"paused,omitempty"`
 }
+
+// AgentConnection says a member is reached through its agent.
+type AgentConnection struct{}
 
 // ResourceSyncStatus is the sync state of one resource of a Cluster.
 type ResourceSyncStatus struct {
