@@ -10,7 +10,7 @@ import (
 )
 
 // shipped are the commands of the image; cmd/panorama-demo is not one.
-var shipped = []string{"./cmd/controller-manager", "./cmd/apiserver", "./cmd/panorama"}
+var shipped = []string{"./cmd/controller-manager", "./cmd/apiserver", "./cmd/panorama", "./cmd/agent"}
 
 // TestImageBuildsTheShippedCommands keeps the Dockerfile building the
 // shipped commands, and only them: not the demo, which links envtest.

@@ -77,9 +77,18 @@ func TestInstall(t *testing.T) {
 			t.Fatalf("deployments: %q", replicas)
 		}
 		args := host.Kubectl(t, "get", "deploy", "p-controller-manager", "-n", "search", "-o", "jsonpath={.spec.template.spec.containers[0].args}")
-		if !strings.Contains(args, "--storage=postgres") || !strings.Contains(args, "--leader-elect") {
+		if !strings.Contains(args, "--storage=postgres") || !strings.Contains(args, "--leader-elect") ||
+			!strings.Contains(args, "--tunnel-bind-address=:8444") || !strings.Contains(args, "--tunnel-cert-path=/tunnel-tls") {
 			t.Fatalf("controller-manager args: %s", args)
 		}
+		// The tunnel endpoint of agents: its Service, and a certificate
+		// for it whose CA the agents are given.
+		if port := host.Kubectl(t, "get", "svc", "p-tunnel", "-n", "search", "-o", "jsonpath={.spec.ports[0].name}={.spec.ports[0].port}"); port != "tunnel=8444" {
+			t.Errorf("tunnel Service ports: %q", port)
+		}
+		verifyServingCert(t,
+			host.Kubectl(t, "get", "secret", "p-tunnel-tls", "-n", "search", "-o", `jsonpath={.data.ca\.crt}`),
+			host.Kubectl(t, "get", "secret", "p-tunnel-tls", "-n", "search", "-o", `jsonpath={.data.tls\.crt}`), "p-tunnel.search.svc")
 		// Each component's account may do what it needs and no more.
 		controller, apiserver := "system:serviceaccount:search:p-controller-manager", "system:serviceaccount:search:p-apiserver"
 		for _, c := range []struct {
@@ -99,6 +108,10 @@ func TestInstall(t *testing.T) {
 			{controller, []string{"patch", "clusters.cluster.panorama.io", "--subresource=status"}, "yes"},
 			{controller, []string{"create", "leases.coordination.k8s.io", "-n", "search"}, "yes"},
 			{controller, []string{"create", "secrets", "-n", "search"}, "no"},
+			// An agent's ServiceAccount, which binds its token to a Cluster.
+			{controller, []string{"get", "serviceaccounts", "-n", "search"}, "yes"},
+			{controller, []string{"get", "serviceaccounts", "-n", "default"}, "no"},
+			{controller, []string{"create", "serviceaccounts/token", "-n", "search"}, "no"},
 			// Its /metrics' callers, authenticated and authorized by the host.
 			{controller, []string{"create", "tokenreviews.authentication.k8s.io"}, "yes"},
 			{controller, []string{"create", "subjectaccessreviews.authorization.k8s.io"}, "yes"},

@@ -95,3 +95,8 @@ all-in-one pod has one account for both. */}}
 {{- define "panorama.certManager" -}}
 {{- if and (not .Values.apiserver.tlsSecret) .Values.apiserver.certManager (.Capabilities.APIVersions.Has "cert-manager.io/v1") }}true{{ end -}}
 {{- end }}
+
+{{/* The Secret the tunnel endpoint serves with. */}}
+{{- define "panorama.tunnelSecret" -}}
+{{ .Values.tunnel.tlsSecret | default (printf "%s-tunnel-tls" .Release.Name) }}
+{{- end }}
