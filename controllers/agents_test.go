@@ -6,13 +6,16 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -29,6 +32,7 @@ import (
 	"github.com/panorama-io/panorama/agent"
 	clusterv1alpha1 "github.com/panorama-io/panorama/apis/cluster/v1alpha1"
 	"github.com/panorama-io/panorama/controllers"
+	"github.com/panorama-io/panorama/controllers/sharding"
 	"github.com/panorama-io/panorama/storage"
 	"github.com/panorama-io/panorama/storage/storagetest"
 	"github.com/panorama-io/panorama/test/testenv"
@@ -115,17 +119,7 @@ func TestAgentRefusesWrites(t *testing.T) {
 	m := startMember(t)
 	createNamespace(t, m, "web")
 	createFilteredConfigMap(t, m, "web", "cm-0", "front")
-	hub := tunnel.NewHub(tunnel.ServiceAccounts{Client: kubernetes.NewForConfigOrDie(host.Config), Namespace: controllerNamespace}, tunnel.HubOptions{})
-	server := httptest.NewTLSServer(hub)
-	t.Cleanup(server.Close)
-	t.Cleanup(hub.CloseAll)
-	endpoint := &tunnelEndpoint{url: server.URL, roots: x509.NewCertPool()}
-	endpoint.roots.AddCert(server.Certificate())
-	endpoint.caFile = filepath.Join(t.TempDir(), "ca.crt")
-	if err := os.WriteFile(endpoint.caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: server.Certificate().Raw}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	mustCreate(t, hostClient(t, host), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: controllerNamespace}})
+	hub, endpoint := startHub(t, host)
 	runAgent(t, endpoint, "edge", agentToken(t, host, "edge"), agentIdentity(t, m))
 	testenv.Eventually(t, timeout, func() error {
 		if !hub.Status("edge").Connected {
@@ -168,6 +162,26 @@ type tunnelEndpoint struct {
 	roots                      *x509.CertPool
 }
 
+// startHub serves a tunnel endpoint of the test's own that accepts the
+// agents the host's ServiceAccounts of controllerNamespace bind.
+func startHub(t testing.TB, host *testenv.Env) (*tunnel.Hub, *tunnelEndpoint) {
+	hub := tunnel.NewHub(tunnel.ServiceAccounts{Client: kubernetes.NewForConfigOrDie(host.Config), Namespace: controllerNamespace}, tunnel.HubOptions{})
+	server := httptest.NewTLSServer(hub)
+	t.Cleanup(server.Close)
+	t.Cleanup(hub.CloseAll)
+	endpoint := &tunnelEndpoint{url: server.URL, roots: x509.NewCertPool()}
+	endpoint.roots.AddCert(server.Certificate())
+	endpoint.caFile = filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(endpoint.caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: server.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kube := kubernetes.NewForConfigOrDie(host.Config)
+	if _, err := kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: controllerNamespace}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return hub, endpoint
+}
+
 // startTunnelEndpoint makes a serving certificate for a free loopback
 // address for the controller's tunnel endpoint.
 func startTunnelEndpoint(t *testing.T) *tunnelEndpoint {
@@ -194,7 +208,7 @@ func startTunnelEndpoint(t *testing.T) *tunnelEndpoint {
 
 // agentToken makes the host ServiceAccount of cluster's agent, as the
 // operator does, and returns a token of it for the tunnel's audience.
-func agentToken(t *testing.T, host *testenv.Env, cluster string) string {
+func agentToken(t testing.TB, host *testenv.Env, cluster string) string {
 	t.Helper()
 	kube := kubernetes.NewForConfigOrDie(host.Config)
 	ctx := context.Background()
@@ -331,4 +345,100 @@ func waitConvergedIn(t *testing.T, store storage.Interface, cluster string, m *m
 		}
 		return nil
 	})
+}
+
+// TestAgentShardedReplicas: two sharded replicas serve tunnel endpoints
+// behind one address that sends each connection to either, as a Service
+// does. Each agent's tunnel ends up with the replica that syncs its
+// Cluster, whichever it first reached; when that replica stops, the agent
+// follows its Cluster to the replica that takes it over.
+func TestAgentShardedReplicas(t *testing.T) {
+	host := testenv.Start(t)
+	m := startMember(t)
+	hc := hostClient(t, host)
+	opts := storagetest.Backends()[1].Options(t) // MariaDB
+	replicas := []string{"r0", "r1"}
+	// One Cluster for each replica while both are up.
+	owner := map[string]string{}
+	for i := 0; len(owner) < len(replicas); i++ {
+		name := fmt.Sprintf("edge-%d", i)
+		if r := sharding.Assignment(replicas, sharding.ShardOf(name, testShards)); !slices.Contains(slices.Collect(maps.Values(owner)), r) {
+			owner[name] = r
+		}
+	}
+	createNamespace(t, m, "web")
+	createFilteredConfigMap(t, m, "web", "cm-0", "front")
+	mustCreate(t, hc, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: controllerNamespace}})
+	endpoints := map[string]*tunnelEndpoint{}
+	stops := map[string]func(){}
+	for i, r := range replicas {
+		endpoints[r] = startTunnelEndpoint(t)
+		stops[r] = startReplica(t, host, "", r, opts, &writeLog{}, i == 0, func(o *controllers.Options) {
+			o.Tunnel = controllers.TunnelOptions{BindAddress: endpoints[r].addr, CertDir: endpoints[r].certDir}
+		})
+	}
+	// Both certificates are for 127.0.0.1: the agents trust either.
+	service := *endpoints["r0"]
+	service.url = "https://" + randomBalancer(t, endpoints["r0"].addr, endpoints["r1"].addr)
+	service.caFile = filepath.Join(t.TempDir(), "ca.crt")
+	var cas []byte
+	for _, r := range replicas {
+		ca, err := os.ReadFile(endpoints[r].caFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cas = append(cas, ca...)
+	}
+	if err := os.WriteFile(service.caFile, cas, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	member := agentIdentity(t, m)
+	store := storagetest.OpenStore(t, opts)
+	for name := range owner {
+		mustCreate(t, hc, &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: clusterv1alpha1.ClusterSpec{
+			Agent:         &clusterv1alpha1.AgentConnection{},
+			SyncResources: []clusterv1alpha1.GroupResources{{Group: "", Resources: []string{"configmaps"}, Namespaces: []string{"web"}}},
+		}})
+		runAgent(t, &service, name, agentToken(t, host, name), member)
+	}
+	for name := range owner {
+		waitReady(t, hc, name, true, controllers.ReasonHealthy)
+		waitConvergedIn(t, store, name, m, configMapsGVR, "web")
+	}
+
+	stops["r1"]()
+	createFilteredConfigMap(t, m, "web", "after-r1-stopped", "front")
+	for name := range owner {
+		waitReady(t, hc, name, true, controllers.ReasonHealthy)
+		waitConvergedIn(t, store, name, m, configMapsGVR, "web")
+	}
+}
+
+// randomBalancer forwards each connection to one of backends at random,
+// as a Service's virtual IP does, and returns its address.
+func randomBalancer(t *testing.T, backends ...string) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			in, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer in.Close()
+				out, err := net.Dial("tcp", backends[rand.IntN(len(backends))])
+				if err != nil {
+					return
+				}
+				defer out.Close()
+				go func() { _, _ = io.Copy(out, in) }()
+				_, _ = io.Copy(in, out)
+			}()
+		}
+	}()
+	return l.Addr().String()
 }

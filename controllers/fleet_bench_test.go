@@ -101,14 +101,7 @@ func BenchmarkFleet(b *testing.B) {
 	t0 := time.Now()
 	secrets := objects / 5
 	testenv.CreateConfigMaps(b, kube, objects-secrets)
-	testenv.CreateAll(b, secrets, func(i int) error {
-		s := &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("secret-%05d", i)},
-			StringData: map[string]string{"token": fmt.Sprintf("token-%d", i)},
-		}
-		_, err := kube.CoreV1().Secrets("default").Create(ctx, s, metav1.CreateOptions{})
-		return err
-	})
+	createSecrets(b, kube, secrets)
 	b.Logf("member: %d objects created in %v", objects, time.Since(t0).Round(time.Second))
 
 	// The baseline of a sync: a bare paged list of what is synced, the
@@ -133,7 +126,7 @@ func BenchmarkFleet(b *testing.B) {
 					opts.MaxOpenConns = 20 // the controller manager's default
 				}
 				store := storagetest.OpenStore(b, opts)
-				f := syncFleet(b, ctx, store, opts, member.Config, n, perCluster)
+				f := syncFleet(b, ctx, store, opts, func(string) *rest.Config { return member.Config }, n, perCluster)
 				rate := float64(n*perCluster) / f.took.Seconds()
 				if i == 0 {
 					oneRate = rate
@@ -179,9 +172,10 @@ type fleetSync struct {
 }
 
 // syncFleet runs a synchronizer pool syncing n clusters, each its own
-// client of the member, until every cluster's resources are synced, and
-// checks that storage holds each cluster's objects.
-func syncFleet(b *testing.B, ctx context.Context, store storage.Interface, opts sqlstore.Options, member *rest.Config, n, perCluster int) fleetSync {
+// client of the member, of the config member returns for it, until every
+// cluster's resources are synced, and checks that storage holds each
+// cluster's objects.
+func syncFleet(b *testing.B, ctx context.Context, store storage.Interface, opts sqlstore.Options, member func(cluster string) *rest.Config, n, perCluster int) fleetSync {
 	var mu sync.Mutex
 	synced := map[string]bool{}
 	done := make(chan struct{})
@@ -207,7 +201,7 @@ func syncFleet(b *testing.B, ctx context.Context, store storage.Interface, opts 
 	})
 	clients := make([]dynamic.Interface, n)
 	for i := range clients {
-		cfg := rest.CopyConfig(member)
+		cfg := rest.CopyConfig(member(fleetCluster(i)))
 		cfg.QPS, cfg.Burst = 100, 200 // memberQPS, memberBurst
 		c, err := synchronizer.NewClient(cfg)
 		if err != nil {
@@ -247,6 +241,20 @@ func syncFleet(b *testing.B, ctx context.Context, store storage.Interface, opts 
 	}
 	f.stop = pool.StopAll
 	return f
+}
+
+// createSecrets creates n Secrets of a token each in the member's
+// namespace default.
+func createSecrets(b *testing.B, kube kubernetes.Interface, n int) {
+	b.Helper()
+	testenv.CreateAll(b, n, func(i int) error {
+		s := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("secret-%05d", i)},
+			StringData: map[string]string{"token": fmt.Sprintf("token-%d", i)},
+		}
+		_, err := kube.CoreV1().Secrets("default").Create(context.Background(), s, metav1.CreateOptions{})
+		return err
+	})
 }
 
 func fleetCluster(i int) string { return fmt.Sprintf("fleet-%02d", i) }
@@ -321,7 +329,7 @@ func churn(b *testing.B, ctx context.Context, store storage.Interface, cache *wa
 	go func() { inSQL <- waitLogged(b, ctx, store, rev, want, start) }()
 
 	stopLocks := storagetest.WatchLockWaits(b, opts)
-	stopProfile := churnProfile(b)
+	stopProfile := cpuProfile(b, os.Getenv("PANORAMA_BENCH_CHURN_PROFILE"))
 	testenv.CreateAll(b, churnPatches, func(i int) error {
 		name := fmt.Sprintf("cm-%05d", i)
 		sent.Store(name, time.Now())
@@ -358,13 +366,12 @@ func churn(b *testing.B, ctx context.Context, store storage.Interface, cache *wa
 		storagetest.Quantile(mLat, 0.5).Round(time.Millisecond), storagetest.Quantile(mLat, 0.99).Round(time.Millisecond))
 }
 
-// churnProfile records the churn, from the first patch until every copy
-// is in SQL, when PANORAMA_BENCH_CHURN_PROFILE names a file: a CPU profile
+// cpuProfile records until stop, when path names a file: a CPU profile
 // there and an execution trace beside it (.trace), whose blocking profiles
 // (go tool trace -pprof=net, -pprof=sched) show what the store's writer
-// waits on.
-func churnProfile(b *testing.B) (stop func()) {
-	path := os.Getenv("PANORAMA_BENCH_CHURN_PROFILE")
+// waits on. The churn's (PANORAMA_BENCH_CHURN_PROFILE) is from the first
+// patch until every copy is in SQL.
+func cpuProfile(b *testing.B, path string) (stop func()) {
 	if path == "" {
 		return func() {}
 	}

@@ -199,7 +199,7 @@ func TestShardedSync(t *testing.T) {
 // startReplica runs one controller-manager replica, as the shipped
 // ServiceAccount reaching the host directly or by the address via, on a
 // storage of its own; the returned func stops it.
-func startReplica(t *testing.T, host *testenv.Env, via, identity string, opts sqlstore.Options, log *writeLog, leader bool) func() {
+func startReplica(t *testing.T, host *testenv.Env, via, identity string, opts sqlstore.Options, log *writeLog, leader bool, options ...func(*controllers.Options)) func() {
 	id := shippedIdentity(t, host)
 	if via != "" {
 		id.Host = "https://" + via
@@ -226,12 +226,16 @@ func startReplica(t *testing.T, host *testenv.Env, via, identity string, opts sq
 	}
 	sh := shardTimings
 	sh.Shards, sh.Identity, sh.Namespace = testShards, identity, controllerNamespace
-	if err := controllers.SetupWithManager(mgr, store, controllers.Options{
+	o := controllers.Options{
 		HealthInterval:  2 * time.Second,
 		SecretNamespace: controllerNamespace,
 		Sync:            synchronizer.Options{FlushInterval: 20 * time.Millisecond},
 		Sharding:        sh,
-	}); err != nil {
+	}
+	for _, f := range options {
+		f(&o)
+	}
+	if err := controllers.SetupWithManager(mgr, store, o); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
