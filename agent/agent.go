@@ -43,6 +43,8 @@ type Options struct {
 	// Member is how the agent reaches its own API server, with its own
 	// credentials.
 	Member *rest.Config
+	// ForwardSecrets lets the hub read core Secrets (ReadOnly).
+	ForwardSecrets bool
 	// HealthAddr is the address of /healthz, /readyz (ready while the
 	// tunnel is open) and /metrics; empty: none.
 	HealthAddr string
@@ -110,7 +112,7 @@ func newAgent(opts Options, connect connectFunc) (*agent, error) {
 		return nil, err
 	}
 	return &agent{
-		opts: opts, url: tunnel.URL(opts.HubURL, opts.Cluster), handler: ReadOnly(proxy),
+		opts: opts, url: tunnel.URL(opts.HubURL, opts.Cluster), handler: ReadOnly(proxy, opts.ForwardSecrets),
 		connect: connect, backoff: reconnectBackoff,
 	}, nil
 }

@@ -34,6 +34,9 @@ var requestInfo = &apirequest.RequestInfoFactory{
 	GrouplessAPIPrefixes: sets.NewString("api"),
 }
 
+// coreSecrets are forwarded only when the agent is told to.
+var coreSecrets = schema.GroupResource{Resource: "secrets"}
+
 // readVerbs are the resource verbs forwarded.
 var readVerbs = sets.New("get", "list", "watch")
 
@@ -48,10 +51,12 @@ var forwardedHeaders = []string{"Accept", "Accept-Encoding", "User-Agent"}
 // ReadOnly passes next only the reads of a member a sync needs, stripped
 // of every request header but forwardedHeaders and of any body; it answers
 // anything else with a Status, 405 for a method other than GET and 403 for
-// a path or verb, and logs the refusal.
-func ReadOnly(next http.Handler) http.Handler {
+// a path or verb, and logs the refusal. Core Secrets are among the reads
+// only when secrets is true: the member's owner, not the hub, decides
+// whether their data ever leaves the member.
+func ReadOnly(next http.Handler, secrets bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if st := refusal(r); st != nil {
+		if st := refusal(r, secrets); st != nil {
 			requestsTotal.WithLabelValues(verdictRefused).Inc()
 			klog.FromContext(r.Context()).Info("Refused a request from the hub", "method", r.Method, "path", r.URL.Path,
 				"code", st.Code, "reason", st.Message)
@@ -64,7 +69,7 @@ func ReadOnly(next http.Handler) http.Handler {
 }
 
 // refusal returns the Status refusing r, or nil when r may be forwarded.
-func refusal(r *http.Request) *metav1.Status {
+func refusal(r *http.Request, secrets bool) *metav1.Status {
 	if r.Method != http.MethodGet {
 		return &metav1.Status{
 			Status: metav1.StatusFailure, Code: http.StatusMethodNotAllowed, Reason: metav1.StatusReasonMethodNotAllowed,
@@ -97,6 +102,8 @@ func refusal(r *http.Request) *metav1.Status {
 		return resourceForbidden(gr, info.Name, fmt.Errorf("the agent forwards no subresource (%s)", info.Subresource))
 	case !readVerbs.Has(info.Verb):
 		return resourceForbidden(gr, info.Name, fmt.Errorf("the agent forwards only get, list and watch, not %s", info.Verb))
+	case gr == coreSecrets && !secrets:
+		return resourceForbidden(gr, info.Name, errors.New("the agent forwards no Secrets unless started with --forward-secrets (chart value forwardSecrets)"))
 	}
 	return nil
 }

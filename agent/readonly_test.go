@@ -153,7 +153,7 @@ func TestReadOnlyForwardsNoCredentials(t *testing.T) {
 	for k, v := range sent {
 		r.Header[k] = v
 	}
-	w, reached := serve(t, r)
+	w, reached := serveWith(t, r, true)
 	if w.Code != http.StatusOK || reached == nil {
 		t.Fatalf("%d %s, want forwarded", w.Code, w.Body)
 	}
@@ -175,9 +175,39 @@ func TestReadOnlyForwardsNoCredentials(t *testing.T) {
 	}
 }
 
-// serve sends r through ReadOnly and returns the answer and the request
-// next saw, nil if none reached it.
+// TestReadOnlySecrets: core Secrets reach the member only when the agent
+// forwards them, however they are read; a custom resource named secrets
+// is any resource.
+func TestReadOnlySecrets(t *testing.T) {
+	reads := []string{
+		"/api/v1/secrets", "/api/v1/secrets?watch=true", "/api/v1/watch/secrets",
+		"/api/v1/namespaces/shop/secrets", "/api/v1/namespaces/shop/secrets/db-pass",
+		"/api/v1/watch/namespaces/shop/secrets/db-pass",
+	}
+	for _, target := range reads {
+		w, reached := serveWith(t, httptest.NewRequest(http.MethodGet, target, nil), false)
+		var status metav1.Status
+		if err := json.Unmarshal(w.Body.Bytes(), &status); err != nil || reached != nil || w.Code != http.StatusForbidden ||
+			!strings.Contains(status.Message, "no Secrets unless started with --forward-secrets") {
+			t.Errorf("GET %s without --forward-secrets: %d %s (forwarded: %v), want 403 naming the flag", target, w.Code, w.Body, reached != nil)
+		}
+		if w, reached := serveWith(t, httptest.NewRequest(http.MethodGet, target, nil), true); w.Code != http.StatusOK || reached == nil {
+			t.Errorf("GET %s with --forward-secrets: %d %s, want forwarded", target, w.Code, w.Body)
+		}
+	}
+	if w, reached := serve(t, httptest.NewRequest(http.MethodGet, "/apis/example.com/v1/secrets", nil)); w.Code != http.StatusOK || reached == nil {
+		t.Errorf("GET of a custom resource named secrets: %d %s, want forwarded", w.Code, w.Body)
+	}
+}
+
+// serve sends r through ReadOnly, without Secrets, and returns the answer
+// and the request next saw, nil if none reached it.
 func serve(t *testing.T, r *http.Request) (*httptest.ResponseRecorder, *http.Request) {
+	t.Helper()
+	return serveWith(t, r, false)
+}
+
+func serveWith(t *testing.T, r *http.Request, secrets bool) (*httptest.ResponseRecorder, *http.Request) {
 	t.Helper()
 	var reached *http.Request
 	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -185,6 +215,6 @@ func serve(t *testing.T, r *http.Request) (*httptest.ResponseRecorder, *http.Req
 		w.WriteHeader(http.StatusOK)
 	})
 	w := httptest.NewRecorder()
-	agent.ReadOnly(next).ServeHTTP(w, r)
+	agent.ReadOnly(next, secrets).ServeHTTP(w, r)
 	return w, reached
 }

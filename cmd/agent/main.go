@@ -33,6 +33,7 @@ func main() {
 	fs.StringVar(&opts.TokenFile, "token-file", "/var/run/secrets/panorama/token", "File of the host ServiceAccount token presented to the hub, read at each connection.")
 	fs.StringVar(&opts.CAFile, "hub-ca-file", "", "File of the CA certificates (PEM) the hub's certificate is verified against, read at each connection; empty: the system's.")
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "Kubeconfig of the member's API server; empty: the pod's ServiceAccount (in-cluster).")
+	fs.BoolVar(&opts.ForwardSecrets, "forward-secrets", false, "Let the hub read the member's Secrets (for Clusters that sync them); without it they never leave the member.")
 	fs.StringVar(&opts.HealthAddr, "health-addr", ":8081", "Address of /healthz, /readyz (ready while connected to the hub) and /metrics; empty: none.")
 	logsapi.AddFlags(logOpts, fs)
 	pflag.Parse()
