@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/yamux"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
 
 	clusterv1alpha1 "github.com/panorama-io/panorama/apis/cluster/v1alpha1"
@@ -39,6 +40,17 @@ type HubOptions struct {
 	Owns func(cluster string) bool
 	// Changed is called after a Cluster's tunnel opens or closes.
 	Changed func(cluster string)
+	// Authentications bounds how often tokens are sent to the
+	// Authenticator; nil is DefaultAuthentications.
+	Authentications flowcontrol.RateLimiter
+}
+
+// DefaultAuthentications lets a hundred agents reconnect at once, after a
+// hub restart, and costs the host at most ten TokenReviews a second for
+// whoever reaches the endpoint with made-up tokens: past it the endpoint
+// answers 429 and asks the host nothing.
+func DefaultAuthentications() flowcontrol.RateLimiter {
+	return flowcontrol.NewTokenBucketRateLimiter(10, 100)
 }
 
 // Hub is the tunnel endpoint: it accepts agents' tunnels, one per Cluster,
@@ -74,6 +86,9 @@ type Status struct {
 
 // NewHub returns a Hub that accepts the tunnels auth accepts.
 func NewHub(auth Authenticator, opts HubOptions) *Hub {
+	if opts.Authentications == nil {
+		opts.Authentications = DefaultAuthentications()
+	}
 	return &Hub{auth: auth, opts: opts, tunnels: map[string]*tunnel{}, closed: map[string]Status{}}
 }
 
@@ -92,6 +107,11 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok || token == "" {
 		writeStatus(w, apierrors.NewUnauthorized("a tunnel needs a bearer token"))
+		return
+	}
+	if !h.opts.Authentications.TryAccept() {
+		w.Header().Set("Retry-After", "1")
+		writeStatus(w, apierrors.NewTooManyRequests("too many tunnels are being authenticated: connect again", 1))
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), authTimeout)

@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/panorama-io/panorama/tunnel"
 )
@@ -192,6 +193,27 @@ func TestTunnelRefusals(t *testing.T) {
 				t.Error("a refused agent's tunnel is open")
 			}
 		})
+	}
+}
+
+// TestAuthenticationsBounded: past its rate of authentications the hub
+// answers 429 and sends the Authenticator nothing.
+func TestAuthenticationsBounded(t *testing.T) {
+	h := &hubServer{auth: &tokens{}}
+	h.hub = tunnel.NewHub(h.auth, tunnel.HubOptions{Authentications: flowcontrol.NewTokenBucketRateLimiter(0.001, 2)})
+	h.server = httptest.NewTLSServer(h.hub)
+	t.Cleanup(h.server.Close)
+	h.roots = x509.NewCertPool()
+	h.roots.AddCert(h.server.Certificate())
+	for i, want := range []int{http.StatusUnauthorized, http.StatusUnauthorized, http.StatusTooManyRequests, http.StatusTooManyRequests} {
+		_, err := tunnel.Connect(context.Background(), tunnel.URL(h.server.URL, "edge"), "made-up", h.roots)
+		var refused *tunnel.RefusedError
+		if !errors.As(err, &refused) || refused.Code != want {
+			t.Errorf("attempt %d: %v, want refused with %d", i, err, want)
+		}
+	}
+	if h.auth.calls != 2 {
+		t.Errorf("the authenticator was asked %d times, want 2: the rest were refused before", h.auth.calls)
 	}
 }
 
