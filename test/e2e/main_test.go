@@ -18,7 +18,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binDir = dir
-	cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "../../cmd/apiserver", "../../cmd/controller-manager", "../../cmd/panorama")
+	cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "../../cmd/agent", "../../cmd/apiserver", "../../cmd/controller-manager", "../../cmd/panorama")
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building the commands:", err)
