@@ -209,10 +209,14 @@ func TestInstall(t *testing.T) {
 		host.Kubectl(t, "apply", "-k", filepath.Join(root, "config", "default"))
 		checkPodsAdmitted(t, host, "panorama-system")
 		out := host.Kubectl(t, "get", "deploy,svc,certificates", "-n", "panorama-system", "-o", "name")
-		for _, want := range []string{"deployment.apps/panorama", "service/panorama-apiserver", "certificate.cert-manager.io/panorama-apiserver"} {
+		for _, want := range []string{"deployment.apps/panorama", "service/panorama-apiserver", "certificate.cert-manager.io/panorama-apiserver",
+			"service/panorama-tunnel", "certificate.cert-manager.io/panorama-tunnel"} {
 			if !strings.Contains(out, want) {
 				t.Fatalf("kustomize install lacks %s:\n%s", want, out)
 			}
+		}
+		if args := host.Kubectl(t, "get", "deploy", "panorama", "-n", "panorama-system", "-o", "jsonpath={.spec.template.spec.containers[0].args}"); !strings.Contains(args, "--tunnel-bind-address=:8444") {
+			t.Errorf("kustomize install serves no tunnel endpoint: args %s", args)
 		}
 		host.Kubectl(t, "apply", "--dry-run=server", "-k", filepath.Join(root, "config", "samples"))
 	})
