@@ -4,6 +4,7 @@
 //
 //	panorama [serve] [flags]    serve (the default, as the chart runs it)
 //	panorama kubeconfig [flags] write a kubeconfig of Panorama's views
+//	panorama mcp [flags]        an MCP server for AI agents over the views
 package main
 
 import (
@@ -25,6 +26,12 @@ func main() {
 		switch os.Args[1] {
 		case "kubeconfig":
 			if err := kubeconfig(ctrl.SetupSignalHandler(), os.Args[2:], os.Stdout, os.Stderr); err != nil && !errors.Is(err, pflag.ErrHelp) {
+				fmt.Fprintln(os.Stderr, "error:", err)
+				os.Exit(1)
+			}
+			return
+		case "mcp":
+			if err := mcpCommand(ctrl.SetupSignalHandler(), os.Args[2:], os.Stderr); err != nil && !errors.Is(err, pflag.ErrHelp) {
 				fmt.Fprintln(os.Stderr, "error:", err)
 				os.Exit(1)
 			}

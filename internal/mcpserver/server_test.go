@@ -1,0 +1,151 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+
+	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
+)
+
+// fakeHost answers what a host answers the server for pods: discovery of
+// the view across clusters, a page of pods as a Table, and a Status for
+// what it does not hold. It records the queries it was asked.
+func fakeHost(t *testing.T) (*httptest.Server, *[]string) {
+	t.Helper()
+	var asked []string
+	all := searchv1alpha1.ViewPath("")
+	row, _ := json.Marshal(metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: "shop", Annotations: map[string]string{clusterAnnotation: "east"}}})
+	remaining := int64(2)
+	answers := map[string]any{
+		all + "/api":  metav1.APIVersions{TypeMeta: metav1.TypeMeta{Kind: "APIVersions"}, Versions: []string{"v1"}},
+		all + "/apis": metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}},
+		all + "/api/v1": metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: "v1",
+			APIResources: []metav1.APIResource{{Name: "pods", Namespaced: true, Kind: "Pod", ShortNames: []string{"po"}, Verbs: metav1.Verbs{"get", "list", "watch"}}}},
+		all + "/api/v1/pods": metav1.Table{TypeMeta: metav1.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/v1"},
+			ListMeta:          metav1.ListMeta{Continue: "next", RemainingItemCount: &remaining},
+			ColumnDefinitions: []metav1.TableColumnDefinition{{Name: "Cluster"}, {Name: "Name"}, {Name: "Status"}},
+			Rows:              []metav1.TableRow{{Cells: []any{"east", "web-0", "Running"}, Object: runtime.RawExtension{Raw: row}}}},
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked = append(asked, r.URL.RequestURI())
+		w.Header().Set("Content-Type", "application/json")
+		body, ok := answers[r.URL.Path]
+		if !ok {
+			status := apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, "x").ErrStatus
+			status.Kind, status.APIVersion = "Status", "v1"
+			w.WriteHeader(http.StatusNotFound)
+			body = status
+		}
+		_ = json.NewEncoder(w).Encode(body)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &asked
+}
+
+func connect(t *testing.T, host string) *mcp.ClientSession {
+	t.Helper()
+	s, err := New(&rest.Config{Host: host}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	st, ct := mcp.NewInMemoryTransports()
+	if _, err := s.Connect(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+func TestToolsListedWithSchemas(t *testing.T) {
+	srv, _ := fakeHost(t)
+	res, err := connect(t, srv.URL).ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+		if tool.InputSchema == nil || tool.OutputSchema == nil || !tool.Annotations.ReadOnlyHint {
+			t.Errorf("tool %s: schemas %v %v, annotations %+v", tool.Name, tool.InputSchema, tool.OutputSchema, tool.Annotations)
+		}
+	}
+	if got := strings.Join(names, ","); got != "clusters,count,describe,get,history,search" {
+		t.Errorf("tools %s", got)
+	}
+}
+
+func TestSearchAsksTheViewAndAnswersCompactly(t *testing.T) {
+	srv, asked := fakeHost(t)
+	cs := connect(t, srv.URL)
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "search", Arguments: map[string]any{
+		"resource": "po", "clusters": []string{"east", "west"}, "labelSelector": "app=web", "images": []string{"nginx"}, "ownerSeniority": 1, "limit": 1,
+	}})
+	if err != nil || res.IsError {
+		t.Fatalf("search: %v %+v", err, res)
+	}
+	var out SearchOutput
+	b, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Total == nil || *out.Total != 3 || out.Count != 1 || out.Continue != "next" || out.Kind != "Pod" {
+		t.Errorf("page %+v: want total 3 (1 + 2 remaining), continue next", out)
+	}
+	if want := (map[string]any{"cluster": "east", "namespace": "shop", "name": "web-0", "status": "Running"}); len(out.Items) != 1 || !mapsEqual(out.Items[0], want) {
+		t.Errorf("items %v, want %v", out.Items, want)
+	}
+	last := (*asked)[len(*asked)-1]
+	for _, p := range []string{"clusters=east%2Cwest", "labelSelector=app%3Dweb", "images=nginx", "ownerSeniority=1", "limit=1", "withRemainingCount=true", "includeObject=Metadata"} {
+		if !strings.Contains(last, p) {
+			t.Errorf("the list asked %s, without %s", last, p)
+		}
+	}
+}
+
+func TestStatusesAreToolErrors(t *testing.T) {
+	srv, _ := fakeHost(t)
+	cs := connect(t, srv.URL)
+	for _, tc := range []struct {
+		args map[string]any
+		tool string
+		want string
+	}{
+		{map[string]any{"cluster": "east", "resource": "pods", "namespace": "shop", "name": "x"}, "get", `404 Not Found: pods "x" not found`},
+		{map[string]any{"cluster": "east", "resource": "pods", "name": "x"}, "get", "namespace is required"},
+		{map[string]any{"resource": "gadgets"}, "search", `"gadgets" is not served`},
+		{map[string]any{"resource": "pods", "limit": 501}, "search", "at most 500"},
+		{map[string]any{"resource": "pods"}, "count", `missing properties: ["groupBy"]`},
+		{map[string]any{"resource": "pods", "groupBy": []string{}}, "count", "groupBy is required"},
+		{map[string]any{"cluster": "east", "resource": "pods", "namespace": "shop", "name": "x", "from": 3}, "history", "both from and to"},
+	} {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tc.tool, Arguments: tc.args})
+		if err != nil {
+			t.Fatalf("%s %v: a protocol error %v, want a tool error", tc.tool, tc.args, err)
+		}
+		if !res.IsError || len(res.Content) == 0 || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, tc.want) {
+			t.Errorf("%s %v: %+v, want an error saying %q", tc.tool, tc.args, res.Content, tc.want)
+		}
+	}
+}
+
+func mapsEqual(a, b map[string]any) bool {
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	return string(ja) == string(jb)
+}

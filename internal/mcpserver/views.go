@@ -1,0 +1,185 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+
+	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
+)
+
+// tableAccept asks a view for a meta.k8s.io Table, as kubectl get does:
+// the member's own printer columns, with Panorama's CLUSTER column.
+const tableAccept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+
+// views reads Panorama's views through the host with the user's own
+// credentials: every request is one kubectl could make, so the host
+// authenticates it and Panorama authorizes it as it would kubectl's.
+type views struct {
+	rest   rest.Interface
+	mapper meta.RESTMapper
+}
+
+func newViews(host *rest.Config) (*views, error) {
+	cfg := rest.CopyConfig(host)
+	cfg.APIPath = "/"
+	cfg.GroupVersion = &schema.GroupVersion{}
+	cfg.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
+	// Warnings go to the agent in each answer, not to the log.
+	cfg.WarningHandlerWithContext = rest.NoWarnings{}
+	client, err := rest.UnversionedRESTClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	// Discovery of the view across clusters (open to every authenticated
+	// user) maps what an agent names, "deploy" or "deployments.apps", as
+	// kubectl would; the deferred mapper rediscovers on a name it lacks,
+	// so a resource synced since is found.
+	all := rest.CopyConfig(host)
+	all.Host = strings.TrimSuffix(host.Host, "/") + searchv1alpha1.ViewPath("")
+	dc, err := discovery.NewDiscoveryClientForConfig(all)
+	if err != nil {
+		return nil, err
+	}
+	cached := memory.NewMemCacheClient(dc)
+	mapper := restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(cached), cached, nil)
+	return &views{rest: client, mapper: mapper}, nil
+}
+
+// mapping resolves a resource as kubectl spells it (pods, po,
+// deployments.apps, deployments.v1.apps).
+func (v *views) mapping(ctx context.Context, resource string) (*meta.RESTMapping, error) {
+	if resource == "" {
+		return nil, badInput("resource is required (pods, deployments.apps, ...)")
+	}
+	gvr, gr := schema.ParseResourceArg(strings.ToLower(resource))
+	if gvr != nil {
+		// "deployments.v1.apps", or the group of "deployments.apps" read
+		// as a version: the first only if the view serves it.
+		if full, err := v.mapper.ResourceFor(*gvr); err == nil {
+			return v.restMapping(full)
+		}
+	}
+	full, err := v.mapper.ResourceFor(gr.WithVersion(""))
+	if meta.IsNoMatchError(err) {
+		return nil, badInput(fmt.Sprintf("resource %q is not served by Panorama's views: see the resources of `kubectl api-resources` through them", resource))
+	}
+	if err != nil {
+		// Discovery keeps the status line of a refusal, not its Status:
+		// ask the view once more for the message that says why.
+		if _, _, why := v.get(ctx, searchv1alpha1.ViewPath("")+"/api", nil, false); why != nil {
+			return nil, why
+		}
+		return nil, err
+	}
+	return v.restMapping(full)
+}
+
+func (v *views) restMapping(gvr schema.GroupVersionResource) (*meta.RESTMapping, error) {
+	gvk, err := v.mapper.KindFor(gvr)
+	if err != nil {
+		return nil, err
+	}
+	return v.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+}
+
+// resourcePath is the member-style path of a resource's collection, in a
+// namespace or not.
+func resourcePath(gvr schema.GroupVersionResource, namespace string) string {
+	p := "/apis/" + gvr.Group + "/" + gvr.Version
+	if gvr.Group == "" {
+		p = "/api/" + gvr.Version
+	}
+	if namespace != "" {
+		p += "/namespaces/" + namespace
+	}
+	return p + "/" + gvr.Resource
+}
+
+// objectPath is the member-style path of one object.
+func objectPath(m *meta.RESTMapping, namespace, name string) string {
+	if !isNamespaced(m) {
+		namespace = ""
+	}
+	return resourcePath(m.Resource, namespace) + "/" + name
+}
+
+// get reads path of the host with query, as JSON or a Table, and returns
+// the body with the warnings the answer carried (clusters left out,
+// deprecations). A Status answer comes back as its StatusError.
+func (v *views) get(ctx context.Context, path string, query url.Values, table bool) ([]byte, []string, error) {
+	req := v.rest.Get().AbsPath(path)
+	for k, vs := range query {
+		for _, val := range vs {
+			req = req.Param(k, val)
+		}
+	}
+	if table {
+		req = req.SetHeader("Accept", tableAccept)
+	}
+	res := req.Do(ctx)
+	var warnings []string
+	for _, w := range res.Warnings() {
+		warnings = append(warnings, w.Text)
+	}
+	body, err := res.Raw()
+	if err != nil {
+		// Raw's error is the status line alone; Error decodes the Status
+		// the answer holds, with the message that says why.
+		return nil, warnings, res.Error()
+	}
+	return body, warnings, nil
+}
+
+// getJSON reads path into out.
+func (v *views) getJSON(ctx context.Context, path string, query url.Values, out any) ([]string, error) {
+	body, warnings, err := v.get(ctx, path, query, false)
+	if err != nil {
+		return warnings, err
+	}
+	if err := json.Unmarshal(body, out); err != nil {
+		return warnings, fmt.Errorf("decoding the answer of %s: %w", path, err)
+	}
+	return warnings, nil
+}
+
+// getTable reads path as a Table whose rows carry their objects'
+// metadata.
+func (v *views) getTable(ctx context.Context, path string, query url.Values) (*metav1.Table, []string, error) {
+	q := url.Values{}
+	for k, vs := range query {
+		q[k] = vs
+	}
+	q.Set("includeObject", "Metadata")
+	body, warnings, err := v.get(ctx, path, q, true)
+	if err != nil {
+		return nil, warnings, err
+	}
+	var t metav1.Table
+	if err := json.Unmarshal(body, &t); err != nil {
+		return nil, warnings, fmt.Errorf("decoding the table of %s: %w", path, err)
+	}
+	if t.Kind != "Table" {
+		return nil, warnings, fmt.Errorf("%s answered %s, not a Table", path, t.Kind)
+	}
+	return &t, warnings, nil
+}
+
+// badInput is the error of an argument no request can be made of: the
+// BadRequest Status the server would give it, without asking.
+func badInput(msg string) error { return apierrors.NewBadRequest(msg) }
+
+// isNamespaced reports whether m is of a namespaced resource.
+func isNamespaced(m *meta.RESTMapping) bool { return m.Scope.Name() == meta.RESTScopeNameNamespace }
