@@ -20,12 +20,12 @@ import (
 // The hub is trusted to read a member, nothing more: were it compromised,
 // all it could do through the agent is read. So the agent forwards GETs of
 // what a sync reads (discovery, the OpenAPI documents, health, the version,
-// and get, list and watch of resources) and refuses everything else:
-// writes, subresources (exec, attach, portforward, proxy, log, status and
-// the rest), upgrades to a stream, and the member's /metrics, /logs and
-// /debug. The agent's RBAC grants get, list and watch of every resource,
-// which includes subresources such as pods/log and nodes/proxy: this
-// filter, not RBAC, is what keeps them out.
+// and list and watch of resources) and refuses everything else: writes,
+// reads by name, subresources (exec, attach, portforward, proxy, log,
+// status and the rest), upgrades to a stream, and the member's /metrics,
+// /logs and /debug. The agent's RBAC grants list and watch of every
+// resource and no get, which is how subresources are read: RBAC keeps
+// them from the agent's token too, and this filter from the hub.
 
 // requestInfo parses requests as kube-apiserver does, so that the verb and
 // subresource the filter decides on are the ones the member will see.
@@ -37,8 +37,9 @@ var requestInfo = &apirequest.RequestInfoFactory{
 // coreSecrets are forwarded only when the agent is told to.
 var coreSecrets = schema.GroupResource{Resource: "secrets"}
 
-// readVerbs are the resource verbs forwarded.
-var readVerbs = sets.New("get", "list", "watch")
+// readVerbs are the resource verbs forwarded: a sync lists and watches,
+// and never reads one object by name, which is how subresources are read.
+var readVerbs = sets.New("list", "watch")
 
 // forwardedHeaders are the only request headers forwarded: the formats the
 // hub accepts and who it is. Any other could choose the identity the
@@ -101,7 +102,7 @@ func refusal(r *http.Request, secrets bool) *metav1.Status {
 		gr.Resource += "/" + info.Subresource
 		return resourceForbidden(gr, info.Name, fmt.Errorf("the agent forwards no subresource (%s)", info.Subresource))
 	case !readVerbs.Has(info.Verb):
-		return resourceForbidden(gr, info.Name, fmt.Errorf("the agent forwards only get, list and watch, not %s", info.Verb))
+		return resourceForbidden(gr, info.Name, fmt.Errorf("the agent forwards only list and watch, not %s", info.Verb))
 	case gr == coreSecrets && !secrets:
 		return resourceForbidden(gr, info.Name, errors.New("the agent forwards no Secrets unless started with --forward-secrets (chart value forwardSecrets)"))
 	}

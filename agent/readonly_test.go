@@ -19,14 +19,14 @@ func TestReadOnly(t *testing.T) {
 		"/api", "/api/v1", "/apis", "/apis/apps", "/apis/apps/v1",
 		"/version", "/readyz", "/readyz?verbose", "/livez", "/healthz",
 		"/openapi/v2", "/openapi/v3", "/openapi/v3/api/v1", "/openapi/v3/apis/apps/v1?hash=ABC",
-		// get, list and watch of resources, with names and selectors.
-		"/api/v1/pods", "/api/v1/namespaces", "/api/v1/namespaces/shop", "/api/v1/nodes/n1",
-		"/api/v1/namespaces/shop/pods", "/api/v1/namespaces/shop/pods/web-1",
+		// list and watch of resources, with selectors.
+		"/api/v1/pods", "/api/v1/namespaces",
+		"/api/v1/namespaces/shop/pods",
 		"/api/v1/namespaces/shop/pods?labelSelector=app%3Dweb&limit=500",
 		"/api/v1/namespaces/shop/pods?watch=true&resourceVersion=10&allowWatchBookmarks=true",
-		"/apis/apps/v1/deployments?watch=1", "/apis/apps/v1/namespaces/shop/deployments/web",
+		"/apis/apps/v1/deployments?watch=1",
 		"/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-		"/api/v1/watch/namespaces/shop/pods",
+		"/api/v1/watch/namespaces/shop/pods", "/api/v1/watch/namespaces/shop/pods/web-1",
 	}
 	for _, target := range allowed {
 		t.Run("GET "+target, func(t *testing.T) {
@@ -66,8 +66,13 @@ func TestReadOnly(t *testing.T) {
 		{http.MethodGet, "/apis/apps/v1/namespaces/shop/deployments/web/status", nil, 403, "no subresource (status)"},
 		{http.MethodGet, "/apis/apps/v1/namespaces/shop/deployments/web/scale", nil, 403, "no subresource (scale)"},
 		{http.MethodGet, "/api/v1/namespaces/shop/status", nil, 403, "no subresource (status)"},
+		// Reads by name: a sync lists and watches.
+		{http.MethodGet, "/api/v1/namespaces/shop/pods/web-1", nil, 403, `pods "web-1" is forbidden: the agent forwards only list and watch, not get`},
+		{http.MethodGet, "/api/v1/nodes/n1", nil, 403, "not get"},
+		{http.MethodGet, "/api/v1/namespaces/shop", nil, 403, "not get"},
+		{http.MethodGet, "/apis/apps/v1/namespaces/shop/deployments/web", nil, 403, "not get"},
 		// The deprecated proxy verb.
-		{http.MethodGet, "/api/v1/proxy/nodes/n1/configz", nil, 403, "only get, list and watch, not proxy"},
+		{http.MethodGet, "/api/v1/proxy/nodes/n1/configz", nil, 403, "only list and watch, not proxy"},
 		{http.MethodGet, "/api/v1/proxy/namespaces/shop/pods/web-1", nil, 403, "not proxy"},
 
 		// Upgrades to a stream.
@@ -181,7 +186,7 @@ func TestReadOnlyForwardsNoCredentials(t *testing.T) {
 func TestReadOnlySecrets(t *testing.T) {
 	reads := []string{
 		"/api/v1/secrets", "/api/v1/secrets?watch=true", "/api/v1/watch/secrets",
-		"/api/v1/namespaces/shop/secrets", "/api/v1/namespaces/shop/secrets/db-pass",
+		"/api/v1/namespaces/shop/secrets", "/api/v1/namespaces/shop/secrets?fieldSelector=metadata.name%3Ddb-pass",
 		"/api/v1/watch/namespaces/shop/secrets/db-pass",
 	}
 	for _, target := range reads {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"time"
 
@@ -36,7 +37,8 @@ func (r *ClusterReconciler) connection(ctx context.Context, c *clusterv1alpha1.C
 	if r.Tunnels == nil {
 		return nil, "", &refusedError{ReasonNoTunnelEndpoint, "this controller manager serves no tunnel endpoint (--tunnel-bind-address), so no agent can connect"}
 	}
-	switch st := r.Tunnels.Status(c.Name); {
+	st := r.Tunnels.Status(c.Name)
+	switch {
 	case st.Since.IsZero():
 		return nil, "", &agentAwayError{fmt.Sprintf("no agent has connected: install chart panorama-agent in the member with cluster=%s and a token of a ServiceAccount of namespace %q annotated %s=%s", c.Name, r.Secrets.Namespace, clusterv1alpha1.AnnotationAgentCluster, c.Name)}
 	case !st.Connected:
@@ -44,14 +46,22 @@ func (r *ClusterReconciler) connection(ctx context.Context, c *clusterv1alpha1.C
 	}
 	// Inside the tunnel, which TLS protects, the member is spoken to in
 	// plain HTTP: the agent verifies the member's certificate and
-	// authenticates to it, with credentials the hub never holds.
-	cfg := &rest.Config{Host: "http://" + c.Name + ".agent.panorama.io", Dial: r.Tunnels.Dialer(c.Name)}
+	// authenticates to it, with credentials the hub never holds. Nor does
+	// the hub's own proxy, if its environment names one, see the
+	// requests: they would go to the agent as proxy requests, with the
+	// proxy's credentials.
+	cfg := &rest.Config{Host: "http://" + c.Name + ".agent.panorama.io", Dial: r.Tunnels.Dialer(c.Name, st.Agent), Proxy: noProxy}
 	cfg.QPS, cfg.Burst = memberQPS, memberBurst
 	cfg.UserAgent = "panorama-controller-manager/" + c.Name
 	// The tunnel that a reconnecting agent opens replaces the last: the
-	// dialer finds it, so the identity, and the synchronizers, stay.
-	return cfg, "agent/" + c.Name, nil
+	// dialer finds it, so the identity, and the synchronizers, stay, as
+	// long as the same agent connects. Another (a ServiceAccount bound to
+	// the Cluster since) may serve another member: its synchronizers
+	// start over, rather than resume watches of one member on another.
+	return cfg, "agent/" + c.Name + "/" + st.Agent, nil
 }
+
+func noProxy(*http.Request) (*url.URL, error) { return nil, nil }
 
 // agentChanged has a Cluster checked anew when its agent connects or
 // leaves, rather than at its next health check.
@@ -84,7 +94,7 @@ func (r *ClusterReconciler) setupTunnels(mgr ctrl.Manager, opts TunnelOptions) e
 	if err != nil {
 		return err
 	}
-	r.Tunnels = tunnel.NewHub(tunnel.ServiceAccounts{Client: kc, Namespace: r.Secrets.Namespace},
+	r.Tunnels = tunnel.NewHub(tunnel.NewServiceAccounts(kc, r.Secrets.Namespace),
 		tunnel.HubOptions{Owns: r.owners.owns, Changed: r.agentChanged})
 	watcher, err := certwatcher.New(filepath.Join(opts.CertDir, "tls.crt"), filepath.Join(opts.CertDir, "tls.key"))
 	if err != nil {
@@ -101,8 +111,12 @@ func (r *ClusterReconciler) setupTunnels(mgr ctrl.Manager, opts TunnelOptions) e
 		server := &http.Server{
 			Handler: r.Tunnels,
 			// Tunnels are WebSockets: HTTP/1.1 only.
-			TLSConfig:         &tls.Config{GetCertificate: watcher.GetCertificate, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}},
+			TLSConfig: &tls.Config{GetCertificate: watcher.GetCertificate, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}},
+			// Whoever reaches the endpoint may connect: bounded until
+			// authenticated, and then its tunnel is no longer the server's.
 			ReadHeaderTimeout: 10 * time.Second,
+			IdleTimeout:       30 * time.Second,
+			MaxHeaderBytes:    16 << 10,
 		}
 		go func() {
 			<-ctx.Done()

@@ -73,7 +73,7 @@ func BenchmarkAgentFleet(b *testing.B) {
 
 	direct := func(string) *rest.Config { return member.Config }
 	throughAgent := func(cluster string) *rest.Config {
-		return &rest.Config{Host: "http://" + cluster + ".agent.panorama.io", Dial: hub.Dialer(cluster)}
+		return &rest.Config{Host: "http://" + cluster + ".agent.panorama.io", Dial: hub.Dialer(cluster, hub.Status(cluster).Agent)}
 	}
 	for _, be := range storagetest.Backends() {
 		b.Run(be.Name, func(b *testing.B) {

@@ -2,6 +2,8 @@ package controllers_test
 
 import (
 	"context"
+	cryptorand "crypto/rand"
+	"crypto/rsa"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
@@ -16,8 +18,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -127,7 +136,7 @@ func TestAgentRefusesWrites(t *testing.T) {
 		}
 		return nil
 	})
-	viaTunnel := kubernetes.NewForConfigOrDie(&rest.Config{Host: "http://edge", Dial: hub.Dialer("edge")})
+	viaTunnel := kubernetes.NewForConfigOrDie(&rest.Config{Host: "http://edge", Dial: hub.Dialer("edge", hub.Status("edge").Agent)})
 
 	if list, err := viaTunnel.CoreV1().ConfigMaps("web").List(context.Background(), metav1.ListOptions{}); err != nil || len(list.Items) != 1 {
 		t.Fatalf("a list through the tunnel: %v, want the member's one ConfigMap", err)
@@ -165,7 +174,7 @@ type tunnelEndpoint struct {
 // startHub serves a tunnel endpoint of the test's own that accepts the
 // agents the host's ServiceAccounts of controllerNamespace bind.
 func startHub(t testing.TB, host *testenv.Env) (*tunnel.Hub, *tunnelEndpoint) {
-	hub := tunnel.NewHub(tunnel.ServiceAccounts{Client: kubernetes.NewForConfigOrDie(host.Config), Namespace: controllerNamespace}, tunnel.HubOptions{})
+	hub := tunnel.NewHub(tunnel.NewServiceAccounts(kubernetes.NewForConfigOrDie(host.Config), controllerNamespace), tunnel.HubOptions{})
 	server := httptest.NewTLSServer(hub)
 	t.Cleanup(server.Close)
 	t.Cleanup(hub.CloseAll)
@@ -441,4 +450,95 @@ func randomBalancer(t *testing.T, backends ...string) string {
 		}
 	}()
 	return l.Addr().String()
+}
+
+// TestTunnelFlood: whoever reaches the tunnel endpoint may send it tokens
+// as fast as they like, made up or forged (a JWT of the right shape,
+// naming an agent, signed by a key not the host's). The host is asked
+// about a bounded few of them, and an agent that reconnects meanwhile
+// does so at once.
+func TestTunnelFlood(t *testing.T) {
+	host := testenv.Start(t)
+	m := startMember(t)
+	store := storagetest.Backends()[0].Open(t)
+	hc := hostClient(t, host)
+	endpoint := startTunnelEndpoint(t)
+	startManager(t, host, store, func(o *controllers.Options) {
+		o.Tunnel = controllers.TunnelOptions{BindAddress: endpoint.addr, CertDir: endpoint.certDir}
+	})
+	mustCreate(t, hc, &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "edge"}, Spec: clusterv1alpha1.ClusterSpec{
+		Agent: &clusterv1alpha1.AgentConnection{}, SyncResources: []clusterv1alpha1.GroupResources{{Group: "", Resources: []string{"namespaces"}}},
+	}})
+	token, member := agentToken(t, host, "edge"), agentIdentity(t, m)
+	stopAgent := runAgent(t, endpoint, "edge", token, member)
+	waitReady(t, hc, "edge", true, controllers.ReasonHealthy)
+
+	forged := forgedToken(t, "system:serviceaccount:"+controllerNamespace+":agent-victim")
+	reviewsBefore := tokenReviews(t, host)
+	ctx, stopFlood := context.WithCancel(context.Background())
+	var flood sync.WaitGroup
+	started := time.Now()
+	for i := range 8 {
+		flood.Go(func() {
+			for ctx.Err() == nil {
+				token, cluster := "made-up", "edge"
+				if i%2 == 0 {
+					token, cluster = forged, "victim"
+				}
+				if l, err := tunnel.Connect(ctx, tunnel.URL(endpoint.url, cluster), token, endpoint.roots); err == nil {
+					l.Close()
+					t.Errorf("a tunnel opened to a flood's token for %s", cluster)
+				}
+			}
+		})
+	}
+	stopAgent()
+	waitReady(t, hc, "edge", false, controllers.ReasonAgentNotConnected)
+	runAgent(t, endpoint, "edge", token, member)
+	waitReady(t, hc, "edge", true, controllers.ReasonHealthy)
+	stopFlood()
+	flood.Wait()
+	// The forged tokens' bucket: a burst of 5, then one every 2 s.
+	if got, most := tokenReviews(t, host)-reviewsBefore, 5+time.Since(started).Seconds()/2+1; got > most {
+		t.Errorf("the flood cost the host %v TokenReviews in %v, want at most %.0f", got, time.Since(started).Round(time.Second), most)
+	}
+}
+
+// forgedToken is a JWT for the tunnel's audience naming subject, of the
+// shape the host issues, signed by a key of its own.
+func forgedToken(t *testing.T, subject string) string {
+	key, err := rsa.GenerateKey(cryptorand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: key}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, err := jwt.Signed(signer).Claims(jwt.Claims{
+		Subject: subject, Audience: jwt.Audience{tunnel.Audience}, Expiry: jwt.NewNumericDate(time.Now().Add(time.Hour)),
+	}).Serialize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return token
+}
+
+// tokenReviews is how many TokenReviews the host has answered.
+func tokenReviews(t *testing.T, host *testenv.Env) float64 {
+	t.Helper()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(host.Kubectl(t, "get", "--raw", "/metrics")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n float64
+	for _, s := range families["apiserver_request_total"].GetMetric() {
+		for _, l := range s.GetLabel() {
+			if l.GetName() == "resource" && l.GetValue() == "tokenreviews" {
+				n += s.GetCounter().GetValue()
+			}
+		}
+	}
+	return n
 }

@@ -365,6 +365,8 @@ func (r *ClusterReconciler) sync(ctx context.Context, c *clusterv1alpha1.Cluster
 	// The member's small answers are read bounded (bodylimit.go); its
 	// lists, by the synchronizers, are not.
 	limited := withResponseLimit(cfg, c.Name)
+	// A member (or its agent) that never answers holds no reconcile.
+	limited.Timeout = memberCheckTimeout
 	dc, err := discovery.NewDiscoveryClientForConfig(limited)
 	if err != nil {
 		setCondition(status, clusterv1alpha1.ConditionReady, false, ReasonInvalidConfig, err.Error())

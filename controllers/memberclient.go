@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
@@ -23,6 +24,11 @@ const (
 	memberQPS   = 100
 	memberBurst = 200
 )
+
+// memberCheckTimeout bounds each request of a member's check: health,
+// version, discovery, CRDs and OpenAPI documents, which over a slow link
+// may take a while, but not for ever.
+const memberCheckTimeout = time.Minute
 
 // refusedError is a Cluster whose credentials the controller will not use;
 // Reason goes into the Ready condition.

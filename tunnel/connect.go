@@ -54,7 +54,11 @@ func Connect(ctx context.Context, url, token string, rootCAs *x509.CertPool) (ne
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.TLSClientConfig = &tls.Config{RootCAs: rootCAs, MinVersion: tls.VersionTLS12}
 	conn, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{
-		HTTPClient:   &http.Client{Transport: transport},
+		// A redirect, even to the same host, could carry the token to a
+		// plain-HTTP endpoint: the hub never redirects.
+		HTTPClient: &http.Client{Transport: transport, CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		}},
 		HTTPHeader:   http.Header{"Authorization": {"Bearer " + token}},
 		Subprotocols: []string{subprotocol},
 	})

@@ -15,7 +15,6 @@ import (
 	"github.com/hashicorp/yamux"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
 
 	clusterv1alpha1 "github.com/panorama-io/panorama/apis/cluster/v1alpha1"
@@ -40,17 +39,6 @@ type HubOptions struct {
 	Owns func(cluster string) bool
 	// Changed is called after a Cluster's tunnel opens or closes.
 	Changed func(cluster string)
-	// Authentications bounds how often tokens are sent to the
-	// Authenticator; nil is DefaultAuthentications.
-	Authentications flowcontrol.RateLimiter
-}
-
-// DefaultAuthentications lets a hundred agents reconnect at once, after a
-// hub restart, and costs the host at most ten TokenReviews a second for
-// whoever reaches the endpoint with made-up tokens: past it the endpoint
-// answers 429 and asks the host nothing.
-func DefaultAuthentications() flowcontrol.RateLimiter {
-	return flowcontrol.NewTokenBucketRateLimiter(10, 100)
 }
 
 // Hub is the tunnel endpoint: it accepts agents' tunnels, one per Cluster,
@@ -79,16 +67,12 @@ type Status struct {
 	// Since is when the tunnel opened, or else when the last one closed;
 	// zero when none ever opened.
 	Since time.Time
-	// Agent is who opened the tunnel (a ServiceAccount's user name) and
-	// from which address.
+	// Agent is who opened the tunnel: its ServiceAccount's user name.
 	Agent string
 }
 
 // NewHub returns a Hub that accepts the tunnels auth accepts.
 func NewHub(auth Authenticator, opts HubOptions) *Hub {
-	if opts.Authentications == nil {
-		opts.Authentications = DefaultAuthentications()
-	}
 	return &Hub{auth: auth, opts: opts, tunnels: map[string]*tunnel{}, closed: map[string]Status{}}
 }
 
@@ -109,9 +93,11 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, apierrors.NewUnauthorized("a tunnel needs a bearer token"))
 		return
 	}
-	if !h.opts.Authentications.TryAccept() {
+	// Before the token, which may cost the host a TokenReview: a replica
+	// that does not sync the Cluster spends nothing on it.
+	if !h.owns(cluster) {
 		w.Header().Set("Retry-After", "1")
-		writeStatus(w, apierrors.NewTooManyRequests("too many tunnels are being authenticated: connect again", 1))
+		writeStatus(w, apierrors.NewServiceUnavailable(fmt.Sprintf("another replica syncs Cluster %q: connect again", cluster)))
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), authTimeout)
@@ -119,13 +105,18 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	cancel()
 	logger := klog.FromContext(r.Context()).WithValues("cluster", cluster, "remote", r.RemoteAddr)
 	if err != nil {
-		logger.Info("refused a tunnel", "err", err)
+		// A token of the host's bound to another Cluster is a mistake
+		// worth an operator's eye; the rest, which anyone may send, would
+		// flood the log.
+		if apierrors.IsForbidden(err) {
+			logger.Info("refused a tunnel", "err", err)
+		} else {
+			logger.V(2).Info("refused a tunnel", "err", err)
+		}
+		if apierrors.IsTooManyRequests(err) {
+			w.Header().Set("Retry-After", "1")
+		}
 		writeStatus(w, err)
-		return
-	}
-	if h.opts.Owns != nil && !h.opts.Owns(cluster) {
-		w.Header().Set("Retry-After", "1")
-		writeStatus(w, apierrors.NewServiceUnavailable(fmt.Sprintf("another replica syncs Cluster %q: connect again", cluster)))
 		return
 	}
 	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{subprotocol}})
@@ -144,9 +135,23 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		conn.Close(websocket.StatusInternalError, "")
 		return
 	}
-	t := &tunnel{session: session, since: time.Now(), agent: agent + " at " + r.RemoteAddr}
+	t := &tunnel{session: session, since: time.Now(), agent: agent}
 	h.open(cluster, t)
 	logger.Info("tunnel opened", "agent", agent)
+	// The replica may have stopped syncing the Cluster, and closed its
+	// tunnels, since it was asked above.
+	if !h.owns(cluster) {
+		session.Close()
+	}
+	// Only the hub opens streams: one the agent opens would wait to be
+	// accepted, holding its window, until the session ends.
+	go func() {
+		if stream, err := session.Accept(); err == nil {
+			stream.Close()
+			logger.Info("closed a tunnel whose agent opened a stream", "agent", agent)
+			session.Close()
+		}
+	}()
 	<-session.CloseChan()
 	h.close(cluster, t)
 	logger.Info("tunnel closed", "agent", agent)
@@ -178,6 +183,8 @@ func (h *Hub) close(cluster string, t *tunnel) {
 		h.changed(cluster)
 	}
 }
+
+func (h *Hub) owns(cluster string) bool { return h.opts.Owns == nil || h.opts.Owns(cluster) }
 
 func (h *Hub) changed(cluster string) {
 	if h.opts.Changed != nil {
@@ -220,17 +227,19 @@ func (h *Hub) Status(cluster string) Status {
 }
 
 // Dialer returns a dial function that opens a connection to cluster's
-// member through its tunnel, whatever address it is asked for. With no
-// tunnel open it fails as a refused connection does, so that client-go's
-// reflectors retry their watches, where they were, until the agent is
-// back, rather than list the member afresh.
-func (h *Hub) Dialer(cluster string) func(ctx context.Context, network, address string) (net.Conn, error) {
+// member through the tunnel agent opened, whatever address it is asked
+// for. With no such tunnel open it fails as a refused connection does, so
+// that client-go's reflectors retry their watches, where they were, until
+// the agent is back, rather than list the member afresh; and so that
+// they do not resume them through another agent, which may serve another
+// member, before their Cluster is checked anew.
+func (h *Hub) Dialer(cluster, agent string) func(ctx context.Context, network, address string) (net.Conn, error) {
 	return func(ctx context.Context, network, address string) (net.Conn, error) {
 		h.mu.Lock()
 		t := h.tunnels[cluster]
 		h.mu.Unlock()
-		if t == nil {
-			return nil, &net.OpError{Op: "dial", Net: "tunnel", Err: fmt.Errorf("no agent of Cluster %q is connected: %w", cluster, syscall.ECONNREFUSED)}
+		if t == nil || t.agent != agent {
+			return nil, &net.OpError{Op: "dial", Net: "tunnel", Err: fmt.Errorf("no tunnel of Cluster %q from %s is open: %w", cluster, agent, syscall.ECONNREFUSED)}
 		}
 		conn, err := t.session.Open()
 		if err != nil {
@@ -248,6 +257,8 @@ func writeStatus(w http.ResponseWriter, err error) {
 		status = s.Status()
 	}
 	status.Kind, status.APIVersion = "Status", "v1"
+	// A refused peer gets no more of the connection.
+	w.Header().Set("Connection", "close")
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(int(status.Code))
 	_ = json.NewEncoder(w).Encode(status)

@@ -10,13 +10,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/yamux"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/panorama-io/panorama/tunnel"
 )
@@ -92,8 +93,13 @@ func (h *hubServer) waitFor(t *testing.T, cluster string, connected bool) {
 	}
 }
 
+// get sends a GET through cluster's tunnel, opened by its own agent.
 func (h *hubServer) get(cluster, path string) (string, error) {
-	c := &http.Client{Transport: &http.Transport{DialContext: h.hub.Dialer(cluster)}}
+	return h.getAs(cluster, "agent-of-"+cluster, path)
+}
+
+func (h *hubServer) getAs(cluster, agent, path string) (string, error) {
+	c := &http.Client{Transport: &http.Transport{DialContext: h.hub.Dialer(cluster, agent)}}
 	resp, err := c.Get("http://member" + path)
 	if err != nil {
 		return "", err
@@ -113,8 +119,13 @@ func TestTunnelCarriesRequestsToItsClusterOnly(t *testing.T) {
 			t.Errorf("GET through %s's tunnel = %q, %v; want %q", cluster, got, err, want)
 		}
 	}
-	if st := h.hub.Status("edge"); !st.Connected || st.Since.IsZero() || st.Agent == "" {
-		t.Errorf("Status(edge) = %+v, want connected since a time, by an agent", st)
+	if st := h.hub.Status("edge"); !st.Connected || st.Since.IsZero() || st.Agent != "agent-of-edge" {
+		t.Errorf("Status(edge) = %+v, want connected since a time, by agent-of-edge", st)
+	}
+	// A client of edge's member as served by another agent (one bound to
+	// edge since) reaches nothing.
+	if _, err := h.getAs("edge", "agent-of-other", "/version"); !utilnet.IsConnectionRefused(err) {
+		t.Errorf("GET through edge's tunnel as another agent's: %v, want a refused connection", err)
 	}
 }
 
@@ -165,7 +176,8 @@ func TestTunnelRefusals(t *testing.T) {
 		{name: "no token", cluster: "edge", token: "", code: http.StatusUnauthorized},
 		{name: "unknown token", cluster: "edge", token: "stolen", code: http.StatusUnauthorized, authenticated: true},
 		{name: "another cluster's token", cluster: "other", token: "edge-token", code: http.StatusForbidden, authenticated: true},
-		{name: "not this replica's", cluster: "elsewhere", token: "elsewhere-token", code: http.StatusServiceUnavailable, authenticated: true},
+		// Refused before the token costs anything.
+		{name: "not this replica's", cluster: "elsewhere", token: "elsewhere-token", code: http.StatusServiceUnavailable},
 		{name: "not a cluster name", cluster: "Not_A_Name", token: "Not_A_Name-token", code: http.StatusNotFound},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -196,24 +208,33 @@ func TestTunnelRefusals(t *testing.T) {
 	}
 }
 
-// TestAuthenticationsBounded: past its rate of authentications the hub
-// answers 429 and sends the Authenticator nothing.
-func TestAuthenticationsBounded(t *testing.T) {
-	h := &hubServer{auth: &tokens{}}
-	h.hub = tunnel.NewHub(h.auth, tunnel.HubOptions{Authentications: flowcontrol.NewTokenBucketRateLimiter(0.001, 2)})
-	h.server = httptest.NewTLSServer(h.hub)
-	t.Cleanup(h.server.Close)
-	h.roots = x509.NewCertPool()
-	h.roots.AddCert(h.server.Certificate())
-	for i, want := range []int{http.StatusUnauthorized, http.StatusUnauthorized, http.StatusTooManyRequests, http.StatusTooManyRequests} {
-		_, err := tunnel.Connect(context.Background(), tunnel.URL(h.server.URL, "edge"), "made-up", h.roots)
-		var refused *tunnel.RefusedError
-		if !errors.As(err, &refused) || refused.Code != want {
-			t.Errorf("attempt %d: %v, want refused with %d", i, err, want)
-		}
+// TestAgentOpeningAStreamIsCut: only the hub opens streams; an agent that
+// opens one loses its tunnel rather than holding the hub's memory.
+func TestAgentOpeningAStreamIsCut(t *testing.T) {
+	h := newHub(t, nil)
+	l := h.agent(t, "edge")
+	if _, err := l.(*yamux.Session).Open(); err != nil {
+		t.Fatal(err)
 	}
-	if h.auth.calls != 2 {
-		t.Errorf("the authenticator was asked %d times, want 2: the rest were refused before", h.auth.calls)
+	h.waitFor(t, "edge", false)
+}
+
+// TestConnectRefusesRedirects: a redirect, which could send the token to
+// a plain-HTTP endpoint, is not followed.
+func TestConnectRefusesRedirects(t *testing.T) {
+	var followed atomic.Bool
+	target := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { followed.Store(true) }))
+	t.Cleanup(target.Close)
+	redirect := httptest.NewTLSServer(http.RedirectHandler(target.URL, http.StatusTemporaryRedirect))
+	t.Cleanup(redirect.Close)
+	roots := x509.NewCertPool()
+	roots.AddCert(redirect.Certificate())
+	var refused *tunnel.RefusedError
+	if _, err := tunnel.Connect(context.Background(), tunnel.URL(redirect.URL, "edge"), "edge-token", roots); !errors.As(err, &refused) || refused.Code != http.StatusTemporaryRedirect {
+		t.Errorf("Connect to a redirect: %v, want refused with its 307", err)
+	}
+	if followed.Load() {
+		t.Error("the redirect was followed")
 	}
 }
 

@@ -60,22 +60,26 @@ func TestAgentChart(t *testing.T) {
 		t.Errorf("the ConfigMap holds CA %q", ca)
 	}
 
-	// What the agent's account may do in the member: read, and nothing
-	// else. RBAC's "*" grants GETs of subresources too (pods/log,
-	// nodes/proxy): the agent's filter refuses those.
+	// What the agent's account may do in the member: list and watch, and
+	// nothing else: no get, which is how subresources (pods/log,
+	// pods/exec's GET, nodes/proxy) are read.
 	as := "system:serviceaccount:" + ns + ":" + sa
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"get", "pods", "-n", "kube-system"}, "yes"},
+		{[]string{"list", "pods", "-n", "kube-system"}, "yes"},
+		{[]string{"get", "pods", "-n", "kube-system"}, "no"},
+		{[]string{"get", "nodes", "--subresource=proxy"}, "no"},
+		{[]string{"get", "pods", "--subresource=exec", "-n", "default"}, "no"},
+		{[]string{"get", "services", "--subresource=proxy", "-n", "default"}, "no"},
 		{[]string{"list", "secrets", "-A"}, "yes"},
 		{[]string{"watch", "deployments.apps", "-A"}, "yes"},
 		{[]string{"list", "customresourcedefinitions.apiextensions.k8s.io"}, "yes"},
 		{[]string{"get", "/version"}, "yes"},
 		{[]string{"get", "/openapi/v3/apis/apps/v1"}, "yes"},
 		{[]string{"get", "/apis/apps/v1"}, "yes"},
-		{[]string{"get", "pods", "--subresource=log", "-n", "default"}, "yes"},
+		{[]string{"get", "pods", "--subresource=log", "-n", "default"}, "no"},
 		{[]string{"get", "/metrics"}, "no"},
 		{[]string{"get", "/logs"}, "no"},
 		{[]string{"get", "/debug/pprof/"}, "no"},
@@ -145,7 +149,7 @@ func checkAgentRole(t *testing.T, o *unstructured.Unstructured) {
 		t.Fatal("the agent's ClusterRole has no rule")
 	}
 	for _, r := range role.Rules {
-		allowed := []string{"get", "list", "watch"}
+		allowed := []string{"list", "watch"}
 		if len(r.NonResourceURLs) > 0 {
 			allowed = []string{"get"}
 		}
