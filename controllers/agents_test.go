@@ -15,7 +15,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -31,7 +30,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	certutil "k8s.io/client-go/util/cert"
@@ -42,7 +40,6 @@ import (
 	clusterv1alpha1 "github.com/panorama-io/panorama/apis/cluster/v1alpha1"
 	"github.com/panorama-io/panorama/controllers"
 	"github.com/panorama-io/panorama/controllers/sharding"
-	"github.com/panorama-io/panorama/storage"
 	"github.com/panorama-io/panorama/storage/storagetest"
 	"github.com/panorama-io/panorama/test/testenv"
 	"github.com/panorama-io/panorama/tunnel"
@@ -240,20 +237,15 @@ func agentToken(t testing.TB, host *testenv.Env, cluster string) string {
 // agent's chart ships, and returns a config that acts as it.
 func agentIdentity(t *testing.T, m *member) *rest.Config {
 	t.Helper()
-	const namespace = "panorama-agent"
-	out, err := exec.Command(filepath.Join(testenv.Assets(t), "helm"), "template", "panorama-agent",
-		filepath.Join(testenv.RepoRoot(t), "charts", "panorama-agent"), "--namespace", namespace,
-		"--set", "cluster=edge", "--set", "hub.url=https://hub.example:8444", "--set", "token=x").CombinedOutput()
-	if err != nil {
-		t.Fatalf("helm template panorama-agent: %v\n%s", err, out)
-	}
+	const namespace = testenv.AgentNamespace
+	out := testenv.RenderAgentChart(t)
 	createNamespace(t, m, namespace)
 	c, err := client.New(m.env.Config, client.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	sa := ""
-	for _, o := range testenv.Objects(t, string(out)) {
+	for _, o := range testenv.Objects(t, out) {
 		switch o.GetKind() {
 		case "ServiceAccount":
 			sa = o.GetName()
@@ -330,30 +322,6 @@ func memberLists(t *testing.T, cluster, resource string) float64 {
 	}
 	t.Fatalf("no panorama_sync_lists_total of %s %s", cluster, resource)
 	return 0
-}
-
-// waitConvergedIn waits until storage holds what the member has of gvr in
-// namespace ns, at the member's versions, and nothing else of gvr.
-func waitConvergedIn(t *testing.T, store storage.Interface, cluster string, m *member, gvr schema.GroupVersionResource, ns string) {
-	t.Helper()
-	eventually(t, func() error {
-		list, err := m.dyn.Resource(gvr).Namespace(ns).List(context.Background(), metav1.ListOptions{})
-		if err != nil {
-			return err
-		}
-		want := map[storage.NamespacedName]string{}
-		for _, o := range list.Items {
-			want[storage.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}] = o.GetResourceVersion()
-		}
-		got, err := store.MemberVersions(context.Background(), cluster, gvr)
-		if err != nil {
-			return err
-		}
-		if !maps.Equal(want, got) {
-			return fmt.Errorf("%s %s in %s: member has %v, storage %v", cluster, gvr.Resource, ns, want, got)
-		}
-		return nil
-	})
 }
 
 // TestAgentShardedReplicas: two sharded replicas serve tunnel endpoints

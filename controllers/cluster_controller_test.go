@@ -425,25 +425,33 @@ func gauge(t *testing.T, name string, labels map[string]string) float64 {
 func waitConverged(t *testing.T, store storage.Interface, cluster string, m *member, gvrs ...schema.GroupVersionResource) {
 	t.Helper()
 	for _, gvr := range gvrs {
-		eventually(t, func() error {
-			list, err := m.dyn.Resource(gvr).List(context.Background(), metav1.ListOptions{})
-			if err != nil {
-				return err
-			}
-			want := map[storage.NamespacedName]string{}
-			for _, o := range list.Items {
-				want[storage.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}] = o.GetResourceVersion()
-			}
-			got, err := store.MemberVersions(context.Background(), cluster, gvr)
-			if err != nil {
-				return err
-			}
-			if !maps.Equal(want, got) {
-				return fmt.Errorf("%s %s: member has %d objects, storage %d; differing: %v", cluster, gvr, len(want), len(got), difference(want, got))
-			}
-			return nil
-		})
+		waitConvergedIn(t, store, cluster, m, gvr, metav1.NamespaceAll)
 	}
+}
+
+// waitConvergedIn waits until storage holds what the member has of gvr in
+// namespace ns ("" for all), at the member's versions, and nothing else
+// of gvr.
+func waitConvergedIn(t *testing.T, store storage.Interface, cluster string, m *member, gvr schema.GroupVersionResource, ns string) {
+	t.Helper()
+	eventually(t, func() error {
+		list, err := m.dyn.Resource(gvr).Namespace(ns).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		want := map[storage.NamespacedName]string{}
+		for _, o := range list.Items {
+			want[storage.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}] = o.GetResourceVersion()
+		}
+		got, err := store.MemberVersions(context.Background(), cluster, gvr)
+		if err != nil {
+			return err
+		}
+		if !maps.Equal(want, got) {
+			return fmt.Errorf("%s %s: member has %d objects, storage %d; differing: %v", cluster, gvr, len(want), len(got), difference(want, got))
+		}
+		return nil
+	})
 }
 
 func difference(a, b map[storage.NamespacedName]string) []string {

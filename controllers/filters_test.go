@@ -125,8 +125,10 @@ func TestFilterStatus(t *testing.T) {
 	if err := hc.Get(context.Background(), client.ObjectKeyFromObject(c), c); err != nil {
 		t.Fatal(err)
 	}
+	// A patch of the spec alone: the controller writes the status meanwhile.
+	patch := client.MergeFrom(c.DeepCopy())
 	c.Spec.SyncResources[1].Namespaces = []string{"other"}
-	if err := hc.Update(context.Background(), c); err != nil {
+	if err := hc.Patch(context.Background(), c, patch); err != nil {
 		t.Fatal(err)
 	}
 	filtered(map[string]string{"configmaps": "namespaces=other"}, 1, 2)
