@@ -140,7 +140,7 @@ func (t *tools) doSearch(ctx context.Context, in SearchInput) (SearchOutput, err
 		lm = table.ListMeta
 	} else {
 		var list struct {
-			Metadata metav1.ListMeta `json:"metadata"`
+			Metadata metav1.ListMeta  `json:"metadata"`
 			Items    []map[string]any `json:"items"`
 		}
 		if out.Warnings, err = t.views.getJSON(ctx, path, q, &list); err != nil {

@@ -28,7 +28,7 @@ func pod() *corev1.Pod {
 			},
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply}},
 		},
-		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27"}, {Name: "log", Image: "fluent-bit:3"}}},
+		Spec:   corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27"}, {Name: "log", Image: "fluent-bit:3"}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning},
 	}
 }
