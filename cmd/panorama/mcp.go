@@ -13,6 +13,7 @@ import (
 	"os"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -88,9 +89,12 @@ func httpToken(file string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	token, _, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
-	if token == "" {
-		return "", fmt.Errorf("%s holds no token", file)
+	line, _, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
+	// A caller's header is split at white space: a token with any could
+	// never match.
+	token := strings.TrimSpace(line)
+	if token == "" || strings.ContainsFunc(token, unicode.IsSpace) {
+		return "", fmt.Errorf("%s holds no token: its first line must be one word", file)
 	}
 	return token, nil
 }
@@ -114,6 +118,9 @@ func serveMCPHTTP(ctx context.Context, server *mcp.Server, addr, token string, p
 		return err
 	}
 	fmt.Fprintf(stderr, "serving MCP at http://%s%s\n", ln.Addr(), mcpPath)
+	if a, ok := ln.Addr().(*net.TCPAddr); ok && !a.IP.IsLoopback() {
+		fmt.Fprintf(stderr, "warning: plain HTTP beyond this machine: the bearer token and every answer cross the network unencrypted; put TLS in front\n")
+	}
 	if printToken {
 		fmt.Fprintf(stderr, "bearer token: %s\n", token)
 	}

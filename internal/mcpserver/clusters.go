@@ -33,6 +33,8 @@ type Cluster struct {
 type ClustersOutput struct {
 	Count    int       `json:"count"`
 	Clusters []Cluster `json:"clusters"`
+	// Warnings name the clusters whose view could not be asked, left out.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 func (t *tools) clusters(ctx context.Context, _ *mcp.CallToolRequest, _ ClustersInput) (*mcp.CallToolResult, ClustersOutput, error) {
@@ -51,7 +53,7 @@ const probeConcurrency = 8
 // exist.
 func (t *tools) listClusters(ctx context.Context) (ClustersOutput, error) {
 	var list clusterv1alpha1.ClusterList
-	_, err := t.views.getJSON(ctx, "/apis/"+clusterv1alpha1.GroupVersion.Group+"/"+clusterv1alpha1.GroupVersion.Version+"/clusters", nil, &list)
+	_, err := t.views.getJSON(ctx, clustersPath, nil, &list)
 	var candidates []Cluster
 	switch {
 	case err == nil:
@@ -69,6 +71,7 @@ func (t *tools) listClusters(ctx context.Context) (ClustersOutput, error) {
 	}
 
 	visible := make([]bool, len(candidates))
+	failed := make([]error, len(candidates))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(probeConcurrency)
 	for i := range candidates {
@@ -79,7 +82,9 @@ func (t *tools) listClusters(ctx context.Context) (ClustersOutput, error) {
 			case apierrors.IsNotFound(err) || apierrors.IsForbidden(err):
 				return nil
 			case err != nil:
-				return fmt.Errorf("cluster %s: %w", c.Name, err)
+				// One cluster's view failing leaves the others' answer.
+				failed[i] = err
+				return nil
 			}
 			visible[i] = true
 			if c.Version == "" {
@@ -98,8 +103,11 @@ func (t *tools) listClusters(ctx context.Context) (ClustersOutput, error) {
 	}
 	out := ClustersOutput{Clusters: []Cluster{}}
 	for i, c := range candidates {
-		if visible[i] {
+		switch {
+		case visible[i]:
 			out.Clusters = append(out.Clusters, c)
+		case failed[i] != nil:
+			out.Warnings = append(out.Warnings, fmt.Sprintf("cluster %s left out: %v", c.Name, toolError(failed[i])))
 		}
 	}
 	slices.SortFunc(out.Clusters, func(a, b Cluster) int { return cmp.Compare(a.Name, b.Name) })

@@ -47,6 +47,9 @@ func New(host *rest.Config, opts Options) (*mcp.Server, error) {
 			"`count` before `search` when a list may be long; `search` answers kubectl get's columns unless `fields` names JSON paths; " +
 			"`get`, `describe` and `history` read one object of one cluster.",
 	})
+	// A panic in a handler (a bug, or a library's, met by some input) fails
+	// that call, not the server and every session it holds.
+	s.AddReceivingMiddleware(recovering)
 	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)}
 	mcp.AddTool(s, &mcp.Tool{Name: "clusters", Annotations: readOnly,
 		Description: "The member clusters you may read: name, Ready, Kubernetes version, number of synced resources."}, t.clusters)
@@ -94,6 +97,18 @@ func toolError(err error) error {
 		return fmt.Errorf("%d %s: %s", s.Code, http.StatusText(int(s.Code)), s.Message)
 	}
 	return err
+}
+
+// recovering turns a handler's panic into the error of its call.
+func recovering(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (result mcp.Result, err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				result, err = nil, fmt.Errorf("%s failed: %v", method, r)
+			}
+		}()
+		return next(ctx, method, req)
+	}
 }
 
 func ptr[T any](v T) *T { return &v }

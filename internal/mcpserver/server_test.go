@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -141,6 +142,87 @@ func TestStatusesAreToolErrors(t *testing.T) {
 		if !res.IsError || len(res.Content) == 0 || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, tc.want) {
 			t.Errorf("%s %v: %+v, want an error saying %q", tc.tool, tc.args, res.Content, tc.want)
 		}
+	}
+}
+
+// TestRequestsStayInTheViews: names, namespaces and clusters that would
+// move a request's path out of the views ("..") are refused before any
+// request, so the server's credentials read nothing else of the host.
+func TestRequestsStayInTheViews(t *testing.T) {
+	srv, asked := fakeHost(t)
+	cs := connect(t, srv.URL)
+	escape := strings.Repeat("../", 12) + "api/v1/namespaces/default/secrets"
+	for _, args := range []map[string]any{
+		{"cluster": "east", "resource": "pods", "namespace": "shop", "name": escape},
+		{"cluster": "east", "resource": "pods", "namespace": escape, "name": "web-0"},
+		{"cluster": escape, "resource": "pods", "namespace": "shop", "name": "web-0"},
+		{"cluster": "..", "resource": "pods", "namespace": "shop", "name": "web-0"},
+	} {
+		for _, tool := range []string{"get", "history", "describe"} {
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
+			if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "not a path of Panorama's views") {
+				t.Errorf("%s %v: %v %+v, want refused", tool, args, err, res)
+			}
+		}
+	}
+	// A collection is Panorama's too.
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "search", Arguments: map[string]any{"collection": "workloads"}})
+	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "404 Not Found") {
+		t.Errorf("search of a collection: %v %+v, want the host asked (its 404)", err, res)
+	}
+	for _, p := range *asked {
+		if !strings.HasPrefix(p, "/apis/"+searchv1alpha1.GroupName+"/") {
+			t.Errorf("the host was asked %s, outside the views", p)
+		}
+	}
+}
+
+// TestFieldsThatPanicJSONPathAreRefused: client-go's jsonpath panics on
+// some templates; such a field is bad input, not the server's end.
+func TestFieldsThatPanicJSONPathAreRefused(t *testing.T) {
+	obj := map[string]any{"metadata": map[string]any{"name": "web-0"}}
+	if _, err := selectFields(obj, []string{"$range}{range"}); !apierrors.IsBadRequest(err) {
+		t.Errorf("selectFields of a template jsonpath panics on: %v, want a bad request", err)
+	}
+}
+
+// TestResourcesSyncedLaterAreFound: a resource the view serves only after
+// the server's first discovery is found by name, not refused as unknown.
+func TestResourcesSyncedLaterAreFound(t *testing.T) {
+	all := searchv1alpha1.ViewPath("")
+	var configMaps atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		resources := []metav1.APIResource{{Name: "pods", Namespaced: true, Kind: "Pod", Verbs: metav1.Verbs{"list"}}}
+		if configMaps.Load() {
+			resources = append(resources, metav1.APIResource{Name: "configmaps", Namespaced: true, Kind: "ConfigMap", ShortNames: []string{"cm"}, Verbs: metav1.Verbs{"list"}})
+		}
+		var body any = metav1.Table{TypeMeta: metav1.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/v1"}}
+		switch r.URL.Path {
+		case all + "/api":
+			body = metav1.APIVersions{TypeMeta: metav1.TypeMeta{Kind: "APIVersions"}, Versions: []string{"v1"}}
+		case all + "/apis":
+			body = metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}}
+		case all + "/api/v1":
+			body = metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: "v1", APIResources: resources}
+		}
+		_ = json.NewEncoder(w).Encode(body)
+	}))
+	t.Cleanup(srv.Close)
+	cs := connect(t, srv.URL)
+	search := func(resource string) *mcp.CallToolResult {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "search", Arguments: map[string]any{"resource": resource}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := search("pods"); res.IsError {
+		t.Fatalf("search pods: %+v", res.Content)
+	}
+	configMaps.Store(true)
+	if res := search("cm"); res.IsError {
+		t.Errorf("search of a resource served since the first: %+v", res.Content[0].(*mcp.TextContent).Text)
 	}
 }
 

@@ -71,15 +71,9 @@ func selectFields(obj map[string]any, fields []string) (map[string]any, error) {
 		if err := jp.Parse(fieldPath(f)); err != nil {
 			return nil, badInput(fmt.Sprintf("field %q: %v", f, err))
 		}
-		results, err := jp.FindResults(obj)
+		values, err := find(jp, obj)
 		if err != nil {
 			return nil, badInput(fmt.Sprintf("field %q: %v", f, err))
-		}
-		var values []any
-		for _, rs := range results {
-			for _, r := range rs {
-				values = append(values, r.Interface())
-			}
 		}
 		switch len(values) {
 		case 0:
@@ -90,6 +84,27 @@ func selectFields(obj map[string]any, fields []string) (map[string]any, error) {
 		}
 	}
 	return out, nil
+}
+
+// find is the values jp finds in obj. client-go's jsonpath panics on
+// some templates it parses ({.$range}{range}): an agent's field is
+// refused rather than the server ended.
+func find(jp *jsonpath.JSONPath, obj map[string]any) (values []any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			values, err = nil, fmt.Errorf("cannot be evaluated: %v", r)
+		}
+	}()
+	results, err := jp.FindResults(obj)
+	if err != nil {
+		return nil, err
+	}
+	for _, rs := range results {
+		for _, r := range rs {
+			values = append(values, r.Interface())
+		}
+	}
+	return values, nil
 }
 
 // identity is who obj is: its cluster, namespace and name.

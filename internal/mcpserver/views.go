@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	pathpkg "path"
 	"strings"
+	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -17,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 
+	clusterv1alpha1 "github.com/panorama-io/panorama/apis/cluster/v1alpha1"
 	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
 )
 
@@ -30,7 +34,17 @@ const tableAccept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/js
 type views struct {
 	rest   rest.Interface
 	mapper meta.RESTMapper
+	// discovered is the mapper's cache of the view's discovery, reset
+	// (at most every rediscoverAfter) when a resource is not in it, so
+	// that a resource synced since the server started is found.
+	discovered *restmapper.DeferredDiscoveryRESTMapper
+	mu         sync.Mutex
+	resetAt    time.Time
 }
+
+// rediscoverAfter bounds how often a name the mapper lacks has the view's
+// discovery read again.
+const rediscoverAfter = 10 * time.Second
 
 func newViews(host *rest.Config) (*views, error) {
 	cfg := rest.CopyConfig(host)
@@ -39,14 +53,17 @@ func newViews(host *rest.Config) (*views, error) {
 	cfg.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
 	// Warnings go to the agent in each answer, not to the log.
 	cfg.WarningHandlerWithContext = rest.NoWarnings{}
+	// The clusters tool asks each cluster's view: client-go's default of
+	// 5 a second would take minutes over a large fleet. The host's own
+	// priority and fairness still bounds the user.
+	cfg.QPS, cfg.Burst = 50, 100
 	client, err := rest.UnversionedRESTClientFor(cfg)
 	if err != nil {
 		return nil, err
 	}
 	// Discovery of the view across clusters (open to every authenticated
 	// user) maps what an agent names, "deploy" or "deployments.apps", as
-	// kubectl would; the deferred mapper rediscovers on a name it lacks,
-	// so a resource synced since is found.
+	// kubectl would (rediscover).
 	all := rest.CopyConfig(host)
 	all.Host = strings.TrimSuffix(host.Host, "/") + searchv1alpha1.ViewPath("")
 	dc, err := discovery.NewDiscoveryClientForConfig(all)
@@ -54,8 +71,22 @@ func newViews(host *rest.Config) (*views, error) {
 		return nil, err
 	}
 	cached := memory.NewMemCacheClient(dc)
-	mapper := restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(cached), cached, nil)
-	return &views{rest: client, mapper: mapper}, nil
+	discovered := restmapper.NewDeferredDiscoveryRESTMapper(cached)
+	mapper := restmapper.NewShortcutExpander(discovered, cached, nil)
+	return &views{rest: client, mapper: mapper, discovered: discovered}, nil
+}
+
+// rediscover resets the mapper's discovery, unless it was reset lately,
+// and reports whether it did.
+func (v *views) rediscover() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if time.Since(v.resetAt) < rediscoverAfter {
+		return false
+	}
+	v.resetAt = time.Now()
+	v.discovered.Reset()
+	return true
 }
 
 // mapping resolves a resource as kubectl spells it (pods, po,
@@ -73,6 +104,9 @@ func (v *views) mapping(ctx context.Context, resource string) (*meta.RESTMapping
 		}
 	}
 	full, err := v.mapper.ResourceFor(gr.WithVersion(""))
+	if meta.IsNoMatchError(err) && v.rediscover() {
+		full, err = v.mapper.ResourceFor(gr.WithVersion(""))
+	}
 	if meta.IsNoMatchError(err) {
 		return nil, badInput(fmt.Sprintf("resource %q is not served by Panorama's views: see the resources of `kubectl api-resources` through them", resource))
 	}
@@ -120,6 +154,9 @@ func objectPath(m *meta.RESTMapping, namespace, name string) string {
 // the body with the warnings the answer carried (clusters left out,
 // deprecations). A Status answer comes back as its StatusError.
 func (v *views) get(ctx context.Context, path string, query url.Values, table bool) ([]byte, []string, error) {
+	if err := ofTheViews(path); err != nil {
+		return nil, nil, err
+	}
 	req := v.rest.Get().AbsPath(path)
 	for k, vs := range query {
 		for _, val := range vs {
@@ -142,6 +179,24 @@ func (v *views) get(ctx context.Context, path string, query url.Values, table bo
 	}
 	return body, warnings, nil
 }
+
+// ofTheViews refuses a path that would leave Panorama's API (its views
+// and collections): one whose names (an agent's input, an owner reference
+// a member's tenant wrote) hold ".." or "." segments, which the request's
+// path would resolve elsewhere on the host, as whoever runs the server.
+func ofTheViews(p string) error {
+	if pathpkg.Clean(p) != p || !strings.HasPrefix(p, panoramaAPI) && p != clustersPath {
+		return badInput(fmt.Sprintf("%q is not a path of Panorama's views: names, namespaces and clusters may not hold '.' or '..' segments", p))
+	}
+	return nil
+}
+
+// panoramaAPI prefixes the views and collections; clustersPath lists the
+// host's Clusters.
+var (
+	panoramaAPI  = "/apis/" + searchv1alpha1.GroupName + "/" + searchv1alpha1.Version + "/"
+	clustersPath = "/apis/" + clusterv1alpha1.GroupVersion.Group + "/" + clusterv1alpha1.GroupVersion.Version + "/clusters"
+)
 
 // getJSON reads path into out.
 func (v *views) getJSON(ctx context.Context, path string, query url.Values, out any) ([]string, error) {
