@@ -26,7 +26,7 @@ import (
 var (
 	split     []string
 	allInOne  = []string{"--set", "storage.driver=sqlite"}
-	splitPods = map[string]string{"panorama-apiserver": "https", "panorama-controller-manager": "metrics"}
+	splitPods = map[string]string{"panorama-apiserver": "https", "panorama-controller-manager": "metrics,tunnel"}
 )
 
 // TestChartPodSecurity checks, as rendered, every pod the chart runs
@@ -108,12 +108,16 @@ func TestChartNetworkPolicies(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		values []string
-		want   map[string]string // NetworkPolicy and Deployment name: its one port
+		want   map[string]string // NetworkPolicy and Deployment name: its ports
 	}{
 		{"split", split, splitPods},
-		{"all in one", allInOne, map[string]string{"panorama-panorama": "https"}},
+		{"all in one", allInOne, map[string]string{"panorama-panorama": "https,tunnel"}},
+		{"split, no tunnel endpoint", append([]string{"--set", "tunnel.enabled=false"}, split...),
+			map[string]string{"panorama-apiserver": "https", "panorama-controller-manager": "metrics"}},
 		// An upgrade --reuse-values from a chart without the value.
 		{"earlier values", []string{"--set", "networkPolicy=null"}, splitPods},
+		{"earlier values, no tunnel", []string{"--set", "tunnel=null"},
+			map[string]string{"panorama-apiserver": "https", "panorama-controller-manager": "metrics"}},
 		{"split, off", []string{"--set", "networkPolicy.enabled=false"}, map[string]string{}},
 		{"all in one, off", append([]string{"--set", "networkPolicy.enabled=false"}, allInOne...), map[string]string{}},
 	} {
@@ -159,16 +163,24 @@ func checkNetworkPolicy(t *testing.T, np networkingv1.NetworkPolicy, deployments
 	if !slices.Equal(selected, []string{np.Name}) {
 		t.Errorf("NetworkPolicy %s selects the pods of %v", np.Name, selected)
 	}
-	if len(np.Spec.Ingress) != 1 || len(np.Spec.Ingress[0].From) != 0 || len(np.Spec.Ingress[0].Ports) != 1 || np.Spec.Ingress[0].Ports[0].Port == nil {
-		t.Errorf("NetworkPolicy %s ingress %+v, want one port from anywhere", np.Name, np.Spec.Ingress)
+	if len(np.Spec.Ingress) != 1 || len(np.Spec.Ingress[0].From) != 0 || len(np.Spec.Ingress[0].Ports) == 0 {
+		t.Errorf("NetworkPolicy %s ingress %+v, want named ports from anywhere", np.Name, np.Spec.Ingress)
 		return ""
 	}
-	port := np.Spec.Ingress[0].Ports[0].Port.String()
+	var ports []string
 	i := slices.IndexFunc(deployments, func(d appsv1.Deployment) bool { return d.Name == np.Name })
-	if i < 0 || !slices.ContainsFunc(deployments[i].Spec.Template.Spec.Containers[0].Ports, func(p corev1.ContainerPort) bool { return p.Name == port }) {
-		t.Errorf("NetworkPolicy %s admits port %s, which its pods do not serve", np.Name, port)
+	for _, p := range np.Spec.Ingress[0].Ports {
+		if p.Port == nil {
+			t.Errorf("NetworkPolicy %s admits every port", np.Name)
+			return ""
+		}
+		port := p.Port.String()
+		if i < 0 || !slices.ContainsFunc(deployments[i].Spec.Template.Spec.Containers[0].Ports, func(p corev1.ContainerPort) bool { return p.Name == port }) {
+			t.Errorf("NetworkPolicy %s admits port %s, which its pods do not serve", np.Name, port)
+		}
+		ports = append(ports, port)
 	}
-	return port
+	return strings.Join(ports, ",")
 }
 
 // TestChartDSNFromSecrets: the chart takes the DSNs from Secrets only and

@@ -96,6 +96,12 @@ all-in-one pod has one account for both. */}}
 {{- if and (not .Values.apiserver.tlsSecret) .Values.apiserver.certManager (.Capabilities.APIVersions.Has "cert-manager.io/v1") }}true{{ end -}}
 {{- end }}
 
+{{/* "true" when the controller manager serves the tunnel endpoint; off
+for an upgrade --reuse-values from a chart without the value. */}}
+{{- define "panorama.tunnel" -}}
+{{- if (.Values.tunnel | default dict).enabled }}true{{ end -}}
+{{- end }}
+
 {{/* The Secret the tunnel endpoint serves with. */}}
 {{- define "panorama.tunnelSecret" -}}
 {{ .Values.tunnel.tlsSecret | default (printf "%s-tunnel-tls" .Release.Name) }}
