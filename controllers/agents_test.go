@@ -34,7 +34,6 @@ import (
 	"k8s.io/client-go/rest"
 	certutil "k8s.io/client-go/util/cert"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/panorama-io/panorama/agent"
 	clusterv1alpha1 "github.com/panorama-io/panorama/apis/cluster/v1alpha1"
@@ -302,26 +301,7 @@ func waitReady(t *testing.T, hc client.Client, cluster string, ready bool, reaso
 // cluster have made (panorama_sync_lists_total).
 func memberLists(t *testing.T, cluster, resource string) float64 {
 	t.Helper()
-	families, err := metrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != "panorama_sync_lists_total" {
-			continue
-		}
-		for _, s := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range s.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["cluster"] == cluster && labels["resource"] == resource {
-				return s.GetCounter().GetValue()
-			}
-		}
-	}
-	t.Fatalf("no panorama_sync_lists_total of %s %s", cluster, resource)
-	return 0
+	return gauge(t, "panorama_sync_lists_total", map[string]string{"cluster": cluster, "resource": resource})
 }
 
 // TestAgentShardedReplicas: two sharded replicas serve tunnel endpoints

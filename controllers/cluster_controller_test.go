@@ -394,8 +394,8 @@ func TestClusterSync(t *testing.T) {
 	})
 }
 
-// gauge reads one series of the controller-runtime metrics registry, which
-// /metrics serves.
+// gauge reads the value of one series, a gauge's or a counter's, of the controller-runtime
+// metrics registry, which /metrics serves.
 func gauge(t *testing.T, name string, labels map[string]string) float64 {
 	t.Helper()
 	families, err := metrics.Registry.Gather()
@@ -412,6 +412,9 @@ func gauge(t *testing.T, name string, labels map[string]string) float64 {
 				if v, ok := labels[l.GetName()]; ok && v != l.GetValue() {
 					continue series
 				}
+			}
+			if c := m.GetCounter(); c != nil {
+				return c.GetValue()
 			}
 			return m.GetGauge().GetValue()
 		}
