@@ -1,0 +1,112 @@
+// Requests of the page: all GETs of the user's own origin (kubectl proxy),
+// relative to the view the page is served under, so they carry the user's
+// credentials and nothing else, and the view's authorization decides what
+// they answer.
+
+export const tableAccept = 'application/json;as=Table;v=v1;g=meta.k8s.io';
+const searchGroup = '/apis/search.panorama.io/v1alpha1';
+
+// The page is at <prefix>/apis/search.panorama.io/v1alpha1/clusters/<view>/proxy/ui/.
+const match = location.pathname.match(/^(.*)\/apis\/search\.panorama\.io\/v1alpha1\/clusters\/([^/]+)\/proxy\/ui\//);
+export const prefix = match ? match[1] : '';
+export const viewName = match ? decodeURIComponent(match[2]) : '_all';
+export const acrossClusters = viewName === '_all' || viewName === '_flat';
+const viewBase = new URL('../', location.href);
+
+// viewURL is path (member-style, without a leading /) under view, this
+// page's view by default.
+export function viewURL(path, view) {
+  if (view === undefined || view === viewName) return new URL(path, viewBase);
+  return new URL(`${prefix}${searchGroup}/clusters/${encodeURIComponent(view)}/proxy/${path}`, location.origin);
+}
+
+export function hostURL(path) { return new URL(prefix + path, location.origin); }
+
+export function collectionURL(name) {
+  return new URL(`${prefix}${searchGroup}/collectionresources/${encodeURIComponent(name)}`, location.origin);
+}
+
+// RequestError carries the Status the server answered.
+export class RequestError extends Error {
+  constructor(status, message, code) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+export async function getJSON(url, { accept = 'application/json', signal } = {}) {
+  const resp = await fetch(url, { headers: { Accept: accept }, signal, credentials: 'same-origin', cache: 'no-store' });
+  const text = await resp.text();
+  let body;
+  try { body = JSON.parse(text); } catch { body = undefined; }
+  if (!resp.ok) {
+    const message = body && body.kind === 'Status' && body.message ? body.message : `${resp.status} ${resp.statusText}`;
+    throw new RequestError(resp.status, message, body && body.reason);
+  }
+  if (body === undefined) throw new RequestError(resp.status, 'the answer is not JSON');
+  return body;
+}
+
+// watch reads a watch's events as they come and calls onEvent with each;
+// it returns when the server ends the watch or signal aborts it.
+export async function watch(url, { accept, signal, onEvent }) {
+  const resp = await fetch(url, { headers: { Accept: accept }, signal, credentials: 'same-origin', cache: 'no-store' });
+  if (!resp.ok) throw new RequestError(resp.status, `${resp.status} ${resp.statusText}`);
+  const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buf += value;
+    let nl;
+    while ((nl = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, nl).trim();
+      buf = buf.slice(nl + 1);
+      if (line) onEvent(JSON.parse(line));
+    }
+  }
+}
+
+// Resources the view serves, from its discovery: core first, then every
+// group's preferred version, read once.
+let discovered;
+export function resources() {
+  if (!discovered) {
+    discovered = (async () => {
+      const out = [];
+      const core = await getJSON(viewURL('api/v1'));
+      for (const r of core.resources) out.push({ ...r, group: '', version: 'v1' });
+      const groups = await getJSON(viewURL('apis'));
+      const lists = await Promise.allSettled(groups.groups.map((g) =>
+        getJSON(viewURL(`apis/${g.preferredVersion.groupVersion}`)).then((l) => [g, l])));
+      for (const s of lists) {
+        if (s.status !== 'fulfilled') continue;
+        const [g, l] = s.value;
+        for (const r of l.resources) out.push({ ...r, group: g.name, version: g.preferredVersion.version });
+      }
+      return out.filter((r) => !r.name.includes('/') && r.verbs.includes('list'));
+    })();
+    discovered.catch(() => { discovered = undefined; });
+  }
+  return discovered;
+}
+
+// findResource resolves a kind word as kubectl does: resource.group, the
+// plural, singular, Kind or a short name, the core group first.
+export async function findResource(word) {
+  const all = await resources();
+  const w = word.toLowerCase();
+  const [name, ...group] = w.split('.');
+  const g = group.join('.');
+  const exact = all.filter((r) => r.name === name && (group.length === 0 || r.group === g));
+  if (exact.length) return exact[0];
+  return all.find((r) => (r.singularName === w || r.kind.toLowerCase() === w || (r.shortNames || []).includes(w))) ||
+    all.find((r) => r.name === w);
+}
+
+// resourcePath is the member-style path of r in namespace ns ('' for all).
+export function resourcePath(r, ns) {
+  const base = r.group ? `apis/${r.group}/${r.version}` : 'api/v1';
+  return ns && r.namespaced ? `${base}/namespaces/${encodeURIComponent(ns)}/${r.name}` : `${base}/${r.name}`;
+}
