@@ -10,6 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
+
+	"github.com/panorama-io/panorama/internal/responsewriters"
 )
 
 // NewProxy returns a reverse proxy to the member's API server that sends
@@ -46,5 +48,5 @@ func proxyError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	klog.FromContext(r.Context()).Error(err, "Forwarding a request to the member failed", "path", r.URL.Path)
 	st := apierrors.NewServiceUnavailable("the agent could not reach the member's API server: " + err.Error()).Status()
-	writeStatus(w, &st)
+	responsewriters.WriteStatus(w, &st)
 }

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -15,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	apirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/klog/v2"
+
+	"github.com/panorama-io/panorama/internal/responsewriters"
 )
 
 // The hub is trusted to read a member, nothing more: were it compromised,
@@ -61,7 +62,7 @@ func ReadOnly(next http.Handler, secrets bool) http.Handler {
 			requestsTotal.WithLabelValues(verdictRefused).Inc()
 			klog.FromContext(r.Context()).Info("Refused a request from the hub", "method", r.Method, "path", r.URL.Path,
 				"code", st.Code, "reason", st.Message)
-			writeStatus(w, st)
+			responsewriters.WriteStatus(w, st)
 			return
 		}
 		requestsTotal.WithLabelValues(verdictForwarded).Inc()
@@ -131,16 +132,6 @@ func forbidden(err error) *metav1.Status {
 func resourceForbidden(gr schema.GroupResource, name string, err error) *metav1.Status {
 	st := apierrors.NewForbidden(gr, name, err).Status()
 	return &st
-}
-
-// writeStatus answers with st in JSON, which client-go decodes whatever
-// format it asked for.
-func writeStatus(w http.ResponseWriter, st *metav1.Status) {
-	st.Kind, st.APIVersion = "Status", "v1"
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(int(st.Code))
-	_ = json.NewEncoder(w).Encode(st)
 }
 
 // readOf returns r as forwarded: forwardedHeaders only, and no body (a

@@ -16,6 +16,7 @@ import (
 
 	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
 	"github.com/panorama-io/panorama/apiserver/watchcache"
+	"github.com/panorama-io/panorama/internal/responsewriters"
 	"github.com/panorama-io/panorama/storage"
 )
 
@@ -79,7 +80,7 @@ func (h *Handler) ServeCollections(w http.ResponseWriter, r *http.Request) {
 				TypeMeta: typeMeta, ObjectMeta: metav1.ObjectMeta{Name: n}, ResourceTypes: collectionTypes(h.collection(n)),
 			})
 		}
-		writeJSON(w, http.StatusOK, list)
+		responsewriters.WriteJSON(w, http.StatusOK, list)
 		return
 	}
 	if _, ok := collections[name]; !ok || strings.Contains(name, "/") {

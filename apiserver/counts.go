@@ -10,6 +10,7 @@ import (
 
 	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
 	"github.com/panorama-io/panorama/apiserver/watchcache"
+	"github.com/panorama-io/panorama/internal/responsewriters"
 	"github.com/panorama-io/panorama/storage"
 )
 
@@ -72,7 +73,7 @@ func (h *Handler) count(w http.ResponseWriter, req *request, opts *listOptions) 
 		terms[i] = g.String()
 	}
 	if wantsTable(req.r) {
-		writeJSONAs(w, http.StatusOK, tableContentType, countsTable(terms, result.Groups, meta))
+		responsewriters.WriteJSONAs(w, http.StatusOK, tableContentType, countsTable(terms, result.Groups, meta))
 		return
 	}
 	out := searchv1alpha1.Counts{TypeMeta: metav1.TypeMeta{Kind: "Counts", APIVersion: searchv1alpha1.SchemeGroupVersion.String()},
@@ -85,7 +86,7 @@ func (h *Handler) count(w http.ResponseWriter, req *request, opts *listOptions) 
 			}
 		}
 	}
-	writeJSON(w, http.StatusOK, out)
+	responsewriters.WriteJSON(w, http.StatusOK, out)
 }
 
 // countGroups counts the groups of a list with groupBy, in the view's

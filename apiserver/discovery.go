@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/panorama-io/panorama/internal/responsewriters"
 	"github.com/panorama-io/panorama/storage"
 )
 
@@ -46,7 +47,7 @@ func (h *Handler) serveDiscovery(w http.ResponseWriter, req *request) {
 		for _, gv := range groupVersions(resources, true) {
 			versions.Versions = append(versions.Versions, gv.Version)
 		}
-		writeJSON(w, http.StatusOK, versions)
+		responsewriters.WriteJSON(w, http.StatusOK, versions)
 	case len(parts) == 1 && parts[0] == "apis":
 		if aggregated {
 			h.writeAggregated(w, resources, false)
@@ -54,12 +55,12 @@ func (h *Handler) serveDiscovery(w http.ResponseWriter, req *request) {
 		}
 		list := &metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}, Groups: []metav1.APIGroup{}}
 		list.Groups = append(list.Groups, apiGroups(resources)...)
-		writeJSON(w, http.StatusOK, list)
+		responsewriters.WriteJSON(w, http.StatusOK, list)
 	case len(parts) == 2 && parts[0] == "apis":
 		for _, g := range apiGroups(resources) {
 			if g.Name == parts[1] {
 				g.TypeMeta = metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}
-				writeJSON(w, http.StatusOK, g)
+				responsewriters.WriteJSON(w, http.StatusOK, g)
 				return
 			}
 		}
@@ -79,7 +80,7 @@ func (h *Handler) serveDiscovery(w http.ResponseWriter, req *request) {
 			writeError(w, req.r, notFound(), schema.GroupResource{})
 			return
 		}
-		writeJSON(w, http.StatusOK, list)
+		responsewriters.WriteJSON(w, http.StatusOK, list)
 	}
 }
 
@@ -172,5 +173,5 @@ func (h *Handler) writeAggregated(w http.ResponseWriter, resources []storage.Res
 			ObjectMeta: metav1.ObjectMeta{Name: gv.Group}, Versions: []apidiscoveryv2.APIVersionDiscovery{vd},
 		})
 	}
-	writeJSONAs(w, http.StatusOK, aggregatedDiscoveryType, list)
+	responsewriters.WriteJSONAs(w, http.StatusOK, aggregatedDiscoveryType, list)
 }

@@ -14,6 +14,7 @@ import (
 	apirequest "k8s.io/apiserver/pkg/endpoints/request"
 
 	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
+	"github.com/panorama-io/panorama/internal/responsewriters"
 	"github.com/panorama-io/panorama/storage"
 )
 
@@ -75,7 +76,7 @@ func (h *Handler) serveHistory(w http.ResponseWriter, req *request, cluster stri
 			return
 		}
 		if wantsTable(r) {
-			writeJSONAs(w, http.StatusOK, tableContentType, historyTable(versions))
+			responsewriters.WriteJSONAs(w, http.StatusOK, tableContentType, historyTable(versions))
 			return
 		}
 		out := searchv1alpha1.History{TypeMeta: metav1.TypeMeta{Kind: "History", APIVersion: searchv1alpha1.SchemeGroupVersion.String()},
@@ -86,7 +87,7 @@ func (h *Handler) serveHistory(w http.ResponseWriter, req *request, cluster stri
 				out.Items[i].Time = &metav1.MicroTime{Time: v.Time}
 			}
 		}
-		writeJSON(w, http.StatusOK, out)
+		responsewriters.WriteJSON(w, http.StatusOK, out)
 	})
 }
 

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	apirequest "k8s.io/apiserver/pkg/endpoints/request"
 
+	"github.com/panorama-io/panorama/internal/responsewriters"
 	"github.com/panorama-io/panorama/storage"
 )
 
@@ -117,7 +118,7 @@ func (h *Handler) serveReview(w http.ResponseWriter, req *request) {
 		c, ns := req.view.rulesScope(review.Spec.Namespace)
 		review.Status = h.rulesReview(req.r, c, ns)
 	}
-	writeJSON(w, http.StatusCreated, obj)
+	responsewriters.WriteJSON(w, http.StatusCreated, obj)
 }
 
 // decodeReview reads a review of res's kind (JSON, YAML or protobuf, the

@@ -29,6 +29,7 @@ import (
 	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
 	"github.com/panorama-io/panorama/apiserver/hostauthz"
 	"github.com/panorama-io/panorama/apiserver/watchcache"
+	"github.com/panorama-io/panorama/internal/responsewriters"
 )
 
 var (
@@ -183,10 +184,10 @@ func (s *Server) install() {
 	mux.Handle("/apis/"+gv.Group, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		g := group
 		g.TypeMeta = metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}
-		writeJSON(w, http.StatusOK, &g)
+		responsewriters.WriteJSON(w, http.StatusOK, &g)
 	}))
 	mux.Handle("/apis/"+gv.String(), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, &metav1.APIResourceList{
+		responsewriters.WriteJSON(w, http.StatusOK, &metav1.APIResourceList{
 			TypeMeta:     metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"},
 			GroupVersion: gv.String(),
 			APIResources: []metav1.APIResource{

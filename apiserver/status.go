@@ -2,19 +2,17 @@ package apiserver
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	apiserverstorage "k8s.io/apiserver/pkg/storage"
 	"k8s.io/klog/v2"
 
 	"github.com/panorama-io/panorama/apiserver/watchcache"
+	"github.com/panorama-io/panorama/internal/responsewriters"
 	"github.com/panorama-io/panorama/storage"
 )
 
@@ -66,37 +64,5 @@ func toStatus(ctx context.Context, err error, gr schema.GroupResource) apierrors
 // writeError answers r with the Status of err, a failure reading gr.
 func writeError(w http.ResponseWriter, r *http.Request, err error, gr schema.GroupResource) {
 	st := toStatus(r.Context(), err, gr).Status()
-	writeStatus(w, &st)
-}
-
-func writeStatus(w http.ResponseWriter, st *metav1.Status) {
-	st.Kind, st.APIVersion = "Status", "v1"
-	if st.Status == "" {
-		st.Status = metav1.StatusFailure
-	}
-	code := int(st.Code)
-	if code == 0 {
-		code = http.StatusInternalServerError
-	}
-	// As kube-apiserver's responsewriters: a retry delay is also a header,
-	// which clients honor without reading the body.
-	if d := st.Details; d != nil && d.RetryAfterSeconds > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(int(d.RetryAfterSeconds)))
-	}
-	writeJSON(w, code, st)
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	writeJSONAs(w, code, "application/json", v)
-}
-
-func writeJSONAs(w http.ResponseWriter, code int, contentType string, v any) {
-	data, err := json.Marshal(v)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", contentType)
-	w.WriteHeader(code)
-	_, _ = w.Write(data)
+	responsewriters.WriteStatus(w, &st)
 }

@@ -14,6 +14,7 @@ import (
 	apirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/streaming/pkg/httpstream/wsstream"
 
+	"github.com/panorama-io/panorama/internal/responsewriters"
 	"github.com/panorama-io/panorama/storage"
 )
 
@@ -62,7 +63,7 @@ func (h *Handler) refuseSubresource(w http.ResponseWriter, req *request, cluster
 	if (info.Subresource == "exec" || info.Subresource == "attach") && refuseOverWebSocket(w, r, st) {
 		return
 	}
-	writeStatus(w, st)
+	responsewriters.WriteStatus(w, st)
 }
 
 // mayRefuseSubresource reports whether the view serves the resource of a

@@ -10,6 +10,8 @@ import (
 	utilversion "k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/component-base/compatibility"
+
+	"github.com/panorama-io/panorama/internal/responsewriters"
 )
 
 // servedKubeVersion is the Kubernetes release of the libraries Panorama is
@@ -87,7 +89,7 @@ func isVersion(rest string) bool { return rest == "/version" || rest == "/versio
 func (h *Handler) serveVersion(w http.ResponseWriter, req *request) {
 	cluster := req.cluster
 	if cluster == "" {
-		writeJSON(w, http.StatusOK, panoramaVersion)
+		responsewriters.WriteJSON(w, http.StatusOK, panoramaVersion)
 		return
 	}
 	if !h.seesCluster(req.r, cluster) {
@@ -104,5 +106,5 @@ func (h *Handler) serveVersion(w http.ResponseWriter, req *request) {
 	if v, err := utilversion.ParseGeneric(gitVersion); err == nil {
 		info.Major, info.Minor = fmt.Sprint(v.Major()), fmt.Sprint(v.Minor())
 	}
-	writeJSON(w, http.StatusOK, info)
+	responsewriters.WriteJSON(w, http.StatusOK, info)
 }

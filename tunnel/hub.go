@@ -2,7 +2,6 @@ package tunnel
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -14,10 +13,12 @@ import (
 	"github.com/coder/websocket"
 	"github.com/hashicorp/yamux"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/klog/v2"
 
 	clusterv1alpha1 "github.com/panorama-io/panorama/apis/cluster/v1alpha1"
+	"github.com/panorama-io/panorama/internal/responsewriters"
 )
 
 // ClustersResource is the resource a refused tunnel's Status names.
@@ -96,8 +97,9 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Before the token, which may cost the host a TokenReview: a replica
 	// that does not sync the Cluster spends nothing on it.
 	if !h.owns(cluster) {
-		w.Header().Set("Retry-After", "1")
-		writeStatus(w, apierrors.NewServiceUnavailable(fmt.Sprintf("another replica syncs Cluster %q: connect again", cluster)))
+		unavailable := apierrors.NewServiceUnavailable(fmt.Sprintf("another replica syncs Cluster %q: connect again", cluster))
+		unavailable.ErrStatus.Details = &metav1.StatusDetails{RetryAfterSeconds: 1}
+		writeStatus(w, unavailable)
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), authTimeout)
@@ -112,9 +114,6 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			logger.Info("refused a tunnel", "err", err)
 		} else {
 			logger.V(2).Info("refused a tunnel", "err", err)
-		}
-		if apierrors.IsTooManyRequests(err) {
-			w.Header().Set("Retry-After", "1")
 		}
 		writeStatus(w, err)
 		return
@@ -249,17 +248,15 @@ func (h *Hub) Dialer(cluster, agent string) func(ctx context.Context, network, a
 	}
 }
 
-// writeStatus answers with err's Status; an error that has none is the
-// hub's own, whose text the peer, not yet trusted, is not told.
+// writeStatus answers with err's own Status, never one it wraps (the
+// host's answer to a TokenReview is not the peer's to read); any other
+// error is a 503, since what failed was asking the host. A refused peer
+// gets no more of the connection.
 func writeStatus(w http.ResponseWriter, err error) {
-	status := apierrors.NewServiceUnavailable("the tunnel cannot be authenticated now").ErrStatus
+	st := apierrors.NewServiceUnavailable("the tunnel cannot be authenticated now").ErrStatus
 	if s, ok := err.(apierrors.APIStatus); ok {
-		status = s.Status()
+		st = s.Status()
 	}
-	status.Kind, status.APIVersion = "Status", "v1"
-	// A refused peer gets no more of the connection.
 	w.Header().Set("Connection", "close")
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(int(status.Code))
-	_ = json.NewEncoder(w).Encode(status)
+	responsewriters.WriteStatus(w, &st)
 }

@@ -3,6 +3,7 @@ package tunnel_test
 import (
 	"context"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/hashicorp/yamux"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/wait"
 
@@ -205,6 +207,30 @@ func TestTunnelRefusals(t *testing.T) {
 				t.Error("a refused agent's tunnel is open")
 			}
 		})
+	}
+}
+
+// TestRefusalsToRetrySayWhen: an agent sent to a replica that does not
+// sync its Cluster is told when to connect again, and the connection ends.
+func TestRefusalsToRetrySayWhen(t *testing.T) {
+	h := newHub(t, func(cluster string) bool { return cluster != "elsewhere" })
+	req, err := http.NewRequest(http.MethodGet, tunnel.URL(h.server.URL, "elsewhere"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer elsewhere-token")
+	resp, err := h.server.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var st metav1.Status
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "1" || !resp.Close ||
+		st.Kind != "Status" || st.Reason != metav1.StatusReasonServiceUnavailable {
+		t.Errorf("answer %d, Retry-After %q, closed %v, %+v", resp.StatusCode, resp.Header.Get("Retry-After"), resp.Close, st)
 	}
 }
 
