@@ -49,6 +49,12 @@ manifests: $(CONTROLLER_GEN) ## CRDs into config/crd, RBAC into config/rbac, CRD
 build: ## Binaries into bin/.
 	go build -o bin/ ./cmd/...
 
+.PHONY: plugin
+plugin: ## Installs kubectl-panorama and its completion hook into $(go env GOPATH)/bin.
+	bin="$$(go env GOPATH)/bin"; mkdir -p "$$bin"; \
+	go build -o "$$bin/kubectl-panorama" ./cmd/panorama; \
+	install -m 0755 plugins/kubectl_complete-panorama "$$bin/kubectl_complete-panorama"
+
 .PHONY: test-assets
 test-assets: ## Builds kube-apiserver, etcd, kubectl, helm and k9s (cached).
 	hack/test-assets.sh

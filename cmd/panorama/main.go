@@ -5,42 +5,84 @@
 //	panorama [serve] [flags]    serve (the default, as the chart runs it)
 //	panorama kubeconfig [flags] write a kubeconfig of Panorama's views
 //	panorama mcp [flags]        an MCP server for AI agents over the views
+//	panorama search|count|history|diff|completion ...
+//	                            the kubectl plugin's commands
+//
+// Installed as kubectl-panorama, it is `kubectl panorama`: without a
+// command it prints the plugin's help rather than serving.
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/panorama-io/panorama/internal/allinone"
 	"github.com/panorama-io/panorama/internal/containermemory"
+	"github.com/panorama-io/panorama/internal/kubectlplugin"
 )
 
 func main() {
+	asPlugin := strings.HasPrefix(filepath.Base(os.Args[0]), kubectlplugin.Name)
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
 		case "kubeconfig":
-			if err := kubeconfig(ctrl.SetupSignalHandler(), os.Args[2:], os.Stdout, os.Stderr); err != nil && !errors.Is(err, pflag.ErrHelp) {
-				fmt.Fprintln(os.Stderr, "error:", err)
-				os.Exit(1)
-			}
+			exitOn(kubeconfig(ctrl.SetupSignalHandler(), os.Args[2:], os.Stdout, os.Stderr))
 			return
 		case "mcp":
-			if err := mcpCommand(ctrl.SetupSignalHandler(), os.Args[2:], os.Stderr); err != nil && !errors.Is(err, pflag.ErrHelp) {
-				fmt.Fprintln(os.Stderr, "error:", err)
-				os.Exit(1)
-			}
+			exitOn(mcpCommand(ctrl.SetupSignalHandler(), os.Args[2:], os.Stderr))
 			return
 		case "serve":
 			os.Args = append(os.Args[:1], os.Args[2:]...)
+			serve()
+			return
 		}
+		asPlugin = asPlugin || slices.Contains(kubectlplugin.Commands, os.Args[1])
+	}
+	if asPlugin {
+		plugin(ctrl.SetupSignalHandler())
+		return
 	}
 	serve()
+}
+
+// plugin runs the kubectl plugin's commands, with kubeconfig and mcp
+// beside them so that its help and completion name them.
+func plugin(ctx context.Context) {
+	passOn := func(name, short string, run func(args []string) error) *cobra.Command {
+		return &cobra.Command{Use: name, Short: short, DisableFlagParsing: true,
+			RunE: func(_ *cobra.Command, args []string) error { return run(args) }}
+	}
+	cmd := kubectlplugin.NewCommand(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr},
+		passOn("kubeconfig", "Write a kubeconfig of Panorama's views", func(args []string) error {
+			return kubeconfig(ctx, args, os.Stdout, os.Stderr)
+		}),
+		passOn("mcp", "Serve an MCP server for AI agents over Panorama's views", func(args []string) error {
+			return mcpCommand(ctx, args, os.Stderr)
+		}))
+	if err := cmd.ExecuteContext(ctx); err != nil && !errors.Is(err, pflag.ErrHelp) {
+		kubectlplugin.PrintError(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+// exitOn ends the process with status 1 when a command failed.
+func exitOn(err error) {
+	if err != nil && !errors.Is(err, pflag.ErrHelp) {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
 }
 
 func serve() {

@@ -13,6 +13,7 @@ import (
 
 	clusterv1alpha1 "github.com/panorama-io/panorama/apis/cluster/v1alpha1"
 	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
+	"github.com/panorama-io/panorama/internal/viewclient"
 )
 
 // ClustersInput takes nothing: the clusters are those the user may read.
@@ -53,7 +54,7 @@ const probeConcurrency = 8
 // exist.
 func (t *tools) listClusters(ctx context.Context) (ClustersOutput, error) {
 	var list clusterv1alpha1.ClusterList
-	_, err := t.views.getJSON(ctx, clustersPath, nil, &list)
+	_, err := t.views.GetJSON(ctx, viewclient.ClustersPath, nil, &list)
 	var candidates []Cluster
 	switch {
 	case err == nil:
@@ -77,7 +78,7 @@ func (t *tools) listClusters(ctx context.Context) (ClustersOutput, error) {
 	for i := range candidates {
 		g.Go(func() error {
 			c := &candidates[i]
-			_, _, err := t.views.get(gctx, searchv1alpha1.ViewPath(c.Name)+"/api", nil, false)
+			_, _, err := t.views.Get(gctx, searchv1alpha1.ViewPath(c.Name)+"/api", nil, false)
 			switch {
 			case apierrors.IsNotFound(err) || apierrors.IsForbidden(err):
 				return nil
@@ -91,7 +92,7 @@ func (t *tools) listClusters(ctx context.Context) (ClustersOutput, error) {
 				var v struct {
 					GitVersion string `json:"gitVersion"`
 				}
-				if _, err := t.views.getJSON(gctx, searchv1alpha1.ViewPath(c.Name)+"/version", nil, &v); err == nil {
+				if _, err := t.views.GetJSON(gctx, searchv1alpha1.ViewPath(c.Name)+"/version", nil, &v); err == nil {
 					c.Version = v.GitVersion
 				}
 			}

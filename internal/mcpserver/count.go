@@ -7,6 +7,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
+	"github.com/panorama-io/panorama/internal/viewclient"
 )
 
 // CountInput is a count: a resource, filters, and the terms to group by.
@@ -37,9 +38,9 @@ func (t *tools) count(ctx context.Context, _ *mcp.CallToolRequest, in CountInput
 
 func (t *tools) doCount(ctx context.Context, in CountInput) (CountOutput, error) {
 	if len(in.GroupBy) == 0 {
-		return CountOutput{}, badInput("groupBy is required: cluster, namespace, label:<key> or field:<path>")
+		return CountOutput{}, viewclient.BadInput("groupBy is required: cluster, namespace, label:<key> or field:<path>")
 	}
-	m, err := t.views.mapping(ctx, in.Resource)
+	m, err := t.views.Mapping(ctx, in.Resource)
 	if err != nil {
 		return CountOutput{}, err
 	}
@@ -49,7 +50,7 @@ func (t *tools) doCount(ctx context.Context, in CountInput) (CountOutput, error)
 		q.Set("limit", strconv.Itoa(in.Limit))
 	}
 	var counts searchv1alpha1.Counts
-	warnings, err := t.views.getJSON(ctx, searchv1alpha1.ViewPath("")+resourcePath(m.Resource, ""), q, &counts)
+	warnings, err := t.views.GetJSON(ctx, searchv1alpha1.ViewPath("")+viewclient.ResourcePath(m.Resource, ""), q, &counts)
 	out := CountOutput{GroupBy: counts.GroupBy, Groups: counts.Items, GroupsLeftOut: counts.RemainingItemCount, Warnings: warnings}
 	if err != nil {
 		return out, err

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
+	"github.com/panorama-io/panorama/internal/viewclient"
 )
 
 const (
@@ -78,14 +79,14 @@ func (t *tools) doDescribe(ctx context.Context, ref ObjectRef) (DescribeOutput, 
 		return DescribeOutput{}, err
 	}
 	var obj unstructured.Unstructured
-	warnings, err := t.views.getJSON(ctx, ref.path(m), nil, &obj.Object)
+	warnings, err := t.views.GetJSON(ctx, ref.path(m), nil, &obj.Object)
 	out := DescribeOutput{Warnings: warnings}
 	if err != nil {
 		return out, err
 	}
 	out.Kind, out.Cluster, out.Namespace, out.Name = obj.GetKind(), ref.Cluster, obj.GetNamespace(), obj.GetName()
 	out.Labels = obj.GetLabels()
-	if table, _, err := t.views.getTable(ctx, ref.path(m), nil); err == nil {
+	if table, _, err := t.views.GetTable(ctx, ref.path(m), nil); err == nil {
 		if rows, err := compactRows(table); err == nil && len(rows) == 1 {
 			out.Summary = rows[0]
 			for _, k := range []string{"cluster", "namespace", "name"} {
@@ -137,14 +138,14 @@ func (t *tools) owners(ctx context.Context, cluster string, obj *unstructured.Un
 		if err != nil {
 			break
 		}
-		m, err := t.views.mapper.RESTMapping(gv.WithKind(ref.Kind).GroupKind(), gv.Version)
+		m, err := t.views.Mapper().RESTMapping(gv.WithKind(ref.Kind).GroupKind(), gv.Version)
 		if err != nil {
 			warnings = append(warnings, fmt.Sprintf("owner %s/%s: not synced by Panorama", ref.Kind, ref.Name))
 			break
 		}
 		var next unstructured.Unstructured
-		path := searchv1alpha1.ViewPath(cluster) + objectPath(m, cur.GetNamespace(), ref.Name)
-		if _, err := t.views.getJSON(ctx, path, nil, &next.Object); err != nil {
+		path := searchv1alpha1.ViewPath(cluster) + viewclient.ObjectPath(m, cur.GetNamespace(), ref.Name)
+		if _, err := t.views.GetJSON(ctx, path, nil, &next.Object); err != nil {
 			warnings = append(warnings, fmt.Sprintf("owner %s/%s: %v", ref.Kind, ref.Name, toolError(err)))
 			break
 		}
@@ -158,8 +159,8 @@ func (t *tools) owners(ctx context.Context, cluster string, obj *unstructured.Un
 func (t *tools) events(ctx context.Context, cluster string, obj *unstructured.Unstructured) ([]event, error) {
 	q := url.Values{"fieldSelector": {fields.OneTermEqualSelector("involvedObject.uid", string(obj.GetUID())).String()}}
 	var list corev1.EventList
-	path := searchv1alpha1.ViewPath(cluster) + resourcePath(corev1.SchemeGroupVersion.WithResource("events"), obj.GetNamespace())
-	if _, err := t.views.getJSON(ctx, path, q, &list); err != nil {
+	path := searchv1alpha1.ViewPath(cluster) + viewclient.ResourcePath(corev1.SchemeGroupVersion.WithResource("events"), obj.GetNamespace())
+	if _, err := t.views.GetJSON(ctx, path, q, &list); err != nil {
 		return nil, err
 	}
 	out := make([]event, 0, len(list.Items))

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 
 	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
+	"github.com/panorama-io/panorama/internal/viewclient"
 )
 
 // ObjectRef names one object of one cluster.
@@ -23,23 +24,23 @@ type ObjectRef struct {
 }
 
 // resolve maps the reference's resource and checks what a path needs.
-func (r ObjectRef) resolve(ctx context.Context, v *views) (*meta.RESTMapping, error) {
+func (r ObjectRef) resolve(ctx context.Context, v *viewclient.Client) (*meta.RESTMapping, error) {
 	if r.Cluster == "" || r.Name == "" {
-		return nil, badInput("cluster and name are required")
+		return nil, viewclient.BadInput("cluster and name are required")
 	}
-	m, err := v.mapping(ctx, r.Resource)
+	m, err := v.Mapping(ctx, r.Resource)
 	if err != nil {
 		return nil, err
 	}
-	if isNamespaced(m) && r.Namespace == "" {
-		return nil, badInput(fmt.Sprintf("%s are namespaced: namespace is required", m.Resource.Resource))
+	if viewclient.IsNamespaced(m) && r.Namespace == "" {
+		return nil, viewclient.BadInput(fmt.Sprintf("%s are namespaced: namespace is required", m.Resource.Resource))
 	}
 	return m, nil
 }
 
 // path is the object's path in its cluster's view.
 func (r ObjectRef) path(m *meta.RESTMapping) string {
-	return searchv1alpha1.ViewPath(r.Cluster) + objectPath(m, r.Namespace, r.Name)
+	return searchv1alpha1.ViewPath(r.Cluster) + viewclient.ObjectPath(m, r.Namespace, r.Name)
 }
 
 // GetInput reads one object.
@@ -80,18 +81,18 @@ func (t *tools) doGet(ctx context.Context, in GetInput) (GetOutput, error) {
 func (t *tools) readObject(ctx context.Context, ref ObjectRef, m *meta.RESTMapping, asOf string) (map[string]any, []string, error) {
 	if asOf == "" {
 		var obj map[string]any
-		warnings, err := t.views.getJSON(ctx, ref.path(m), nil, &obj)
+		warnings, err := t.views.GetJSON(ctx, ref.path(m), nil, &obj)
 		return obj, warnings, err
 	}
 	ns := ""
-	if isNamespaced(m) {
+	if viewclient.IsNamespaced(m) {
 		ns = ref.Namespace
 	}
 	var list struct {
 		Items []map[string]any `json:"items"`
 	}
 	q := url.Values{"asOf": {asOf}, "fieldSelector": {fields.OneTermEqualSelector("metadata.name", ref.Name).String()}}
-	warnings, err := t.views.getJSON(ctx, searchv1alpha1.ViewPath(ref.Cluster)+resourcePath(m.Resource, ns), q, &list)
+	warnings, err := t.views.GetJSON(ctx, searchv1alpha1.ViewPath(ref.Cluster)+viewclient.ResourcePath(m.Resource, ns), q, &list)
 	if err != nil {
 		return nil, warnings, err
 	}
@@ -133,7 +134,7 @@ func (t *tools) doHistory(ctx context.Context, in HistoryInput) (HistoryOutput, 
 	}
 	withDiff := in.From != 0 || in.To != 0
 	if withDiff && (in.From == 0 || in.To == 0) {
-		return HistoryOutput{}, badInput("a diff needs both from and to")
+		return HistoryOutput{}, viewclient.BadInput("a diff needs both from and to")
 	}
 	q := url.Values{}
 	// A diff rebuilds versions from the first, whole, one: it reads them all.
@@ -141,7 +142,7 @@ func (t *tools) doHistory(ctx context.Context, in HistoryInput) (HistoryOutput, 
 		q.Set("limit", strconv.Itoa(in.Limit))
 	}
 	var h searchv1alpha1.History
-	warnings, err := t.views.getJSON(ctx, in.path(m)+"/history", q, &h)
+	warnings, err := t.views.GetJSON(ctx, in.path(m)+"/history", q, &h)
 	out := HistoryOutput{Warnings: warnings}
 	if err != nil {
 		return out, err

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
+	"github.com/panorama-io/panorama/internal/viewclient"
 )
 
 // Filters are the search parameters of docs/usage.md that select objects,
@@ -97,7 +98,7 @@ func (t *tools) search(ctx context.Context, _ *mcp.CallToolRequest, in SearchInp
 
 func (t *tools) doSearch(ctx context.Context, in SearchInput) (SearchOutput, error) {
 	if (in.Resource == "") == (in.Collection == "") {
-		return SearchOutput{}, badInput("name either a resource or a collection")
+		return SearchOutput{}, viewclient.BadInput("name either a resource or a collection")
 	}
 	q := in.Filters.query()
 	limit := in.Limit
@@ -105,7 +106,7 @@ func (t *tools) doSearch(ctx context.Context, in SearchInput) (SearchOutput, err
 		limit = defaultLimit
 	}
 	if limit > maxLimit {
-		return SearchOutput{}, badInput("limit is at most " + strconv.Itoa(maxLimit) + ": page with continue")
+		return SearchOutput{}, viewclient.BadInput("limit is at most " + strconv.Itoa(maxLimit) + ": page with continue")
 	}
 	q.Set("limit", strconv.Itoa(limit))
 	q.Set("withRemainingCount", "true")
@@ -121,15 +122,15 @@ func (t *tools) doSearch(ctx context.Context, in SearchInput) (SearchOutput, err
 	if in.Collection != "" {
 		return t.searchCollection(ctx, in, q, limit)
 	}
-	m, err := t.views.mapping(ctx, in.Resource)
+	m, err := t.views.Mapping(ctx, in.Resource)
 	if err != nil {
 		return SearchOutput{}, err
 	}
-	path := searchv1alpha1.ViewPath("") + resourcePath(m.Resource, "")
+	path := searchv1alpha1.ViewPath("") + viewclient.ResourcePath(m.Resource, "")
 	out := SearchOutput{Kind: m.GroupVersionKind.Kind}
 	var lm metav1.ListMeta
 	if len(in.Fields) == 0 {
-		table, warnings, err := t.views.getTable(ctx, path, q)
+		table, warnings, err := t.views.GetTable(ctx, path, q)
 		out.Warnings = warnings
 		if err != nil {
 			return out, err
@@ -143,7 +144,7 @@ func (t *tools) doSearch(ctx context.Context, in SearchInput) (SearchOutput, err
 			Metadata metav1.ListMeta  `json:"metadata"`
 			Items    []map[string]any `json:"items"`
 		}
-		if out.Warnings, err = t.views.getJSON(ctx, path, q, &list); err != nil {
+		if out.Warnings, err = t.views.GetJSON(ctx, path, q, &list); err != nil {
 			return out, err
 		}
 		out.Items = make([]map[string]any, 0, len(list.Items))
@@ -164,11 +165,11 @@ func (t *tools) doSearch(ctx context.Context, in SearchInput) (SearchOutput, err
 // so each row names its kind.
 func (t *tools) searchCollection(ctx context.Context, in SearchInput, q url.Values, limit int) (SearchOutput, error) {
 	if in.Continue != "" {
-		return SearchOutput{}, badInput("a collection answers one page: continue does not apply")
+		return SearchOutput{}, viewclient.BadInput("a collection answers one page: continue does not apply")
 	}
 	q.Del("withRemainingCount")
 	var coll searchv1alpha1.CollectionResource
-	warnings, err := t.views.getJSON(ctx, "/apis/"+searchv1alpha1.GroupName+"/"+searchv1alpha1.Version+"/collectionresources/"+url.PathEscape(in.Collection), q, &coll)
+	warnings, err := t.views.GetJSON(ctx, "/apis/"+searchv1alpha1.GroupName+"/"+searchv1alpha1.Version+"/collectionresources/"+url.PathEscape(in.Collection), q, &coll)
 	out := SearchOutput{Warnings: warnings, Items: make([]map[string]any, 0, len(coll.Items))}
 	if err != nil {
 		return out, err

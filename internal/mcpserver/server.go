@@ -22,6 +22,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
+
+	"github.com/panorama-io/panorama/internal/viewclient"
 )
 
 // ClustersURI is the resource of the cluster list.
@@ -37,7 +39,7 @@ type Options struct {
 // New is the MCP server over the views of the host that cfg reaches, with
 // cfg's credentials.
 func New(host *rest.Config, opts Options) (*mcp.Server, error) {
-	v, err := newViews(host)
+	v, err := viewclient.New(host)
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +73,7 @@ func New(host *rest.Config, opts Options) (*mcp.Server, error) {
 
 // tools are the handlers of the server's tools.
 type tools struct {
-	views        *views
+	views        *viewclient.Client
 	clusterNames []string
 }
 

@@ -7,6 +7,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/jsonpath"
+
+	"github.com/panorama-io/panorama/internal/viewclient"
 )
 
 // Answers are compact by default: an agent pays for every token it reads,
@@ -69,11 +71,11 @@ func selectFields(obj map[string]any, fields []string) (map[string]any, error) {
 	for _, f := range fields {
 		jp := jsonpath.New(f).AllowMissingKeys(true)
 		if err := jp.Parse(fieldPath(f)); err != nil {
-			return nil, badInput(fmt.Sprintf("field %q: %v", f, err))
+			return nil, viewclient.BadInput(fmt.Sprintf("field %q: %v", f, err))
 		}
 		values, err := find(jp, obj)
 		if err != nil {
-			return nil, badInput(fmt.Sprintf("field %q: %v", f, err))
+			return nil, viewclient.BadInput(fmt.Sprintf("field %q: %v", f, err))
 		}
 		switch len(values) {
 		case 0:

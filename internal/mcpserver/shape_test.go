@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
+	"github.com/panorama-io/panorama/internal/viewclient"
 )
 
 func pod() *corev1.Pod {
@@ -148,7 +149,7 @@ func deployment(replicas int32, image, rv string) *appsv1.Deployment {
 	return &appsv1.Deployment{
 		TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", ResourceVersion: rv,
-			Annotations: map[string]string{memberResourceVersionAnnotation: "m" + rv}},
+			Annotations: map[string]string{viewclient.MemberResourceVersionAnnotation: "m" + rv}},
 		Spec: appsv1.DeploymentSpec{Replicas: &replicas, Template: corev1.PodTemplateSpec{
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: image}}}}},
 	}

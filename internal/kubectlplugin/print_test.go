@@ -1,0 +1,167 @@
+package kubectlplugin
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+
+	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
+)
+
+// printed is what the flags args make of a table.
+func printed(t *testing.T, table *metav1.Table, withNamespace bool, args ...string) string {
+	t.Helper()
+	cmd := &cobra.Command{}
+	p := addPrintFlags(cmd, true)
+	if err := cmd.ParseFlags(args); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := p.printTable(table, withNamespace, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out.String()
+}
+
+// serverTable is a Table as a view answers it: the member's columns with
+// CLUSTER, rows carrying their objects' metadata.
+func serverTable(t *testing.T) *metav1.Table {
+	t.Helper()
+	row := func(cluster, ns, name, app string) metav1.TableRow {
+		meta, _ := json.Marshal(map[string]any{"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+			"metadata": map[string]any{"name": name, "namespace": ns, "labels": map[string]string{"app": app}}})
+		return metav1.TableRow{Cells: []any{cluster, name, "Running", "node-" + cluster}, Object: runtime.RawExtension{Raw: meta}}
+	}
+	return &metav1.Table{
+		ColumnDefinitions: []metav1.TableColumnDefinition{
+			{Name: "Cluster", Type: "string"}, {Name: "Name", Type: "string", Format: "name"},
+			{Name: "Status", Type: "string"}, {Name: "Node", Type: "string", Priority: 1},
+		},
+		Rows: []metav1.TableRow{row("east", "shop", "web-1", "web"), row("west", "bank", "web-2", "api")},
+	}
+}
+
+func TestPrintTable(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		args          []string
+		withNamespace bool
+		want          string
+	}{
+		{name: "default", want: "" +
+			"CLUSTER   NAME    STATUS\n" +
+			"east      web-1   Running\n" +
+			"west      web-2   Running\n"},
+		{name: "wide, all namespaces", args: []string{"-o", "wide"}, withNamespace: true, want: "" +
+			"NAMESPACE   CLUSTER   NAME    STATUS    NODE\n" +
+			"shop        east      web-1   Running   node-east\n" +
+			"bank        west      web-2   Running   node-west\n"},
+		{name: "no headers, labels", args: []string{"--no-headers", "--show-labels"}, want: "" +
+			"east   web-1   Running   app=web\n" +
+			"west   web-2   Running   app=api\n"},
+		{name: "label columns", args: []string{"-L", "app"}, want: "" +
+			"CLUSTER   NAME    STATUS    APP\n" +
+			"east      web-1   Running   web\n" +
+			"west      web-2   Running   api\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := printed(t, serverTable(t), tc.withNamespace, tc.args...); got != tc.want {
+				t.Errorf("got\n%s\nwant\n%s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestCountsTable(t *testing.T) {
+	counts := &searchv1alpha1.Counts{GroupBy: []string{"cluster", "field:status.phase"}, Items: []searchv1alpha1.CountsGroup{
+		{Group: map[string]string{"cluster": "east", "field:status.phase": "Running"}, Count: 12},
+		{Group: map[string]string{"cluster": "west"}, Count: 3},
+	}}
+	want := "" +
+		"CLUSTER   FIELD:STATUS.PHASE   COUNT\n" +
+		"east      Running              12\n" +
+		"west      <none>               3\n"
+	if got := printed(t, countsTable(counts), false); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+// history is an object's History: created with one replica, scaled to 3.
+func history(t *testing.T) *searchv1alpha1.History {
+	t.Helper()
+	added := `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"shop","resourceVersion":"10",` +
+		`"annotations":{"panorama.io/member-resource-version":"m1"}},"spec":{"replicas":1}}`
+	scaled := `{"metadata":{"resourceVersion":"20","annotations":{"panorama.io/member-resource-version":"m2"}},"spec":{"replicas":3}}`
+	at := func(s string) *metav1.MicroTime {
+		tm, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &metav1.MicroTime{Time: tm}
+	}
+	return &searchv1alpha1.History{Items: []searchv1alpha1.HistoryItem{
+		{Revision: 10, Time: at("2026-12-01T10:00:00Z"), Type: watch.Added, MemberResourceVersion: "m1", Patch: json.RawMessage(added)},
+		{Revision: 20, Time: at("2026-12-01T11:00:00Z"), Type: watch.Modified, MemberResourceVersion: "m2", Patch: json.RawMessage(scaled)},
+	}}
+}
+
+func TestHistoryTable(t *testing.T) {
+	table, err := historyTable(history(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "" +
+		"REVISION   TIME                   TYPE       MEMBER RV   CHANGED PATHS\n" +
+		"10         2026-12-01T10:00:00Z   ADDED      m1          \n" +
+		"20         2026-12-01T11:00:00Z   MODIFIED   m2          spec.replicas\n"
+	if got := printed(t, table, false); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestDiffOfTwoVersions(t *testing.T) {
+	h := history(t)
+	from, err := revisionOf(h, "2026-12-01T10:30:00Z")
+	if err != nil || from != 10 {
+		t.Fatalf("the version at 10:30 is revision %d (%v), want 10", from, err)
+	}
+	a, err := yamlAt(h, from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := yamlAt(h, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := writeDiff(&out, a, b, "east:web@10", "east:web@20"); err != nil {
+		t.Fatal(err)
+	}
+	want := "" +
+		"--- east:web@10\n" +
+		"+++ east:web@20\n" +
+		"@@ -4,4 +4,4 @@\n" +
+		"   name: web\n" +
+		"   namespace: shop\n" +
+		" spec:\n" +
+		"-  replicas: 1\n" +
+		"+  replicas: 3\n"
+	if got := out.String(); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	// Before its first version the object did not exist: all of it is new.
+	none, err := yamlAt(h, 9)
+	if err != nil || none != "" {
+		t.Errorf("before revision 10: %q, %v", none, err)
+	}
+	if _, err := revisionOf(h, "2026-11-30T00:00:00Z"); err == nil || !strings.Contains(err.Error(), "no version") {
+		t.Errorf("a time before every version: %v", err)
+	}
+}
