@@ -55,7 +55,7 @@ func (c *countOptions) run(ctx context.Context, resource string) error {
 	if err != nil {
 		return err
 	}
-	ns, _, err := c.namespace(c.allNamespaces)
+	ns, err := c.namespace(c.allNamespaces)
 	if err != nil {
 		return err
 	}

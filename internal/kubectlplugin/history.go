@@ -61,7 +61,7 @@ func (o *objectFlags) objectPath(ctx context.Context, views *viewclient.Client, 
 	if err != nil {
 		return "", err
 	}
-	ns, _, err := o.namespace(false)
+	ns, err := o.namespace(false)
 	if err != nil {
 		return "", err
 	}

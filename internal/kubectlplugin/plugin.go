@@ -52,13 +52,14 @@ func (o *options) views() (*viewclient.Client, error) {
 	return o.client, err
 }
 
-// namespace is the namespace to list in, "" for every namespace (-A), and
-// whether the user named it.
-func (o *options) namespace(allNamespaces bool) (string, bool, error) {
+// namespace is the namespace to list in: -n, else the context's, else
+// "default"; "" for every namespace (-A).
+func (o *options) namespace(allNamespaces bool) (string, error) {
 	if allNamespaces {
-		return "", false, nil
+		return "", nil
 	}
-	return o.config.ToRawKubeConfigLoader().Namespace()
+	ns, _, err := o.config.ToRawKubeConfigLoader().Namespace()
+	return ns, err
 }
 
 // warn prints the warnings of an answer as kubectl prints the server's.

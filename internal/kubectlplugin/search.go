@@ -5,13 +5,17 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
 	"github.com/panorama-io/panorama/internal/viewclient"
+	"github.com/panorama-io/panorama/storage"
 )
 
 // searchOptions are `kubectl panorama search`'s.
@@ -20,6 +24,7 @@ type searchOptions struct {
 	print         *printFlags
 	filters       *searchValues
 	cluster       string
+	collection    string
 	allNamespaces bool
 	chunkSize     int64
 }
@@ -36,16 +41,26 @@ func newSearchCommand(o *options) *cobra.Command {
   kubectl panorama search deployments.apps -A --clusters east,west --images nginx -o yaml
 
   # Pods of one cluster's namespace as they were an hour ago
-  kubectl panorama search pods --cluster east -n shop --as-of 1h`,
-		Args:              cobra.ExactArgs(1),
+  kubectl panorama search pods --cluster east -n shop --as-of 1h
+
+  # The workloads (Deployments, DaemonSets, StatefulSets) of every cluster
+  kubectl panorama search --collection workloads -A`,
+		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: o.completeResources,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if (len(args) == 1) == (s.collection != "") {
+				return viewclient.BadInput("name either a TYPE or a --collection")
+			}
+			if s.collection != "" {
+				return s.runCollection(cmd.Context())
+			}
 			return s.run(cmd.Context(), args[0])
 		},
 	}
 	s.print = addPrintFlags(cmd, true)
 	s.filters = addSearchFlags(cmd.Flags(), false)
 	cmd.Flags().StringVar(&s.cluster, "cluster", "", "Search one cluster's view (default: the view across clusters).")
+	cmd.Flags().StringVar(&s.collection, "collection", "", "Instead of TYPE, a collection of several kinds: workloads or networking.")
 	cmd.Flags().BoolVarP(&s.allNamespaces, "all-namespaces", "A", false, "If present, list the requested object(s) across all namespaces. Namespace in current context is ignored even if specified with --namespace.")
 	cmd.Flags().Int64Var(&s.chunkSize, "chunk-size", 500, "Return large lists in chunks rather than all at once.")
 	o.completeClusters(cmd, "cluster", "clusters")
@@ -61,7 +76,7 @@ func (s *searchOptions) run(ctx context.Context, resource string) error {
 	if err != nil {
 		return err
 	}
-	ns, _, err := s.namespace(s.allNamespaces)
+	ns, err := s.namespace(s.allNamespaces)
 	if err != nil {
 		return err
 	}
@@ -156,4 +171,67 @@ func (s *searchOptions) list(ctx context.Context, views *viewclient.Client, path
 		return metav1.ListMeta{Continue: l.GetContinue()}, nil
 	})
 	return all, err
+}
+
+// runCollection lists a collection: objects of several kinds, in one
+// answer, printed with their kinds.
+func (s *searchOptions) runCollection(ctx context.Context) error {
+	views, err := s.views()
+	if err != nil {
+		return err
+	}
+	q := s.filters.query()
+	ns, err := s.namespace(s.allNamespaces)
+	if err != nil {
+		return err
+	}
+	if ns != "" && q.Get("namespaces") == "" {
+		q.Set("namespaces", ns)
+	}
+	if s.cluster != "" {
+		q.Set("clusters", s.cluster)
+	}
+	var coll searchv1alpha1.CollectionResource
+	warnings, err := views.GetJSON(ctx, viewclient.CollectionPath(s.collection), q, &coll)
+	s.warn(warnings)
+	if err != nil {
+		return err
+	}
+	list := &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": "v1", "kind": "List", "metadata": map[string]any{"resourceVersion": ""}}}
+	for _, raw := range coll.Items {
+		var u unstructured.Unstructured
+		if err := u.UnmarshalJSON(raw.Raw); err != nil {
+			return fmt.Errorf("decoding an item of %s: %w", s.collection, err)
+		}
+		list.Items = append(list.Items, u)
+	}
+	if !s.print.humanReadable() {
+		return s.print.printObject(list, s.streams.Out)
+	}
+	if len(list.Items) == 0 {
+		s.noneFound(ns)
+		return nil
+	}
+	return s.print.printTable(collectionTable(list), ns == "", s.streams.Out)
+}
+
+// collectionTable is a Table of objects of several kinds: the columns
+// every kind has, with the kind in the name as kubectl get prints mixed
+// kinds.
+func collectionTable(list *unstructured.UnstructuredList) *metav1.Table {
+	t := &metav1.Table{ColumnDefinitions: []metav1.TableColumnDefinition{
+		{Name: "CLUSTER", Type: "string"}, {Name: "NAME", Type: "string", Format: "name"}, {Name: "CREATED", Type: "string", Format: "date-time"},
+	}}
+	for i := range list.Items {
+		u := &list.Items[i]
+		name := strings.ToLower(u.GetKind()) + "." + u.GroupVersionKind().Group + "/" + u.GetName()
+		if u.GroupVersionKind().Group == "" {
+			name = strings.ToLower(u.GetKind()) + "/" + u.GetName()
+		}
+		t.Rows = append(t.Rows, metav1.TableRow{
+			Cells:  []any{u.GetAnnotations()[storage.ClusterAnnotation], name, u.GetCreationTimestamp().UTC().Format(time.RFC3339)},
+			Object: runtime.RawExtension{Object: u},
+		})
+	}
+	return t
 }
