@@ -56,8 +56,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // route is the handler of req. Under every view: /version (version.go),
-// /openapi/v3 (openapi.go), self reviews (selfreview.go), the history and
-// other subresources of an object (history.go, subresources.go),
+// /openapi/v3 (openapi.go), the search page /ui (ui.go), self reviews
+// (selfreview.go), the history and other subresources of an object
+// (history.go, subresources.go),
 // discovery (discovery.go), then get, list (and its counts) and watch of
 // the resources the view serves.
 func (h *Handler) route(req *request) func(http.ResponseWriter, *request) {
@@ -66,6 +67,8 @@ func (h *Handler) route(req *request) func(http.ResponseWriter, *request) {
 		return h.serveVersion
 	case req.reads() && isOpenAPI(req.rest):
 		return h.serveOpenAPI
+	case req.reads() && isUI(req.rest):
+		return serveUI // ui.go
 	case isReview(req):
 		return h.serveReview
 	case req.isResource() && req.info.Subresource != "":
