@@ -42,7 +42,7 @@ done
 
 {
 	sed -n '1,/^  platforms:$/p' "${manifest}" | sed "s/^  version: .*/  version: ${version}/"
-	printf '%s\n' "${platforms[@]}" | sed 's/^/  /'
+	printf '%s\n' "${platforms[@]}"
 } > "${manifest}.new"
 mv "${manifest}.new" "${manifest}"
 echo "wrote ${manifest} for ${version}; upload bin/krew/*.tar.gz to ${base}/"
