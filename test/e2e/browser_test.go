@@ -1,0 +1,427 @@
+package e2e
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
+	"github.com/panorama-io/panorama/storage/storagetest"
+	"github.com/panorama-io/panorama/test/testenv"
+)
+
+// hostile is what a member's contents may hold to attack the page: shown,
+// it must stay text.
+const hostile = `<img src=x onerror="window.__pwned=1;alert(1)">`
+
+// TestBrowser drives the search page in Debian's chromium (test/e2e/browser,
+// playwright-core) through `kubectl proxy` as two users of a real host,
+// against a running Panorama and two real members, and compares what the
+// page showed with the members' own objects: the results and counts, a
+// bar's filter, a new object arriving live, an object's YAML, Events and
+// the diff of a change made in the member, the list as of a past revision.
+// eve, whose grants name east only, sees nothing of west, on the page
+// across clusters and on east's. Member contents that hold markup show as
+// text and run nothing.
+func TestBrowser(t *testing.T) {
+	script := browserScript(t)
+	host := testenv.Start(t, testenv.WithAggregation(t))
+	east := testenv.Start(t, testenv.WithoutCRDs())
+	west := testenv.Start(t, testenv.WithoutCRDs())
+	eastKube, westKube := kubernetes.NewForConfigOrDie(east.Config), kubernetes.NewForConfigOrDie(west.Config)
+	db := storagetest.Backends()[1].Options(t)
+	ctx := context.Background()
+	artifacts := os.Getenv("PANORAMA_ARTIFACTS")
+	if artifacts == "" {
+		artifacts = t.TempDir()
+	}
+	artifacts = filepath.Join(artifacts, "browser")
+	t.Logf("screenshots in %s", artifacts)
+
+	createNS(t, eastKube, "shop")
+	createNS(t, westKube, "shop")
+	for i := range 3 {
+		createPod(t, eastKube, "shop", fmt.Sprintf("cart-%d", i), "web")
+	}
+	createPod(t, westKube, "shop", "cart-0", "web")
+	createPod(t, westKube, "shop", "cart-9", "other")
+	owned(t, eastKube) // a Deployment, its ReplicaSet and a Pod labelled app=web, and an Event
+	// A pod whose status reason, annotation and Event are markup.
+	evil := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "evil", Labels: map[string]string{"app": "web"}, Annotations: map[string]string{"note": hostile}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx"}}},
+	}
+	evil, err := eastKube.CoreV1().Pods("shop").Create(ctx, evil, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evil.Status.Reason = hostile
+	if evil, err = eastKube.CoreV1().Pods("shop").UpdateStatus(ctx, evil, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eastKube.CoreV1().Events("shop").Create(ctx, &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: "evil.1"},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "shop", Name: "evil", UID: evil.UID, APIVersion: "v1"},
+		Type:           corev1.EventTypeWarning, Reason: "Failed", Message: hostile, Source: corev1.EventSource{Component: "kubelet"},
+		FirstTimestamp: metav1.Now(), LastTimestamp: metav1.Now(), Count: 1,
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	dir := t.TempDir()
+	clusters := strings.NewReplacer("resources: [pods, namespaces, secrets]", "resources: [pods, namespaces, events]",
+		"resources: [deployments, statefulsets]", "resources: [deployments, replicasets]").Replace(clustersManifest(t, east, west))
+	apply(t, host, dir, clusters)
+	startRegistered(t, host, dir, db.DSN)
+	host.Kubectl(t, "wait", "--for=condition=Ready", "--timeout=90s", "cluster/east", "cluster/west")
+
+	// ada reads everything and may list the host's Clusters; eve reads
+	// east only and may not, so the page finds her clusters by counting.
+	apply(t, host, dir, grant("page-ada", "", []string{pathsRule, readRule(`"*"`),
+		`{apiGroups: [cluster.panorama.io], resources: [clusters], verbs: [list]}`}, "ada")+
+		grant("page-eve", "", []string{pathsRule,
+			`{apiGroups: [search.panorama.io], resources: ["*"], resourceNames: [east], verbs: [get, list, watch]}`}, "eve"))
+	adaKC, eveKC := userKubeconfig(t, host, dir, "ada"), userKubeconfig(t, host, dir, "eve")
+
+	// The members' own pods labelled app=web, as cluster/namespace/name.
+	memberPods := func(clusters map[string]kubernetes.Interface) []string {
+		var keys []string
+		for cluster, c := range clusters {
+			pods, err := c.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range pods.Items {
+				keys = append(keys, cluster+"/"+p.Namespace+"/"+p.Name)
+			}
+		}
+		slices.Sort(keys)
+		return keys
+	}
+	both := map[string]kubernetes.Interface{"east": eastKube, "west": westKube}
+	wantPods := memberPods(both)
+	eventuallyT(t, func() error {
+		out, _, err := testenv.Kubectl(adaKC, "get", "pods", "-A", "-l", "app=web", "--no-headers")
+		if err != nil || strings.Count(out, "\n") != len(wantPods) {
+			return fmt.Errorf("Panorama has %q %v, the members %d pods", out, err, len(wantPods))
+		}
+		return nil
+	})
+
+	// A change in the member, for the history's diff.
+	cart1, err := eastKube.CoreV1().Pods("shop").Get(ctx, "cart-1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cart1.Annotations = map[string]string{"changed-by": "the-browser-test"}
+	if _, err := eastKube.CoreV1().Pods("shop").Update(ctx, cart1, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	historyPath := searchv1alpha1.ViewPath("east") + "/api/v1/namespaces/shop/pods/cart-1/history"
+	eventuallyT(t, func() error {
+		out, _, err := testenv.Kubectl(adaKC, "--context", "host", "get", "--raw", historyPath)
+		if err != nil || !strings.Contains(out, "the-browser-test") {
+			return fmt.Errorf("history %q %v", out, err)
+		}
+		return nil
+	})
+	// The revision before the live pod comes, for asOf.
+	var list metav1.List
+	raw, _, err := testenv.Kubectl(adaKC, "--context", "host", "get", "--raw", searchv1alpha1.ViewPath("")+"/api/v1/pods?labelSelector=app%3Dweb")
+	if err != nil || json.Unmarshal([]byte(raw), &list) != nil || list.ResourceVersion == "" {
+		t.Fatalf("the list's revision: %v %.200s", err, raw)
+	}
+
+	t.Run("ada", func(t *testing.T) {
+		proxy := kubectlProxy(t, adaKC)
+		ready := filepath.Join(dir, "ada.ready")
+		go func() { // the live pod, once the page watches
+			for range 600 {
+				if _, err := os.Stat(ready); err == nil {
+					live := &corev1.Pod{
+						ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "live-0", Labels: map[string]string{"app": "web"}},
+						Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx"}}},
+					}
+					if _, err := westKube.CoreV1().Pods("shop").Create(ctx, live, metav1.CreateOptions{}); err != nil {
+						t.Errorf("the live pod: %v", err) // not Fatal: this is not the test's goroutine
+					}
+					return
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		}()
+		// PANORAMA_README_SCREENSHOT=docs/images/search-page.png writes README's.
+		readme := os.Getenv("PANORAMA_README_SCREENSHOT")
+		got := runPage(t, script, artifacts, "ada", map[string]any{
+			"url":   proxy + searchv1alpha1.ViewPath("") + "/ui/",
+			"query": "kind:pods app=web", "groupBy": "cluster", "pickBar": "west",
+			"liveName": "live-0", "readyFile": ready, "readme": readme,
+			"open": []map[string]any{
+				{"query": "kind:pods app=web ns:shop", "cluster": "east", "namespace": "shop", "name": "cart-1"},
+				{"cluster": "east", "namespace": "shop", "name": "evil"},
+			},
+			"asOf": list.ResourceVersion, "asOfQuery": "kind:pods app=web",
+		})
+		if got.Search.Phase != "done" {
+			t.Fatalf("the search: %+v", got.Search)
+		}
+		if rows := got.keys(t, got.Headers, got.Rows); !slices.Equal(rows, wantPods) {
+			t.Errorf("the page shows %v, the members hold %v", rows, wantPods)
+		}
+		// The member's own printer columns: a pod's STATUS is its reason or phase.
+		for i, row := range got.Rows {
+			status := row[slices.Index(got.Headers, "STATUS")]
+			if name := row[slices.Index(got.Headers, "NAME")]; name == "evil" && status != hostile || name != "evil" && status != "Pending" {
+				t.Errorf("row %d %v: STATUS %q", i, row, status)
+			}
+		}
+		counts := map[string]int{}
+		for _, k := range wantPods {
+			counts[strings.Split(k, "/")[0]]++
+		}
+		if fmt.Sprint(got.countMap()) != fmt.Sprint(counts) {
+			t.Errorf("the chart shows %v, the members hold %v", got.countMap(), counts)
+		}
+		if !slices.Equal(got.Clusters, []string{"east", "west"}) {
+			t.Errorf("clusters %v", got.Clusters)
+		}
+		if got.Picked.Query != "kind:pods app=web cluster:west" {
+			t.Errorf("west's bar made the query %q", got.Picked.Query)
+		}
+		if rows := got.keys(t, got.Picked.Headers, got.Picked.Rows); !slices.Equal(rows, []string{"west/shop/cart-0"}) {
+			t.Errorf("west's bar selects %v", rows)
+		}
+		if rows := got.keys(t, got.Live.Headers, got.Live.Rows); !slices.Equal(rows, []string{"west/shop/cart-0", "west/shop/live-0"}) {
+			t.Errorf("live, the page shows %v", rows)
+		}
+		if len(got.Objects) != 2 {
+			t.Fatalf("objects %+v", got.Objects)
+		}
+		cart := got.Objects[0]
+		if cart.Missing || !strings.Contains(cart.YAML, "uid: "+string(cart1.UID)) || !strings.Contains(cart.YAML, "changed-by: the-browser-test") {
+			t.Errorf("cart-1's YAML %q, want the member's uid %s", cart.YAML, cart1.UID)
+		}
+		if len(cart.Timeline) < 2 || !strings.Contains(cart.Diff, "+     changed-by: the-browser-test") {
+			t.Errorf("cart-1's history %q, diff %q: want the annotation the test added", cart.Timeline, cart.Diff)
+		}
+		e := got.Objects[1]
+		if e.Missing || len(e.Events) != 1 || e.Events[0][1] != "Failed" || e.Events[0][4] != hostile || !strings.Contains(e.YAML, hostile) {
+			t.Errorf("evil's Events %q and YAML %q: want its Event and annotation as text", e.Events, e.YAML)
+		}
+		if rows := got.keys(t, got.AsOf.Headers, got.AsOf.Rows); !slices.Equal(rows, wantPods) {
+			t.Errorf("as of revision %s, the page shows %v, want %v (no live-0)", list.ResourceVersion, rows, wantPods)
+		}
+		got.harmless(t)
+	})
+
+	t.Run("eve", func(t *testing.T) {
+		proxy := kubectlProxy(t, eveKC)
+		wantEast := memberPods(map[string]kubernetes.Interface{"east": eastKube})
+		for _, view := range []string{"", "east"} {
+			got := runPage(t, script, artifacts, "eve-"+cmp.Or(view, "all"), map[string]any{
+				"url": proxy + searchv1alpha1.ViewPath(view) + "/ui/", "query": "kind:pods app=web", "groupBy": "cluster",
+			})
+			if got.Search.Phase != "done" {
+				t.Fatalf("%s: the search %+v", view, got.Search)
+			}
+			if rows := got.keys(t, got.Headers, got.Rows); !slices.Equal(rows, wantEast) {
+				t.Errorf("%s: eve sees %v, want east's %v", view, rows, wantEast)
+			}
+			if fmt.Sprint(got.countMap()) != fmt.Sprintf("map[east:%d]", len(wantEast)) {
+				t.Errorf("%s: eve's chart %v", view, got.countMap())
+			}
+			if view == "" && !slices.Equal(got.Clusters, []string{"east"}) {
+				t.Errorf("eve's clusters %v, want east alone", got.Clusters)
+			}
+			got.harmless(t)
+		}
+	})
+}
+
+// pageResult is what drive.mjs read off the page.
+type pageResult struct {
+	Screens, Dialogs, ConsoleErrors, Clusters []string
+	Search                                    struct{ Phase, Text string }
+	Headers                                   []string
+	Rows                                      [][]string
+	Counts                                    []struct {
+		Value string
+		Count int
+	}
+	Picked struct {
+		Query   string
+		Headers []string
+		Rows    [][]string
+	}
+	Live, AsOf struct {
+		Headers []string
+		Rows    [][]string
+	}
+	Objects []struct {
+		Cluster, Namespace, Name, Title, YAML, Diff string
+		Missing                                     bool
+		Events                                      [][]string
+		Timeline                                    []string
+	}
+	Pwned  *string
+	Images int
+}
+
+// keys are the rows as cluster/namespace/name, sorted.
+func (p *pageResult) keys(t *testing.T, headers []string, rows [][]string) []string {
+	t.Helper()
+	c, n, name := slices.Index(headers, "CLUSTER"), slices.Index(headers, "NAMESPACE"), slices.Index(headers, "NAME")
+	if c < 0 || n < 0 || name < 0 {
+		t.Fatalf("columns %v: want CLUSTER, NAMESPACE and NAME", headers)
+	}
+	keys := []string{}
+	for _, r := range rows {
+		keys = append(keys, r[c]+"/"+r[n]+"/"+r[name])
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func (p *pageResult) countMap() map[string]int {
+	m := map[string]int{}
+	for _, c := range p.Counts {
+		m[c.Value] = c.Count
+	}
+	return m
+}
+
+// harmless: nothing a member wrote ran or became markup, and every screen
+// was drawn.
+func (p *pageResult) harmless(t *testing.T) {
+	t.Helper()
+	if p.Pwned != nil || len(p.Dialogs) > 0 || p.Images != 0 {
+		t.Errorf("member contents ran or made markup: pwned %v, dialogs %q, %d <img>", p.Pwned, p.Dialogs, p.Images)
+	}
+	for _, e := range p.ConsoleErrors {
+		if strings.Contains(e, "Content Security Policy") {
+			t.Errorf("the page broke its own policy: %s", e)
+		}
+	}
+	if len(p.Screens) == 0 {
+		t.Error("no screenshots")
+	}
+	for _, s := range p.Screens {
+		requireDrawn(t, s)
+	}
+}
+
+// requireDrawn fails unless the PNG at path shows something: many colours,
+// not one flat fill.
+func requireDrawn(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	colours := map[[4]uint32]int{}
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y += 2 {
+		for x := b.Min.X; x < b.Max.X; x += 2 {
+			r, g, bl, a := img.At(x, y).RGBA()
+			colours[[4]uint32{r, g, bl, a}]++
+		}
+	}
+	most := 0
+	for _, n := range colours {
+		most = max(most, n)
+	}
+	if total := (b.Dx() / 2) * (b.Dy() / 2); len(colours) < 16 || most > total*98/100 {
+		t.Errorf("%s looks blank: %d colours, the commonest on %d of %d pixels", path, len(colours), most, total)
+	}
+}
+
+// browserScript is test/e2e/browser/drive.mjs, once chromium and the npm
+// packages are installed; missing, it skips, or fails where CI requires
+// them.
+func browserScript(t *testing.T) string {
+	t.Helper()
+	testenv.Assets(t)
+	script, _ := filepath.Abs(filepath.Join("browser", "drive.mjs"))
+	missing := ""
+	if _, err := exec.LookPath("node"); err != nil {
+		missing = "node"
+	} else if _, err := os.Stat("/usr/bin/chromium"); err != nil {
+		missing = "chromium (apt-get install chromium)"
+	} else if _, err := os.Stat(filepath.Join("browser", "node_modules", "playwright-core")); err != nil {
+		missing = "playwright-core (npm ci in test/e2e/browser)"
+	}
+	if missing != "" {
+		if os.Getenv("PANORAMA_REQUIRE_DB") != "" || os.Getenv("CI") == "true" {
+			t.Fatalf("the browser tests need %s", missing)
+		}
+		t.Skipf("the browser tests need %s", missing)
+	}
+	return script
+}
+
+// kubectlProxy runs the real `kubectl proxy` as the user of kubeconfig,
+// against the host, and returns its URL.
+func kubectlProxy(t *testing.T, kubeconfig string) string {
+	t.Helper()
+	port := freePort(t)
+	cmd := exec.Command(filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl"), "--kubeconfig", kubeconfig, "--context", "host",
+		"proxy", "--address=127.0.0.1", "--port="+strconv.Itoa(port))
+	out := &strings.Builder{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	url := "http://127.0.0.1:" + strconv.Itoa(port)
+	eventuallyT(t, func() error {
+		_, _, err := testenv.Kubectl(kubeconfig, "--server", url, "get", "--raw", "/version")
+		return err
+	})
+	return url
+}
+
+// runPage runs drive.mjs with plan and returns what the page showed.
+func runPage(t *testing.T, script, artifacts, name string, plan map[string]any) *pageResult {
+	t.Helper()
+	shots := filepath.Join(artifacts, name)
+	if err := os.MkdirAll(shots, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	plan["out"] = filepath.Join(shots, "page.json")
+	plan["screenshots"] = shots
+	planFile := filepath.Join(shots, "plan.json")
+	data, _ := json.Marshal(plan)
+	if err := os.WriteFile(planFile, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", script, planFile)
+	cmd.Dir = filepath.Dir(script)
+	output, err := cmd.CombinedOutput()
+	var got pageResult
+	data, readErr := os.ReadFile(plan["out"].(string))
+	if err != nil || readErr != nil || json.Unmarshal(data, &got) != nil {
+		t.Fatalf("drive.mjs %s: %v %v\n%s\n%s", name, err, readErr, output, data)
+	}
+	return &got
+}
