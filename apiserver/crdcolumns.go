@@ -5,8 +5,10 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -141,7 +143,10 @@ func (c *crdColumns) printerColumns(ctx context.Context, gvr schema.GroupVersion
 // printerColumns reads a CRD's additionalPrinterColumns of one version, as
 // kube-apiserver's table convertor uses them: JSONPath cells, dates as
 // ages. A column whose JSONPath does not parse is left out, as
-// kube-apiserver's validation refuses it.
+// kube-apiserver's validation refuses it; so is one whose name or
+// description holds a control character, which kube-apiserver accepts:
+// printers escape cells but write headers as they are, so a member's
+// escape sequences would reach its readers' terminals.
 func printerColumns(crd []byte, version string) ([]printerColumn, bool) {
 	u := &unstructured.Unstructured{}
 	if err := u.UnmarshalJSON(crd); err != nil {
@@ -168,7 +173,7 @@ func printerColumns(crd []byte, version string) ([]printerColumn, bool) {
 				return jp, jp.Parse(fmt.Sprintf("{%s}", path))
 			}
 			jp, err := parse()
-			if err != nil {
+			if err != nil || strings.ContainsFunc(name+desc, unicode.IsControl) {
 				continue
 			}
 			paths := &sync.Pool{New: func() any { jp, _ := parse(); return jp }} // it parsed once

@@ -119,6 +119,22 @@ func TestCRDColumnsPerCluster(t *testing.T) {
 	}
 }
 
+// TestCRDColumnsWithControlCharacters: a member's column named with an
+// escape sequence, which kube-apiserver accepts and printers write to
+// terminals as is, is left out of the Table.
+func TestCRDColumnsWithControlCharacters(t *testing.T) {
+	h, store := testHandler(t)
+	srv := httptest.NewServer(asUser(h))
+	t.Cleanup(srv.Close)
+	h.registry.Set(clusterServing("east", widgetsGVR, "Widget"))
+	putWidgetsCRD(t, store, "east", printerColumnSpec{"Phase", "string", ".status.phase"},
+		printerColumnSpec{"x\x1b]0;pwned\x07\x1b[2J", "string", ".status.phase"}, printerColumnSpec{"Tab\tbed", "string", ".status.phase"})
+	putWidget(t, store, "east", "w1", "Running", "hunter2")
+	if cols, rows := widgetsTable(t, srv.URL, "east"); strings.Join(cols, ",") != "Cluster,Name,Phase" || rows["east/w1"]["Phase"] != "Running" {
+		t.Errorf("columns %q, rows %v, want Phase alone", cols, rows)
+	}
+}
+
 // TestCRDColumnsConcurrent: Table rows of one column are filled
 // concurrently, each evaluation with a JSONPath parser of its own. Each
 // cell here prints a value whose String waits until the other cell is
