@@ -56,17 +56,40 @@ func memberResourcesOf(groups []metav1.APIGroup, lists []*metav1.APIResourceList
 	}
 	for _, l := range lists {
 		gv, err := schema.ParseGroupVersion(l.GroupVersion)
-		if err != nil {
+		if err != nil || !wellNamed(gv) {
 			continue
 		}
 		for _, r := range l.APIResources {
-			if strings.Contains(r.Name, "/") || !slices.Contains(r.Verbs, "list") || !slices.Contains(r.Verbs, "watch") {
+			if !slices.Contains(r.Verbs, "list") || !slices.Contains(r.Verbs, "watch") || !wellNamedResource(&r) {
 				continue
 			}
 			m.resources[gv] = append(m.resources[gv], r)
 		}
 	}
 	return m
+}
+
+// wellNamed reports whether gv is named as kube-apiserver names groups
+// and versions. A member's discovery is its own to claim (an aggregated
+// API answers anything), and what it claims goes into the paths that
+// clients of the views build from Panorama's discovery: a ".." or "?"
+// there would take them elsewhere.
+func wellNamed(gv schema.GroupVersion) bool {
+	return (gv.Group == "" || len(validation.IsDNS1123Subdomain(gv.Group)) == 0) && len(validation.IsDNS1035Label(gv.Version)) == 0
+}
+
+// wellNamedResource reports whether r is a resource, not a subresource,
+// with names as a CRD's must be (see wellNamed for why); short names and
+// categories that are not are dropped from it.
+func wellNamedResource(r *metav1.APIResource) bool {
+	label := func(s string) bool { return len(validation.IsDNS1035Label(s)) == 0 }
+	if strings.Contains(r.Name, "/") || !label(r.Name) || !label(strings.ToLower(r.Kind)) ||
+		(r.SingularName != "" && !label(r.SingularName)) {
+		return false
+	}
+	r.ShortNames = slices.DeleteFunc(slices.Clone(r.ShortNames), func(s string) bool { return !label(s) })
+	r.Categories = slices.DeleteFunc(slices.Clone(r.Categories), func(s string) bool { return !label(s) })
+	return true
 }
 
 // Paging of the member's CRDs' metadata. A CRD's metadata alone can be

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -96,5 +97,37 @@ func TestResolveImpliedKeepsFilters(t *testing.T) {
 		if f := filters[gr]; f != "" {
 			t.Errorf("%s synced under filter %q, want none: no selection of the Cluster's selects it", gr, f)
 		}
+	}
+}
+
+// TestMemberDiscoveryIsWellNamed: what a member's discovery claims goes
+// into the paths clients of the views build, so only resources named as
+// kube-apiserver names them are kept, and only such short names.
+func TestMemberDiscoveryIsWellNamed(t *testing.T) {
+	listWatch := metav1.Verbs{"get", "list", "watch"}
+	lists := []*metav1.APIResourceList{
+		{GroupVersion: "v1", APIResources: []metav1.APIResource{
+			{Name: "pods", Kind: "Pod", Verbs: listWatch, ShortNames: []string{"po", "../x", "a?b"}, Categories: []string{"all", "#x"}},
+			{Name: "pods/log", Kind: "Pod", Verbs: listWatch},
+			{Name: "..", Kind: "Up", Verbs: listWatch},
+			{Name: "x?y#z", Kind: "X", Verbs: listWatch},
+			{Name: "widgets", Kind: "Wid/get", Verbs: listWatch},
+			{Name: "nodes", Kind: "Node", Verbs: metav1.Verbs{"get"}},
+		}},
+		{GroupVersion: "evil..example.com/v1", APIResources: []metav1.APIResource{{Name: "things", Kind: "Thing", Verbs: listWatch}}},
+		{GroupVersion: "example.com/v1?x", APIResources: []metav1.APIResource{{Name: "things", Kind: "Thing", Verbs: listWatch}}},
+		{GroupVersion: "example.com/v1", APIResources: []metav1.APIResource{{Name: "things", Kind: "Thing", Verbs: listWatch}}},
+	}
+	got := memberResourcesOf(nil, lists, false).resources
+	want := map[schema.GroupVersion][]metav1.APIResource{
+		{Version: "v1"}:                       {{Name: "pods", Kind: "Pod", Verbs: listWatch, ShortNames: []string{"po"}, Categories: []string{"all"}}},
+		{Group: "example.com", Version: "v1"}: {{Name: "things", Kind: "Thing", Verbs: listWatch}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("resources kept: %+v\nwant %+v", got, want)
+	}
+	// The member's own answer is not changed under it.
+	if sn := lists[0].APIResources[0].ShortNames; len(sn) != 3 {
+		t.Errorf("the member's discovery was changed: %v", sn)
 	}
 }
