@@ -15,7 +15,6 @@ import (
 
 	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
 	"github.com/panorama-io/panorama/internal/viewclient"
-	"github.com/panorama-io/panorama/storage"
 )
 
 // searchOptions are `kubectl panorama search`'s.
@@ -229,7 +228,7 @@ func collectionTable(list *unstructured.UnstructuredList) *metav1.Table {
 			name = strings.ToLower(u.GetKind()) + "/" + u.GetName()
 		}
 		t.Rows = append(t.Rows, metav1.TableRow{
-			Cells:  []any{u.GetAnnotations()[storage.ClusterAnnotation], name, u.GetCreationTimestamp().UTC().Format(time.RFC3339)},
+			Cells:  []any{u.GetAnnotations()[viewclient.ClusterAnnotation], name, u.GetCreationTimestamp().UTC().Format(time.RFC3339)},
 			Object: runtime.RawExtension{Object: u},
 		})
 	}

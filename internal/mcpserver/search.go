@@ -169,7 +169,7 @@ func (t *tools) searchCollection(ctx context.Context, in SearchInput, q url.Valu
 	}
 	q.Del("withRemainingCount")
 	var coll searchv1alpha1.CollectionResource
-	warnings, err := t.views.GetJSON(ctx, "/apis/"+searchv1alpha1.GroupName+"/"+searchv1alpha1.Version+"/collectionresources/"+url.PathEscape(in.Collection), q, &coll)
+	warnings, err := t.views.GetJSON(ctx, viewclient.CollectionPath(in.Collection), q, &coll)
 	out := SearchOutput{Warnings: warnings, Items: make([]map[string]any, 0, len(coll.Items))}
 	if err != nil {
 		return out, err

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
+	"github.com/panorama-io/panorama/internal/viewclient"
 )
 
 // fakeHost answers what a host answers the server for pods: discovery of
@@ -26,7 +27,7 @@ func fakeHost(t *testing.T) (*httptest.Server, *[]string) {
 	t.Helper()
 	var asked []string
 	all := searchv1alpha1.ViewPath("")
-	row, _ := json.Marshal(metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: "shop", Annotations: map[string]string{clusterAnnotation: "east"}}})
+	row, _ := json.Marshal(metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: "shop", Annotations: map[string]string{viewclient.ClusterAnnotation: "east"}}})
 	remaining := int64(2)
 	answers := map[string]any{
 		all + "/api":  metav1.APIVersions{TypeMeta: metav1.TypeMeta{Kind: "APIVersions"}, Versions: []string{"v1"}},

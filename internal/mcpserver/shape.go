@@ -16,10 +16,6 @@ import (
 // columns, as the view's Table has them) keyed by lowercased column name,
 // and an object only the fields asked for.
 
-// clusterAnnotation is where a view's object says which member it is of
-// (storage.ClusterAnnotation; a client does not link the server).
-const clusterAnnotation = "panorama.io/cluster"
-
 // compactRows turns a Table into one map per row: cluster, namespace and
 // name from the row's object, then every column of priority 0 (what
 // kubectl get shows without -o wide), keyed by its name in lower case.
@@ -32,7 +28,7 @@ func compactRows(t *metav1.Table) ([]map[string]any, error) {
 			if err := json.Unmarshal(r.Object.Raw, &m); err != nil {
 				return nil, fmt.Errorf("decoding a row's object: %w", err)
 			}
-			if c := m.Annotations[clusterAnnotation]; c != "" {
+			if c := m.Annotations[viewclient.ClusterAnnotation]; c != "" {
 				row["cluster"] = c
 			}
 			if m.Namespace != "" {
@@ -113,8 +109,8 @@ func find(jp *jsonpath.JSONPath, obj map[string]any) (values []any, err error) {
 func identity(obj map[string]any) map[string]any {
 	out := map[string]any{}
 	md, _ := obj["metadata"].(map[string]any)
-	if ann, ok := md["annotations"].(map[string]any); ok && ann[clusterAnnotation] != nil {
-		out["cluster"] = ann[clusterAnnotation]
+	if ann, ok := md["annotations"].(map[string]any); ok && ann[viewclient.ClusterAnnotation] != nil {
+		out["cluster"] = ann[viewclient.ClusterAnnotation]
 	}
 	if ns, ok := md["namespace"].(string); ok && ns != "" {
 		out["namespace"] = ns

@@ -24,7 +24,7 @@ func pod() *corev1.Pod {
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "web-0", Namespace: "shop", UID: "u1",
 			Annotations: map[string]string{
-				clusterAnnotation: "east",
+				viewclient.ClusterAnnotation:                       "east",
 				"kubectl.kubernetes.io/last-applied-configuration": `{"big":"copy"}`,
 			},
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply}},
@@ -52,7 +52,7 @@ func toMap(t *testing.T, obj any) map[string]any {
 func TestCompactRowsKeepsIdentityAndDefaultColumns(t *testing.T) {
 	meta, err := json.Marshal(metav1.PartialObjectMetadata{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "PartialObjectMetadata"},
-		ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: "shop", Annotations: map[string]string{clusterAnnotation: "east"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: "shop", Annotations: map[string]string{viewclient.ClusterAnnotation: "east"}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +114,7 @@ func TestShapeObjectTrims(t *testing.T) {
 	if _, ok := md["managedFields"]; ok {
 		t.Error("managedFields kept")
 	}
-	if ann := md["annotations"].(map[string]any); len(ann) != 1 || ann[clusterAnnotation] != "east" {
+	if ann := md["annotations"].(map[string]any); len(ann) != 1 || ann[viewclient.ClusterAnnotation] != "east" {
 		t.Errorf("annotations %v, want the cluster's only", ann)
 	}
 	if got["spec"].(map[string]any)["nodeName"] != "n1" {

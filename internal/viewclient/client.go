@@ -250,7 +250,15 @@ func (c *Client) GetTable(ctx context.Context, path string, query url.Values) (*
 
 // BadInput is the error of an argument no request can be made of: the
 // BadRequest Status the server would give it, without asking.
-func BadInput(msg string) error { return apierrors.NewBadRequest(msg) }
+func BadInput(msg string) error { return &InputError{apierrors.NewBadRequest(msg)} }
+
+// InputError is a BadInput error. It is a Status, for clients that answer
+// with one (MCP), and says it came from no server, for those that print
+// the two apart (kubectl prints "error: ..." for its own).
+type InputError struct{ *apierrors.StatusError }
+
+// Unwrap lets errors.As find the StatusError.
+func (e *InputError) Unwrap() error { return e.StatusError }
 
 // IsNamespaced reports whether m is of a namespaced resource.
 func IsNamespaced(m *meta.RESTMapping) bool { return m.Scope.Name() == meta.RESTScopeNameNamespace }

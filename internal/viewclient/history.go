@@ -12,11 +12,6 @@ import (
 	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
 )
 
-// MemberResourceVersionAnnotation is where Panorama keeps the member's
-// resourceVersion of an object, which changes with every version and so
-// says nothing of what changed.
-const MemberResourceVersionAnnotation = "panorama.io/member-resource-version"
-
 // VersionAt is the object as it was at revision: the state after the last
 // change at or before it, nil when it did not exist then. The History's
 // patches are applied in order: ADDED is the whole object, MODIFIED a
