@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/pmezard/go-difflib/difflib"
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
 	"github.com/panorama-io/panorama/internal/viewclient"
@@ -164,20 +164,62 @@ func yamlAt(h *searchv1alpha1.History, revision int64) (string, error) {
 	return toYAML(obj)
 }
 
-func toYAML(obj map[string]any) (string, error) {
-	b, err := yaml.Marshal(obj)
-	return string(b), err
-}
+// maxChangedLines bounds the lines, of both versions, that differ between
+// their first and their last difference: difflib's matching grows faster
+// than linearly in them, and a diff of more is for no one to read.
+const maxChangedLines = 10000
+
+// diffContext is the lines of context around each change, as diff -u's.
+const diffContext = 3
 
 // writeDiff writes the unified diff of a and b, as diff -u prints it;
-// nothing when they are equal.
+// nothing when they are equal. difflib reads only the lines from the first
+// difference to the last, with their context: the versions' common head
+// and tail, however long, cost no matching.
 func writeDiff(w io.Writer, a, b, fromName, toName string) error {
-	return difflib.WriteUnifiedDiff(w, difflib.UnifiedDiff{
-		A:        lines(a),
-		B:        lines(b),
+	la, lb := lines(a), lines(b)
+	head := 0
+	for head < len(la) && head < len(lb) && la[head] == lb[head] {
+		head++
+	}
+	tail := 0
+	for tail < len(la)-head && tail < len(lb)-head && la[len(la)-1-tail] == lb[len(lb)-1-tail] {
+		tail++
+	}
+	if changed := len(la) + len(lb) - 2*(head+tail); changed > maxChangedLines {
+		return fmt.Errorf("too many changes to show: %s and %s differ in %d lines, more than the %d a diff shows; "+
+			"compare their YAML (history -o yaml holds every version's patch)", fromName, toName, changed, maxChangedLines)
+	}
+	from := max(0, head-diffContext)
+	toA, toB := min(len(la), len(la)-tail+diffContext), min(len(lb), len(lb)-tail+diffContext)
+	var out strings.Builder
+	if err := difflib.WriteUnifiedDiff(&out, difflib.UnifiedDiff{
+		A:        la[from:toA],
+		B:        lb[from:toB],
 		FromFile: fromName,
 		ToFile:   toName,
-		Context:  3,
+		Context:  diffContext,
+	}); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, shiftHunks(out.String(), from))
+	return err
+}
+
+// hunkHeader is a unified diff's "@@ -l,s +l,s @@" line.
+var hunkHeader = regexp.MustCompile(`(?m)^@@ -(\d+)((?:,\d+)?) \+(\d+)((?:,\d+)?) @@$`)
+
+// shiftHunks moves the hunks of a diff of two windows that start by lines
+// into the versions' own lines.
+func shiftHunks(diff string, by int) string {
+	if by == 0 {
+		return diff
+	}
+	return hunkHeader.ReplaceAllStringFunc(diff, func(h string) string {
+		m := hunkHeader.FindStringSubmatch(h)
+		a, _ := strconv.Atoi(m[1])
+		b, _ := strconv.Atoi(m[3])
+		return fmt.Sprintf("@@ -%d%s +%d%s @@", a+by, m[2], b+by, m[4])
 	})
 }
 

@@ -91,11 +91,15 @@ func NewCommand(streams genericiooptions.IOStreams, extra ...*cobra.Command) *co
 	return root
 }
 
-// PrintError prints err as kubectl does: a Status as "Error from server
-// (Reason): message", anything else as "error: ...".
+// PrintError prints err as kubectl does: a server's Status as "Error from
+// server (Reason): message", anything else, an argument refused before
+// any request among them, as "error: ...".
 func PrintError(w io.Writer, err error) {
+	var input *viewclient.InputError
 	var status apierrors.APIStatus
-	if errors.As(err, &status) && status.Status().Message != "" {
+	if errors.As(err, &input) {
+		err = errors.New(input.Status().Message)
+	} else if errors.As(err, &status) && status.Status().Message != "" {
 		s := status.Status()
 		if s.Reason == "" {
 			fmt.Fprintf(w, "Error from server: %s\n", s.Message)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"strings"
+	"unicode"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -55,6 +56,12 @@ func (p *printFlags) printTable(t *metav1.Table, withNamespace bool, out io.Writ
 		}
 		t.Rows[i].Object.Object = &u
 	}
+	// The printer escapes cells but writes the columns' names as they
+	// are, and a view's columns are a member CRD's printer columns: a
+	// member could write terminal escapes into the user's terminal.
+	for i := range t.ColumnDefinitions {
+		t.ColumnDefinitions[i].Name = escapeColumnName(t.ColumnDefinitions[i].Name)
+	}
 	printer := printers.NewTablePrinter(printers.PrintOptions{
 		NoHeaders:     p.noHeaders,
 		Wide:          *p.OutputFormat == "wide",
@@ -65,9 +72,32 @@ func (p *printFlags) printTable(t *metav1.Table, withNamespace bool, out io.Writ
 	return printer.PrintObj(t, out)
 }
 
+// escapeColumnName escapes a column's name as the printer escapes cells,
+// and replaces the controls that escaping leaves (BEL, line breaks, the C1
+// controls some terminals act on as ESC sequences): a name has no use for
+// them.
+func escapeColumnName(name string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return '?'
+		}
+		return r
+	}, printers.EscapeTerminal(name))
+}
+
 // printObject prints obj with -o's printer (json, yaml, name, jsonpath,
 // go-template).
 func (p *printFlags) printObject(obj runtime.Object, out io.Writer) error {
+	if *p.OutputFormat == "yaml" {
+		// cli-runtime's YAML printer fails on a string holding a C1
+		// control; toYAML escapes it.
+		y, err := toYAML(obj)
+		if err != nil {
+			return err
+		}
+		_, err = io.WriteString(out, y)
+		return err
+	}
 	printer, err := p.ToPrinter()
 	if err != nil {
 		return err
