@@ -25,7 +25,14 @@ func isUI(rest string) bool {
 
 // serveUI answers the page's files; /ui redirects to /ui/, relatively, so
 // that the page's relative paths resolve under it behind any proxy prefix.
+// The page is only under the views' paths: it finds its view in its own
+// path, and under the deprecated ResourcesPrefix it would not, and would
+// search every cluster the user may read from a cluster's path.
 func serveUI(w http.ResponseWriter, req *request) {
+	if _, _, ok := splitView(req.r.URL.Path); !ok {
+		serveNotFound(w, req)
+		return
+	}
 	if req.rest == uiPath {
 		target := path.Base(uiPath) + "/"
 		if req.r.URL.RawQuery != "" {

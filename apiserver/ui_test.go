@@ -91,6 +91,14 @@ func TestSearchPage(t *testing.T) {
 			}
 		}
 	}
+	// The deprecated prefix has no page: the page finds its view in the
+	// views' paths only, and under a cluster's deprecated path it would
+	// search every cluster.
+	for _, page := range []string{ResourcesPrefix + "/ui/", ResourcesPrefix + "/clusters/east/ui/", ResourcesPrefix + "/clusters/east/ui"} {
+		if resp, body := get(http.MethodGet, page, "east"); resp.StatusCode != http.StatusNotFound || strings.Contains(body, "<html") {
+			t.Errorf("%s: %d %.100s, want 404", page, resp.StatusCode, body)
+		}
+	}
 	// Only /ui and what is under it is the page's.
 	if resp, _ := get(http.MethodGet, searchv1alpha1.ViewPath("")+"/uix", "east"); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("/uix: %d, want 404", resp.StatusCode)
