@@ -9,7 +9,7 @@
 //	                            the kubectl plugin's commands
 //
 // Installed as kubectl-panorama, it is `kubectl panorama`: without a
-// command it prints the plugin's help rather than serving.
+// command it prints the plugin's help, and it refuses serve.
 package main
 
 import (
@@ -34,27 +34,49 @@ import (
 )
 
 func main() {
-	asPlugin := strings.HasPrefix(filepath.Base(os.Args[0]), kubectlplugin.Name)
-	if len(os.Args) > 1 {
-		switch os.Args[1] {
-		case "kubeconfig":
-			exitOn(kubeconfig(ctrl.SetupSignalHandler(), os.Args[2:], os.Stdout, os.Stderr))
-			return
-		case "mcp":
-			exitOn(mcpCommand(ctrl.SetupSignalHandler(), os.Args[2:], os.Stderr))
-			return
-		case "serve":
-			os.Args = append(os.Args[:1], os.Args[2:]...)
-			serve()
-			return
-		}
-		asPlugin = asPlugin || slices.Contains(kubectlplugin.Commands, os.Args[1])
-	}
-	if asPlugin {
+	cmd, err := route(os.Args[0], os.Args[1:])
+	exitOn(err)
+	switch cmd {
+	case "kubeconfig":
+		exitOn(kubeconfig(ctrl.SetupSignalHandler(), os.Args[2:], os.Stdout, os.Stderr))
+	case "mcp":
+		exitOn(mcpCommand(ctrl.SetupSignalHandler(), os.Args[2:], os.Stderr))
+	case "plugin":
 		plugin(ctrl.SetupSignalHandler())
-		return
+	default:
+		if len(os.Args) > 1 && os.Args[1] == "serve" {
+			os.Args = append(os.Args[:1], os.Args[2:]...)
+		}
+		serve()
 	}
-	serve()
+}
+
+// route is what the binary run as argv0 with args does: "serve",
+// "kubeconfig", "mcp" or "plugin" (the kubectl plugin's commands).
+// Installed as kubectl-panorama it is a user's kubectl plugin, which has
+// no business starting a server with the user's kubeconfig: serve is
+// refused.
+func route(argv0 string, args []string) (string, error) {
+	asPlugin := strings.HasPrefix(filepath.Base(argv0), kubectlplugin.Name)
+	if len(args) == 0 {
+		if asPlugin {
+			return "plugin", nil
+		}
+		return "serve", nil
+	}
+	switch args[0] {
+	case "kubeconfig", "mcp":
+		return args[0], nil
+	case "serve":
+		if asPlugin {
+			return "", fmt.Errorf("%s does not serve: run the panorama binary, or the chart, to serve Panorama", kubectlplugin.Name)
+		}
+		return "serve", nil
+	}
+	if asPlugin || slices.Contains(kubectlplugin.Commands, args[0]) {
+		return "plugin", nil
+	}
+	return "serve", nil
 }
 
 // plugin runs the kubectl plugin's commands, with kubeconfig and mcp
