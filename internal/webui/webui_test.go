@@ -3,6 +3,8 @@ package webui
 import (
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 )
@@ -38,10 +40,12 @@ func TestServesFilesWithTheirTypesAndHeaders(t *testing.T) {
 			t.Errorf("%q: the body lacks %q", name, want.contains)
 		}
 		for header, value := range map[string]string{
-			"Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
-			"X-Content-Type-Options":  "nosniff",
-			"Referrer-Policy":         "no-referrer",
-			"Cache-Control":           "no-cache",
+			"Content-Security-Policy":      "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'none'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'; require-trusted-types-for 'script'; trusted-types 'none'",
+			"X-Content-Type-Options":       "nosniff",
+			"Referrer-Policy":              "no-referrer",
+			"Cache-Control":                "no-cache",
+			"Cross-Origin-Opener-Policy":   "same-origin",
+			"Cross-Origin-Resource-Policy": "same-origin",
 		} {
 			if got := h.Get(header); got != value {
 				t.Errorf("%q: %s %q, want %q", name, header, got, value)
@@ -104,5 +108,26 @@ func TestRevalidatesByModificationTime(t *testing.T) {
 	h.ServeFile(w, r, "app.js")
 	if w.Code != http.StatusNotModified {
 		t.Errorf("revalidation: %d, want 304", w.Code)
+	}
+}
+
+// TestPageModules runs testdata/page_test.mjs, node's unit tests of the
+// page's modules (history, diff bounds, discovery), with node's own test
+// runner. Without node it skips, or fails where CI requires node (it has
+// it for the browser tests).
+func TestPageModules(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		if os.Getenv("PANORAMA_REQUIRE_DB") != "" || os.Getenv("CI") == "true" {
+			t.Fatal("the page's module tests need node")
+		}
+		t.Skip("the page's module tests need node")
+	}
+	out, err := exec.Command(node, "--test", "--test-reporter=tap", "testdata/page_test.mjs").CombinedOutput()
+	if err != nil {
+		t.Fatalf("node --test: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "# fail 0") || strings.Contains(string(out), "# pass 0") {
+		t.Fatalf("node --test ran no test or failed one:\n%s", out)
 	}
 }

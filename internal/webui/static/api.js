@@ -79,7 +79,7 @@ export function resources() {
       for (const r of core.resources) out.push({ ...r, group: '', version: 'v1' });
       const groups = await getJSON(viewURL('apis'));
       const lists = await Promise.allSettled(groups.groups.map((g) =>
-        getJSON(viewURL(`apis/${g.preferredVersion.groupVersion}`)).then((l) => [g, l])));
+        getJSON(viewURL(`apis/${encodeURIComponent(g.name)}/${encodeURIComponent(g.preferredVersion.version)}`)).then((l) => [g, l])));
       for (const s of lists) {
         if (s.status !== 'fulfilled') continue;
         const [g, l] = s.value;
@@ -92,21 +92,32 @@ export function resources() {
   return discovered;
 }
 
+// builtIn reports whether group is one Kubernetes serves itself (core,
+// the unsuffixed groups, *.k8s.io): a short name several groups claim is
+// theirs first, so that a group a member adds and that sorts first cannot
+// capture kind:deploy.
+function builtIn(group) {
+  return ['', 'apps', 'batch', 'autoscaling', 'policy', 'extensions'].includes(group) || group.endsWith('.k8s.io');
+}
+
 // findResource resolves a kind word as kubectl does: resource.group, the
-// plural, singular, Kind or a short name, the core group first.
+// plural, singular, Kind or a short name, Kubernetes' own groups first.
 export async function findResource(word) {
   const all = await resources();
   const w = word.toLowerCase();
   const [name, ...group] = w.split('.');
   const g = group.join('.');
   const exact = all.filter((r) => r.name === name && (group.length === 0 || r.group === g));
-  if (exact.length) return exact[0];
-  return all.find((r) => (r.singularName === w || r.kind.toLowerCase() === w || (r.shortNames || []).includes(w))) ||
-    all.find((r) => r.name === w);
+  const named = all.filter((r) => r.singularName === w || r.kind.toLowerCase() === w || (r.shortNames || []).includes(w));
+  const candidates = exact.length ? exact : named.length ? named : all.filter((r) => r.name === w);
+  return candidates.find((r) => builtIn(r.group)) || candidates[0];
 }
 
 // resourcePath is the member-style path of r in namespace ns ('' for all).
+// Discovery's names are the member's (untrusted), so each is one encoded
+// path segment.
 export function resourcePath(r, ns) {
-  const base = r.group ? `apis/${r.group}/${r.version}` : 'api/v1';
-  return ns && r.namespaced ? `${base}/namespaces/${encodeURIComponent(ns)}/${r.name}` : `${base}/${r.name}`;
+  const e = encodeURIComponent;
+  const base = r.group ? `apis/${e(r.group)}/${e(r.version)}` : 'api/v1';
+  return ns && r.namespaced ? `${base}/namespaces/${e(ns)}/${e(r.name)}` : `${base}/${e(r.name)}`;
 }

@@ -346,6 +346,7 @@ async function openDetail(row) {
   $('events-table').tBodies[0].replaceChildren();
   $('timeline').replaceChildren();
   $('diff').replaceChildren();
+  versionList = [];
   showTab('yaml');
   const yaml = getJSON(viewURL(place.path, place.view), { signal: run.signal }).then((obj) => {
     $('pane-yaml').textContent = toYAML(obj);
@@ -412,7 +413,7 @@ async function loadHistory(place, run) {
   to.replaceChildren(...options());
   to.value = String(versionList.length - 1);
   from.value = String(Math.max(0, versionList.length - 2));
-  showDiff();
+  if (!$('pane-history').hidden) showDiff();
 }
 
 function showDiff() {
@@ -426,12 +427,15 @@ function showDiff() {
 $('diff-from').addEventListener('change', showDiff);
 $('diff-to').addEventListener('change', showDiff);
 
+// showTab shows a tab's pane; the history's diff, the costly part, is
+// drawn only when its pane is shown or other versions are picked.
 function showTab(name) {
   for (const t of ['yaml', 'events', 'history']) {
     $('tab-' + t).setAttribute('aria-selected', String(t === name));
     $('tab-' + t).tabIndex = t === name ? 0 : -1;
     $('pane-' + t).hidden = t !== name;
   }
+  if (name === 'history') showDiff();
 }
 const tabs = ['yaml', 'events', 'history'];
 for (const t of tabs) $('tab-' + t).addEventListener('click', () => showTab(t));

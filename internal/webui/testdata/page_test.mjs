@@ -1,0 +1,87 @@
+// Unit tests of the page's modules that need no browser, run by node's
+// test runner from webui_test.go (TestPageModules).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import { versions, toYAML, diffParts, renderDiff, maxEditLength } from '../static/history.js';
+
+test('a re-created object shows none of its earlier incarnation', () => {
+  const v = versions([
+    { revision: 1, type: 'ADDED', patch: { metadata: { name: 'x', labels: { old: 'yes' } }, spec: { a: 1 } } },
+    { revision: 2, type: 'MODIFIED', patch: { spec: { a: 2 } } },
+    { revision: 3, type: 'DELETED', patch: null },
+    { revision: 4, type: 'ADDED', patch: { metadata: { name: 'x' }, spec: { b: 2 } } },
+  ]);
+  assert.deepEqual(JSON.parse(JSON.stringify(v[1].object)), { metadata: { name: 'x', labels: { old: 'yes' } }, spec: { a: 2 } });
+  assert.equal(v[2].object, null);
+  assert.equal(toYAML(v[3].object), 'metadata:\n  name: x\nspec:\n  b: 2\n');
+  // An ADDED is the whole object, even with no DELETED before it.
+  const again = versions([v[0], { revision: 5, type: 'ADDED', patch: { metadata: { name: 'x' } } }]);
+  assert.equal(toYAML(again[1].object), 'metadata:\n  name: x\n');
+});
+
+test('a __proto__ key is a key: its changes show and pollute nothing', () => {
+  const v = versions([
+    { revision: 1, type: 'ADDED', patch: JSON.parse('{"data":{"__proto__":"before","a":"1"}}') },
+    { revision: 2, type: 'MODIFIED', patch: JSON.parse('{"data":{"__proto__":"after"}}') },
+    { revision: 3, type: 'MODIFIED', patch: JSON.parse('{"spec":{"__proto__":{"polluted":1}}}') },
+  ]);
+  assert.equal(toYAML(v[0].object), "data:\n  __proto__: before\n  a: '1'\n");
+  assert.equal(toYAML(v[1].object), "data:\n  __proto__: after\n  a: '1'\n");
+  assert.equal(toYAML(v[2].object), "data:\n  __proto__: after\n  a: '1'\nspec:\n  __proto__:\n    polluted: 1\n");
+  assert.equal({}.polluted, undefined);
+  const changed = diffParts(toYAML(v[0].object), toYAML(v[1].object)).filter((p) => p.added || p.removed);
+  assert.deepEqual(changed.map((p) => p.value), ['  __proto__: before\n', '  __proto__: after\n']);
+});
+
+test('a diff beyond maxEditLength is refused, not computed', () => {
+  const lines = (n, v) => Array.from({ length: n }, (_, i) => `k${i}: ${v}${i}`).join('\n') + '\n';
+  const small = diffParts(lines(maxEditLength / 4, 'a'), lines(maxEditLength / 4, 'b'));
+  assert.equal(small.filter((p) => p.added).length, 1);
+  assert.equal(diffParts(lines(maxEditLength, 'a'), lines(maxEditLength, 'b')), undefined);
+  const pre = { textContent: '', replaceChildren() { this.textContent = ''; } };
+  renderDiff(pre, lines(maxEditLength, 'a'), lines(maxEditLength, 'b'));
+  assert.match(pre.textContent, /^Too many changes to show/);
+});
+
+test('what YAML cannot render is said as text', () => {
+  const cyclic = { a: {} };
+  cyclic.a.b = cyclic;
+  assert.match(toYAML(cyclic), /^\(cannot show this object as YAML: /);
+});
+
+// api.js reads discovery from its view: a member's group that sorts first
+// and claims "deploy" does not capture it, and what discovery names is
+// encoded into paths.
+test('kind words prefer Kubernetes\' own groups; discovery names are encoded', async () => {
+  const docs = {
+    '/api/v1': { resources: [{ name: 'pods', singularName: 'pod', kind: 'Pod', namespaced: true, verbs: ['list'], shortNames: ['po'] }] },
+    '/apis': { groups: [
+      { name: 'aaa.example.com', preferredVersion: { groupVersion: 'aaa.example.com/v1', version: 'v1' } },
+      { name: 'apps', preferredVersion: { groupVersion: 'apps/v1', version: 'v1' } },
+    ] },
+    '/apis/aaa.example.com/v1': { resources: [
+      { name: 'deploys', singularName: 'deploy', kind: 'Deploy', namespaced: true, verbs: ['list'], shortNames: ['dep'] },
+      { name: 'hogs', singularName: 'hog', kind: 'Hog', namespaced: true, verbs: ['list'], shortNames: ['deploy', 'po'] },
+    ] },
+    '/apis/apps/v1': { resources: [{ name: 'deployments', singularName: 'deployment', kind: 'Deployment', namespaced: true, verbs: ['list'], shortNames: ['deploy'] }] },
+  };
+  const view = '/apis/search.panorama.io/v1alpha1/clusters/_all/proxy';
+  const server = createServer((req, res) => {
+    const doc = docs[req.url.slice(view.length)];
+    res.writeHead(doc ? 200 : 404, { 'Content-Type': 'application/json' });
+    res.end(JSON.stringify(doc || { kind: 'Status', message: 'not found' }));
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    globalThis.location = new URL(`http://127.0.0.1:${server.address().port}${view}/ui/`);
+    const { findResource, resourcePath } = await import('../static/api.js');
+    assert.equal((await findResource('deploy')).group, 'apps');
+    assert.equal((await findResource('po')).group, '');
+    assert.equal((await findResource('dep')).group, 'aaa.example.com');
+    assert.equal(resourcePath({ group: 'a/../b', version: 'v1?x', name: 'n#', namespaced: true }, 'ns/x'),
+      'apis/a%2F..%2Fb/v1%3Fx/namespaces/ns%2Fx/n%23');
+  } finally {
+    server.close();
+  }
+});
