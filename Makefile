@@ -51,8 +51,8 @@ build: ## Binaries into bin/.
 
 .PHONY: plugin
 plugin: ## Installs kubectl-panorama and its completion hook into $(go env GOPATH)/bin.
-	bin="$$(go env GOPATH)/bin"; mkdir -p "$$bin"; \
-	go build -o "$$bin/kubectl-panorama" ./cmd/panorama; \
+	bin="$$(go env GOPATH)/bin" && mkdir -p "$$bin" && \
+	go build -o "$$bin/kubectl-panorama" ./cmd/panorama && \
 	install -m 0755 plugins/kubectl_complete-panorama "$$bin/kubectl_complete-panorama"
 
 .PHONY: test-assets
