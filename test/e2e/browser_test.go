@@ -83,7 +83,7 @@ func TestBrowser(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	clusters := strings.NewReplacer("resources: [pods, namespaces, secrets]", "resources: [pods, namespaces, events]",
+	clusters := strings.NewReplacer("resources: [pods, namespaces, secrets]", "resources: [pods, namespaces, events, configmaps]",
 		"resources: [deployments, statefulsets]", "resources: [deployments, replicasets]").Replace(clustersManifest(t, east, west))
 	apply(t, host, dir, clusters)
 	startRegistered(t, host, dir, db.DSN)
@@ -139,6 +139,51 @@ func TestBrowser(t *testing.T) {
 		}
 		return nil
 	})
+	// Member contents the history must rebuild as they were: a ConfigMap
+	// whose "__proto__" key changes, and one deleted and re-created, whose
+	// new incarnation has none of the old one's labels.
+	proto, err := eastKube.CoreV1().ConfigMaps("shop").Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "proto"}, Data: map[string]string{"__proto__": "before", "a": "1"},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reborn := func(labels map[string]string) {
+		t.Helper()
+		if _, err := eastKube.CoreV1().ConfigMaps("shop").Create(ctx, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: "reborn", Labels: labels},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reborn(map[string]string{"incarnation": "first"})
+	configMapHistory := func(name, want string) {
+		t.Helper()
+		path := searchv1alpha1.ViewPath("east") + "/api/v1/namespaces/shop/configmaps/" + name + "/history"
+		eventuallyT(t, func() error {
+			out, _, err := testenv.Kubectl(adaKC, "--context", "host", "get", "--raw", path)
+			if err != nil || !strings.Contains(out, want) {
+				return fmt.Errorf("%s's history %q %v, want %q", name, out, err, want)
+			}
+			return nil
+		})
+	}
+	// Each change once Panorama has the one before, so that it is a
+	// version of its own.
+	configMapHistory("proto", `"__proto__":"before"`)
+	proto.Data["__proto__"] = "after"
+	if _, err := eastKube.CoreV1().ConfigMaps("shop").Update(ctx, proto, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	configMapHistory("proto", `"__proto__":"after"`)
+	configMapHistory("reborn", "first")
+	if err := eastKube.CoreV1().ConfigMaps("shop").Delete(ctx, "reborn", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	configMapHistory("reborn", "DELETED")
+	reborn(map[string]string{"incarnation-two": "second"})
+	configMapHistory("reborn", "incarnation-two")
+
 	// The revision before the live pod comes, for asOf.
 	var list metav1.List
 	raw, _, err := testenv.Kubectl(adaKC, "--context", "host", "get", "--raw", searchv1alpha1.ViewPath("")+"/api/v1/pods?labelSelector=app%3Dweb")
@@ -173,6 +218,8 @@ func TestBrowser(t *testing.T) {
 			"open": []map[string]any{
 				{"query": "kind:pods app=web ns:shop", "cluster": "east", "namespace": "shop", "name": "cart-1"},
 				{"cluster": "east", "namespace": "shop", "name": "evil"},
+				{"query": "kind:configmaps ns:shop cluster:east", "cluster": "east", "namespace": "shop", "name": "proto"},
+				{"cluster": "east", "namespace": "shop", "name": "reborn"},
 			},
 			"asOf": list.ResourceVersion, "asOfQuery": "kind:pods app=web",
 		})
@@ -208,7 +255,7 @@ func TestBrowser(t *testing.T) {
 		if rows := got.keys(t, got.Live.Headers, got.Live.Rows); !slices.Equal(rows, []string{"west/shop/cart-0", "west/shop/live-0"}) {
 			t.Errorf("live, the page shows %v", rows)
 		}
-		if len(got.Objects) != 2 {
+		if len(got.Objects) != 4 {
 			t.Fatalf("objects %+v", got.Objects)
 		}
 		cart := got.Objects[0]
@@ -221,6 +268,23 @@ func TestBrowser(t *testing.T) {
 		e := got.Objects[1]
 		if e.Missing || len(e.Events) != 1 || e.Events[0][1] != "Failed" || e.Events[0][4] != hostile || !strings.Contains(e.YAML, hostile) {
 			t.Errorf("evil's Events %q and YAML %q: want its Event and annotation as text", e.Events, e.YAML)
+		}
+		// The diff of the versions picked first, the last two, shows the
+		// "__proto__" key's change as a change of that key.
+		if p := got.Objects[2]; p.Missing || !strings.Contains(p.YAML, "__proto__: after") ||
+			!strings.Contains(p.Diff, "-   __proto__: before\n") || !strings.Contains(p.Diff, "+   __proto__: after\n") {
+			t.Errorf("proto's YAML %q and diff %q: want __proto__ changed from before to after", p.YAML, p.Diff)
+		}
+		// From the deletion to the new incarnation: the new one whole, with
+		// nothing of the first.
+		r := got.Objects[3]
+		allAdded := true
+		for _, line := range strings.Split(strings.TrimSuffix(r.Diff, "\n"), "\n") {
+			allAdded = allAdded && strings.HasPrefix(line, "+ ")
+		}
+		if r.Missing || len(r.Timeline) != 3 || !strings.HasPrefix(r.Timeline[1], "DELETED") || !allAdded ||
+			!strings.Contains(r.Diff, "+     incarnation-two: second\n") || strings.Contains(r.Diff, "first") {
+			t.Errorf("reborn's history %q, diff %q: want the second incarnation alone, all of it added", r.Timeline, r.Diff)
 		}
 		if rows := got.keys(t, got.AsOf.Headers, got.AsOf.Rows); !slices.Equal(rows, wantPods) {
 			t.Errorf("as of revision %s, the page shows %v, want %v (no live-0)", list.ResourceVersion, rows, wantPods)
