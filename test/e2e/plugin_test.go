@@ -142,14 +142,24 @@ func TestPlugin(t *testing.T) {
 		if row := strings.Fields(ada.mustRun(t, "search", "--collection", "workloads", "-A", "--no-headers")); len(row) < 3 || row[0] != "shop" || row[1] != "east" || row[2] != "deployment.apps/"+web.Name {
 			t.Errorf("the workloads' table row %v", row)
 		}
-		// Errors are kubectl's: the Status's message, exit code 1.
+		// Errors are kubectl's, exit code 1: the server's Status's message,
+		// and "error: ..." for what the plugin refuses itself.
 		_, stderr, err := ada.run("search", "nothings", "-A")
-		if code := exitCode(err); code != 1 || !strings.HasPrefix(stderr, "Error from server (BadRequest): ") || !strings.Contains(stderr, `"nothings"`) {
+		if code := exitCode(err); code != 1 || !strings.HasPrefix(stderr, "error: ") || !strings.Contains(stderr, `"nothings"`) {
 			t.Errorf("an unknown resource: exit %d, %q", code, stderr)
 		}
 		_, stderr, err = ada.run("search", "pods", "-A", "--owner-seniority", "x")
-		if code := exitCode(err); code != 1 || !strings.Contains(stderr, "ownerSeniority") {
+		if code := exitCode(err); code != 1 || !strings.HasPrefix(stderr, "Error from server (") || !strings.Contains(stderr, "ownerSeniority") {
 			t.Errorf("a bad parameter: exit %d, %q", code, stderr)
+		}
+		_, stderr, err = ada.run("search", "-A")
+		if code := exitCode(err); code != 1 || stderr != "error: name either a TYPE or a --collection\n" {
+			t.Errorf("neither TYPE nor --collection: exit %d, %q", code, stderr)
+		}
+		// The plugin is the panorama binary, but it does not serve.
+		out, stderr, err := ada.run("serve")
+		if code := exitCode(err); code != 1 || !strings.HasPrefix(stderr, "error: kubectl-panorama does not serve") || out != "" {
+			t.Errorf("kubectl panorama serve: exit %d, %q %q", code, out, stderr)
 		}
 	})
 
