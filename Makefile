@@ -113,7 +113,8 @@ bench-fleet-2m: ## Issue 35's run by hand (hours; not in bench or CI), on MariaD
 
 .PHONY: run
 run: ## A local demo: member clusters, controller manager and API server, SQLite.
-	export KUBEBUILDER_ASSETS="$$(hack/test-assets.sh)"; \
+	@export KUBEBUILDER_ASSETS="$$(hack/test-assets.sh demo)" && \
+	echo "run: building and starting the demo (the first build takes minutes, later ones seconds)" >&2 && \
 	go run ./cmd/panorama-demo
 
 .PHONY: verify

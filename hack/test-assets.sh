@@ -4,6 +4,9 @@
 # module proxy into a cache folder outside the repo, keyed by versions, and prints
 # that folder (use it as KUBEBUILDER_ASSETS). A complete folder is reused as is.
 #
+#   hack/test-assets.sh        all five, for the tests
+#   hack/test-assets.sh demo   etcd, kube-apiserver and kubectl: what make run needs
+#
 # No download site is reachable from CI and Debian's packages are too old, so
 # every binary is compiled from its published Go module.
 set -euo pipefail
@@ -15,7 +18,8 @@ K9S_VERSION=${K9S_VERSION:-0.50.16}
 
 cache_root=${PANORAMA_CACHE:-$HOME/.cache/panorama}
 dir="$cache_root/assets/k8s-$K8S_VERSION-etcd-$ETCD_VERSION-helm-$HELM_VERSION"
-bins=(kube-apiserver kubectl etcd helm k9s)
+bins=(etcd kube-apiserver kubectl helm k9s)
+if [ "${1:-}" = demo ]; then bins=(etcd kube-apiserver kubectl); fi
 
 complete() {
   local b
@@ -28,6 +32,20 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 log() { echo "test-assets: $*" >&2; }
 export GOFLAGS=-mod=mod CGO_ENABLED=0 GOTOOLCHAIN=local
+
+# Progress for the first run, which compiles for minutes with nothing else
+# to show: each binary's place in the queue and its cold build time on two
+# cores, as measured for docs/development.md ("The first run").
+declare -A cold_minutes=([etcd]=3 [kube-apiserver]=22 [kubectl]=3 [helm]=7 [k9s]=18)
+missing=()
+for b in "${bins[@]}"; do [ -x "$dir/$b" ] || missing+=("$b"); done
+started=$SECONDS
+building() { # binary version
+  local i n=${#missing[@]} left=0 b
+  for i in "${!missing[@]}"; do [ "${missing[$i]}" = "$1" ] && break; done
+  for b in "${missing[@]:$i}"; do left=$((left + cold_minutes[$b])); done
+  log "building $1 $2 ($((i + 1)) of $n; about ${cold_minutes[$1]} min cold, ${left} min left in all; $(((SECONDS - started) / 60)) min so far)"
+}
 
 build_kubernetes() {
   local mod="$work/kubernetes" staging minor=${K8S_VERSION#*.}
@@ -50,7 +68,7 @@ build_kubernetes() {
   done
   for b in kube-apiserver kubectl; do
     [ -x "$dir/$b" ] && continue
-    log "building $b v$K8S_VERSION"
+    building "$b" "v$K8S_VERSION"
     (cd "$mod" && go build -trimpath -ldflags "$ldflags" -o "$dir/$b.tmp" "k8s.io/kubernetes/cmd/$b" && mv "$dir/$b.tmp" "$dir/$b")
   done
 }
@@ -75,27 +93,30 @@ import (
 
 func main() { etcdmain.Main(os.Args) }
 GO
-  log "building etcd v$ETCD_VERSION"
+  building etcd "v$ETCD_VERSION"
   (cd "$mod" && go build -trimpath -o "$dir/etcd.tmp" . && mv "$dir/etcd.tmp" "$dir/etcd")
 }
 
 build_helm() {
   [ -x "$dir/helm" ] && return
-  log "building helm v$HELM_VERSION"
+  building helm "v$HELM_VERSION"
   GOBIN="$work/bin" go install -trimpath "helm.sh/helm/v${HELM_VERSION%%.*}/cmd/helm@v$HELM_VERSION"
   mv "$work/bin/helm" "$dir/helm"
 }
 
 build_k9s() {
   [ -x "$dir/k9s" ] && return
-  log "building k9s v$K9S_VERSION"
+  building k9s "v$K9S_VERSION"
   GOBIN="$work/bin" go install -trimpath "github.com/derailed/k9s@v$K9S_VERSION"
   mv "$work/bin/k9s" "$dir/k9s"
 }
 
 build_etcd
 build_kubernetes
-build_helm
-build_k9s
+if [ "${1:-}" != demo ]; then
+  build_helm
+  build_k9s
+fi
 complete
+[ ${#missing[@]} -eq 0 ] || log "built ${missing[*]} in $(((SECONDS - started) / 60)) min"
 echo "$dir"

@@ -132,7 +132,7 @@ Panorama is serving 2 member clusters. Try:
   kubectl --kubeconfig %[1]s get pods -A -l search.panorama.io/images=nginx   # every pod running an nginx image
   kubectl --kubeconfig %[2]s get clusters                 # the host's Cluster objects
 
-(kubectl and k9s are in %[3]s.) Ctrl-C stops everything.
+(kubectl is in %[3]s, and k9s too after make test-assets.) Ctrl-C stops everything.
 `, kubeconfig, d.hostKubeconfig, os.Getenv("KUBEBUILDER_ASSETS"))
 	return nil
 }
