@@ -102,10 +102,14 @@ func (t *tools) readObject(ctx context.Context, ref ObjectRef, m *meta.RESTMappi
 	return list.Items[0], warnings, nil
 }
 
+// defaultHistoryVersions is how many versions history answers when not
+// told: the recent ones an agent usually wants, not a week of them.
+const defaultHistoryVersions = 50
+
 // HistoryInput reads the versions of one object.
 type HistoryInput struct {
 	ObjectRef
-	Limit       int   `json:"limit,omitempty" jsonschema:"only the last this many versions"`
+	Limit       int   `json:"limit,omitempty" jsonschema:"only the last this many versions (default 50)"`
 	WithPatches bool  `json:"withPatches,omitempty" jsonschema:"also each version's JSON merge patch (the whole object for ADDED)"`
 	From        int64 `json:"from,omitempty" jsonschema:"with to: the diff between the versions at these two revisions"`
 	To          int64 `json:"to,omitempty" jsonschema:"with from: the diff between the versions at these two revisions"`
@@ -136,10 +140,14 @@ func (t *tools) doHistory(ctx context.Context, in HistoryInput) (HistoryOutput, 
 	if withDiff && (in.From == 0 || in.To == 0) {
 		return HistoryOutput{}, viewclient.BadInput("a diff needs both from and to")
 	}
+	limit := in.Limit
+	if limit <= 0 {
+		limit = defaultHistoryVersions
+	}
 	q := url.Values{}
 	// A diff rebuilds versions from the first, whole, one: it reads them all.
-	if in.Limit > 0 && !withDiff {
-		q.Set("limit", strconv.Itoa(in.Limit))
+	if !withDiff {
+		q.Set("limit", strconv.Itoa(limit))
 	}
 	var h searchv1alpha1.History
 	warnings, err := t.views.GetJSON(ctx, in.path(m)+"/history", q, &h)
@@ -153,9 +161,12 @@ func (t *tools) doHistory(ctx context.Context, in HistoryInput) (HistoryOutput, 
 			return out, err
 		}
 		out.Diff, out.Changed = patch, changed
-		if in.Limit > 0 && len(h.Items) > in.Limit {
-			h.Items = h.Items[len(h.Items)-in.Limit:]
+		if len(h.Items) > limit {
+			h.Items = h.Items[len(h.Items)-limit:]
 		}
+	}
+	if len(h.Items) == limit {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("the last %d versions only: a larger limit reads earlier ones", limit))
 	}
 	if out.Versions, err = timeline(&h, in.WithPatches); err != nil {
 		return out, err

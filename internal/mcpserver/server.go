@@ -51,7 +51,7 @@ func New(host *rest.Config, opts Options) (*mcp.Server, error) {
 	})
 	// A panic in a handler (a bug, or a library's, met by some input) fails
 	// that call, not the server and every session it holds.
-	s.AddReceivingMiddleware(recovering)
+	s.AddReceivingMiddleware(recovering, bounded)
 	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)}
 	mcp.AddTool(s, &mcp.Tool{Name: "clusters", Annotations: readOnly,
 		Description: "The member clusters you may read: name, Ready, Kubernetes version, number of synced resources."}, t.clusters)
@@ -63,7 +63,7 @@ func New(host *rest.Config, opts Options) (*mcp.Server, error) {
 	mcp.AddTool(s, &mcp.Tool{Name: "get", Annotations: readOnly,
 		Description: "One object of one cluster, all of it (without managedFields) or only `fields`; `asOf` reads it as it was at a revision or time."}, t.get)
 	mcp.AddTool(s, &mcp.Tool{Name: "history", Annotations: readOnly,
-		Description: "The versions of one object (a week of them): revision, time, type and the paths each changed; `from` and `to` revisions give the diff between two versions as a JSON merge patch."}, t.history)
+		Description: "The versions of one object (the last 50, or `limit`; a week is kept): revision, time, type and the paths each changed; `from` and `to` revisions give the diff between two versions as a JSON merge patch."}, t.history)
 	mcp.AddTool(s, &mcp.Tool{Name: "describe", Annotations: readOnly,
 		Description: "A short describe of one object: kubectl get's columns, labels, status conditions, its owner chain and its recent Events."}, t.describe)
 	s.AddResource(&mcp.Resource{URI: ClustersURI, Name: "clusters", MIMEType: "application/json",
@@ -110,6 +110,34 @@ func recovering(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 		}()
 		return next(ctx, method, req)
+	}
+}
+
+// maxAnswerBytes bounds a tool's answer, in JSON: an agent pays for every
+// token it reads, and one object (a CRD, a ConfigMap near 1 MiB) or a
+// week of an object's versions with their patches would fill its context.
+const maxAnswerBytes = 256 << 10
+
+// bounded turns a tool's answer over maxAnswerBytes into a tool error that
+// says how to ask for less, so that the agent can.
+func bounded(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		result, err := next(ctx, method, req)
+		answer, ok := result.(*mcp.CallToolResult)
+		if err != nil || !ok || answer.IsError {
+			return result, err
+		}
+		body, err := json.Marshal(answer)
+		if err != nil {
+			return nil, err
+		}
+		if len(body) <= maxAnswerBytes {
+			return result, nil
+		}
+		tooLarge := &mcp.CallToolResult{}
+		tooLarge.SetError(fmt.Errorf("the answer is %d KiB, over the %d KiB an answer may hold: ask for less "+
+			"(fields, a smaller limit, no patches)", len(body)>>10, maxAnswerBytes>>10))
+		return tooLarge, nil
 	}
 }
 

@@ -232,3 +232,42 @@ func mapsEqual(a, b map[string]any) bool {
 	jb, _ := json.Marshal(b)
 	return string(ja) == string(jb)
 }
+
+// TestAnswersAreBounded: an answer over maxAnswerBytes is a tool error
+// that says how to ask for less; a smaller one passes as it was.
+func TestAnswersAreBounded(t *testing.T) {
+	answer := func(size int) mcp.MethodHandler {
+		return func(context.Context, string, mcp.Request) (mcp.Result, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", size)}}}, nil
+		}
+	}
+	res, err := bounded(answer(maxAnswerBytes+1))(context.Background(), "tools/call", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res.(*mcp.CallToolResult)
+	if !r.IsError || len(r.Content) != 1 || !strings.Contains(r.Content[0].(*mcp.TextContent).Text, "ask for less") {
+		t.Errorf("an answer over the bound: %+v", r)
+	}
+	res, err = bounded(answer(1000))(context.Background(), "tools/call", nil)
+	if err != nil || res.(*mcp.CallToolResult).IsError || len(res.(*mcp.CallToolResult).Content[0].(*mcp.TextContent).Text) != 1000 {
+		t.Errorf("an answer under the bound: %+v, %v", res, err)
+	}
+}
+
+// TestHistoryReadsTheLastVersionsByDefault: without a limit, history asks
+// the view for the last defaultHistoryVersions, not a week of versions.
+func TestHistoryReadsTheLastVersionsByDefault(t *testing.T) {
+	srv, asked := fakeHost(t)
+	_, _ = connect(t, srv.URL).CallTool(context.Background(), &mcp.CallToolParams{Name: "history",
+		Arguments: map[string]any{"cluster": "east", "resource": "pods", "namespace": "shop", "name": "web-0"}})
+	for _, q := range *asked {
+		if strings.Contains(q, "/history") {
+			if !strings.HasSuffix(q, "/history?limit=50") {
+				t.Errorf("history asked as %s", q)
+			}
+			return
+		}
+	}
+	t.Errorf("no history asked; asked %v", *asked)
+}
