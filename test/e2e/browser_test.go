@@ -20,7 +20,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
-	"github.com/panorama-io/panorama/storage/storagetest"
 	"github.com/panorama-io/panorama/test/testenv"
 )
 
@@ -39,12 +38,6 @@ const hostile = `<img src=x onerror="window.__pwned=1;alert(1)">`
 // text and run nothing.
 func TestBrowser(t *testing.T) {
 	script := browserScript(t)
-	host := testenv.Start(t, testenv.WithAggregation(t))
-	east := testenv.Start(t, testenv.WithoutCRDs())
-	west := testenv.Start(t, testenv.WithoutCRDs())
-	eastKube, westKube := kubernetes.NewForConfigOrDie(east.Config), kubernetes.NewForConfigOrDie(west.Config)
-	db := storagetest.Backends()[1].Options(t)
-	ctx := context.Background()
 	artifacts := os.Getenv("PANORAMA_ARTIFACTS")
 	if artifacts == "" {
 		artifacts = t.TempDir()
@@ -52,68 +45,36 @@ func TestBrowser(t *testing.T) {
 	artifacts = filepath.Join(artifacts, "browser")
 	t.Logf("screenshots in %s", artifacts)
 
-	createNS(t, eastKube, "shop")
-	createNS(t, westKube, "shop")
-	for i := range 3 {
-		createPod(t, eastKube, "shop", fmt.Sprintf("cart-%d", i), "web")
-	}
-	createPod(t, westKube, "shop", "cart-0", "web")
-	createPod(t, westKube, "shop", "cart-9", "other")
-	owned(t, eastKube) // a Deployment, its ReplicaSet and a Pod labelled app=web, and an Event
-	// A pod whose status reason, annotation and Event are markup.
-	evil := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "evil", Labels: map[string]string{"app": "web"}, Annotations: map[string]string{"note": hostile}},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx"}}},
-	}
-	evil, err := eastKube.CoreV1().Pods("shop").Create(ctx, evil, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	evil.Status.Reason = hostile
-	if evil, err = eastKube.CoreV1().Pods("shop").UpdateStatus(ctx, evil, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := eastKube.CoreV1().Events("shop").Create(ctx, &corev1.Event{
-		ObjectMeta:     metav1.ObjectMeta{Name: "evil.1"},
-		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "shop", Name: "evil", UID: evil.UID, APIVersion: "v1"},
-		Type:           corev1.EventTypeWarning, Reason: "Failed", Message: hostile, Source: corev1.EventSource{Component: "kubelet"},
-		FirstTimestamp: metav1.Now(), LastTimestamp: metav1.Now(), Count: 1,
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-
-	dir := t.TempDir()
-	clusters := strings.NewReplacer("resources: [pods, namespaces, secrets]", "resources: [pods, namespaces, events, configmaps]",
-		"resources: [deployments, statefulsets]", "resources: [deployments, replicasets]").Replace(clustersManifest(t, east, west))
-	apply(t, host, dir, clusters)
-	startRegistered(t, host, dir, db.DSN)
-	host.Kubectl(t, "wait", "--for=condition=Ready", "--timeout=90s", "cluster/east", "cluster/west")
-
-	// ada reads everything and may list the host's Clusters; eve reads
-	// east only and may not, so the page finds her clusters by counting.
-	apply(t, host, dir, grant("page-ada", "", []string{pathsRule, readRule(`"*"`),
-		`{apiGroups: [cluster.panorama.io], resources: [clusters], verbs: [list]}`}, "ada")+
-		grant("page-eve", "", []string{pathsRule,
-			`{apiGroups: [search.panorama.io], resources: ["*"], resourceNames: [east], verbs: [get, list, watch]}`}, "eve"))
-	adaKC, eveKC := userKubeconfig(t, host, dir, "ada"), userKubeconfig(t, host, dir, "eve")
-
-	// The members' own pods labelled app=web, as cluster/namespace/name.
-	memberPods := func(clusters map[string]kubernetes.Interface) []string {
-		var keys []string
-		for cluster, c := range clusters {
-			pods, err := c.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, p := range pods.Items {
-				keys = append(keys, cluster+"/"+p.Namespace+"/"+p.Name)
-			}
+	// eve may not list the host's Clusters, so the page finds hers by
+	// counting.
+	f := startClientFleet(t, "web", fleetOptions{alsoSync: ", configmaps", before: func(eastKube, westKube kubernetes.Interface) {
+		ctx := context.Background()
+		createPod(t, westKube, "shop", "cart-9", "other")
+		// A pod whose status reason, annotation and Event are markup.
+		evil := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "evil", Labels: map[string]string{"app": "web"}, Annotations: map[string]string{"note": hostile}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx"}}},
 		}
-		slices.Sort(keys)
-		return keys
-	}
-	both := map[string]kubernetes.Interface{"east": eastKube, "west": westKube}
-	wantPods := memberPods(both)
+		evil, err := eastKube.CoreV1().Pods("shop").Create(ctx, evil, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		evil.Status.Reason = hostile
+		if evil, err = eastKube.CoreV1().Pods("shop").UpdateStatus(ctx, evil, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := eastKube.CoreV1().Events("shop").Create(ctx, &corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{Name: "evil.1"},
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "shop", Name: "evil", UID: evil.UID, APIVersion: "v1"},
+			Type:           corev1.EventTypeWarning, Reason: "Failed", Message: hostile, Source: corev1.EventSource{Component: "kubelet"},
+			FirstTimestamp: metav1.Now(), LastTimestamp: metav1.Now(), Count: 1,
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}})
+	dir, eastKube, westKube, adaKC, eveKC := f.dir, f.eastKube, f.westKube, f.ada, f.eve
+	ctx := context.Background()
+	wantPods := f.memberPods(t, "web", "east", "west")
 	eventuallyT(t, func() error {
 		out, _, err := testenv.Kubectl(adaKC, "get", "pods", "-A", "-l", "app=web", "--no-headers")
 		if err != nil || strings.Count(out, "\n") != len(wantPods) {
@@ -294,7 +255,7 @@ func TestBrowser(t *testing.T) {
 
 	t.Run("eve", func(t *testing.T) {
 		proxy := kubectlProxy(t, eveKC)
-		wantEast := memberPods(map[string]kubernetes.Interface{"east": eastKube})
+		wantEast := f.memberPods(t, "web", "east")
 		for _, view := range []string{"", "east"} {
 			got := runPage(t, script, artifacts, "eve-"+cmp.Or(view, "all"), map[string]any{
 				"url": proxy + searchv1alpha1.ViewPath(view) + "/ui/", "query": "kind:pods app=web", "groupBy": "cluster",

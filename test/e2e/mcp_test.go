@@ -12,16 +12,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-
-	"github.com/panorama-io/panorama/storage/storagetest"
-	"github.com/panorama-io/panorama/test/testenv"
 )
 
 // TestMCP runs `panorama mcp` as agents would, with the SDK's own client:
@@ -30,54 +23,13 @@ import (
 // answer is checked against the members' own objects; eve, whose grants
 // name east only, learns nothing of west.
 func TestMCP(t *testing.T) {
-	host := testenv.Start(t, testenv.WithAggregation(t))
-	east := testenv.Start(t, testenv.WithoutCRDs())
-	west := testenv.Start(t, testenv.WithoutCRDs())
-	eastKube, westKube := kubernetes.NewForConfigOrDie(east.Config), kubernetes.NewForConfigOrDie(west.Config)
-	db := storagetest.Backends()[1].Options(t)
+	// ada may list the host's Clusters, and so may eve, so the clusters
+	// tool must tell apart those they may read.
+	f := startClientFleet(t, "mcp", fleetOptions{eveListsClusters: true})
+	host, dir, eastKube, westKube, web := f.host, f.dir, f.eastKube, f.westKube, f.web
 	ctx := context.Background()
-
-	createNS(t, eastKube, "shop")
-	createNS(t, westKube, "shop")
-	for i := range 3 {
-		createPod(t, eastKube, "shop", fmt.Sprintf("cart-%d", i), "mcp")
-	}
-	createPod(t, westKube, "shop", "cart-0", "mcp")
-	// A Deployment, its ReplicaSet and their Pod, written as the members'
-	// controllers would (envtest runs none), and an Event of the Pod.
-	web := owned(t, eastKube)
-
-	dir := t.TempDir()
-	clusters := strings.NewReplacer("resources: [pods, namespaces, secrets]", "resources: [pods, namespaces, events]",
-		"resources: [deployments, statefulsets]", "resources: [deployments, replicasets]").Replace(clustersManifest(t, east, west))
-	apply(t, host, dir, clusters)
-	startRegistered(t, host, dir, db.DSN)
-	host.Kubectl(t, "wait", "--for=condition=Ready", "--timeout=90s", "cluster/east", "cluster/west")
-
-	// ada reads everything; eve reads east only. Both may list the host's
-	// Clusters, so the clusters tool must tell apart those they may read.
-	listClusters := `{apiGroups: [cluster.panorama.io], resources: [clusters], verbs: [list]}`
-	apply(t, host, dir, grant("mcp-ada", "", []string{pathsRule, readRule(`"*"`), listClusters}, "ada")+
-		grant("mcp-eve", "", []string{pathsRule, listClusters,
-			`{apiGroups: [search.panorama.io], resources: ["*"], resourceNames: [east], verbs: [get, list, watch]}`}, "eve"))
-	ada := mcpSession(t, userKubeconfig(t, host, dir, "ada"))
-	eve := mcpSession(t, userKubeconfig(t, host, dir, "eve"))
-
-	// The members' own pods labelled app=mcp, as cluster/namespace/name.
-	memberPods := func() []string {
-		var keys []string
-		for cluster, c := range map[string]kubernetes.Interface{"east": eastKube, "west": westKube} {
-			pods, err := c.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: "app=mcp"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, p := range pods.Items {
-				keys = append(keys, cluster+"/"+p.Namespace+"/"+p.Name)
-			}
-		}
-		slices.Sort(keys)
-		return keys
-	}()
+	ada, eve := mcpSession(t, f.ada), mcpSession(t, f.eve)
+	memberPods := f.memberPods(t, "mcp", "east", "west")
 	eventuallyT(t, func() error {
 		var out struct{ Items []map[string]any }
 		if err := ada.call("search", map[string]any{"resource": "pods", "labelSelector": "app=mcp"}, &out); err != nil {
@@ -354,66 +306,6 @@ func TestMCP(t *testing.T) {
 			t.Errorf("hal's search over HTTP: %v %s", err, toolText(res))
 		}
 	})
-}
-
-// ownedObjects are a Deployment of east, its ReplicaSet, their Pod and an
-// Event of the Pod.
-type ownedObjects struct {
-	*appsv1.Deployment
-	rs    *appsv1.ReplicaSet
-	pod   *corev1.Pod
-	event *corev1.Event
-}
-
-// owned writes in namespace shop a Deployment, a ReplicaSet it controls,
-// a Pod that ReplicaSet controls (PodScheduled False, as a scheduler
-// writes it) and a Warning Event of the Pod.
-func owned(t *testing.T, c kubernetes.Interface) ownedObjects {
-	t.Helper()
-	ctx := context.Background()
-	one := int32(1)
-	labels := map[string]string{"app": "web"}
-	spec := corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27"}}}
-	d, err := c.AppsV1().Deployments("shop").Create(ctx, &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Labels: labels},
-		Spec: appsv1.DeploymentSpec{Replicas: &one, Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rs, err := c.AppsV1().ReplicaSets("shop").Create(ctx, &appsv1.ReplicaSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "web-5d9", Labels: labels,
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: d.Name, UID: d.UID, Controller: ptrTo(true)}}},
-		Spec: appsv1.ReplicaSetSpec{Replicas: &one, Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pod, err := c.CoreV1().Pods("shop").Create(ctx, &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "web-5d9-x7k2p", Labels: labels,
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: ptrTo(true)}}},
-		Spec: spec,
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/0 nodes are available"}}
-	if pod, err = c.CoreV1().Pods("shop").UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	now := metav1.NewTime(time.Now())
-	ev, err := c.CoreV1().Events("shop").Create(ctx, &corev1.Event{
-		ObjectMeta:     metav1.ObjectMeta{Name: pod.Name + ".backoff"},
-		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "shop", Name: pod.Name, UID: pod.UID, APIVersion: "v1"},
-		Type:           corev1.EventTypeWarning, Reason: "BackOff", Message: "Back-off restarting failed container app",
-		Source: corev1.EventSource{Component: "kubelet"}, FirstTimestamp: now, LastTimestamp: now, Count: 1,
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ownedObjects{Deployment: d, rs: rs, pod: pod, event: ev}
 }
 
 func ptrTo[T any](v T) *T { return &v }

@@ -12,9 +12,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
-	"github.com/panorama-io/panorama/storage/storagetest"
 	"github.com/panorama-io/panorama/test/testenv"
 )
 
@@ -25,50 +23,11 @@ import (
 // Every answer is checked against the members' own objects; eve, whose
 // grants name east only, learns nothing of west.
 func TestPlugin(t *testing.T) {
-	host := testenv.Start(t, testenv.WithAggregation(t))
-	east := testenv.Start(t, testenv.WithoutCRDs())
-	west := testenv.Start(t, testenv.WithoutCRDs())
-	eastKube, westKube := kubernetes.NewForConfigOrDie(east.Config), kubernetes.NewForConfigOrDie(west.Config)
-	db := storagetest.Backends()[1].Options(t)
+	f := startClientFleet(t, "plug", fleetOptions{eveListsClusters: true})
+	dir, eastKube, westKube, web := f.dir, f.eastKube, f.westKube, f.web
 	ctx := context.Background()
-
-	createNS(t, eastKube, "shop")
-	createNS(t, westKube, "shop")
-	for i := range 3 {
-		createPod(t, eastKube, "shop", fmt.Sprintf("cart-%d", i), "plug")
-	}
-	createPod(t, westKube, "shop", "cart-0", "plug")
-	web := owned(t, eastKube)
-
-	dir := t.TempDir()
-	clusters := strings.NewReplacer("resources: [pods, namespaces, secrets]", "resources: [pods, namespaces, events]",
-		"resources: [deployments, statefulsets]", "resources: [deployments, replicasets]").Replace(clustersManifest(t, east, west))
-	apply(t, host, dir, clusters)
-	startRegistered(t, host, dir, db.DSN)
-	host.Kubectl(t, "wait", "--for=condition=Ready", "--timeout=90s", "cluster/east", "cluster/west")
-
-	listClusters := `{apiGroups: [cluster.panorama.io], resources: [clusters], verbs: [list]}`
-	apply(t, host, dir, grant("plugin-ada", "", []string{pathsRule, readRule(`"*"`), listClusters}, "ada")+
-		grant("plugin-eve", "", []string{pathsRule, listClusters,
-			`{apiGroups: [search.panorama.io], resources: ["*"], resourceNames: [east], verbs: [get, list, watch]}`}, "eve"))
-	ada := newPluginUser(t, dir, userKubeconfig(t, host, dir, "ada"))
-	eve := newPluginUser(t, dir, userKubeconfig(t, host, dir, "eve"))
-
-	// The members' own pods labelled app=plug, as cluster/namespace/name.
-	memberPods := func() []string {
-		var keys []string
-		for cluster, c := range map[string]kubernetes.Interface{"east": eastKube, "west": westKube} {
-			pods, err := c.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: "app=plug"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, p := range pods.Items {
-				keys = append(keys, cluster+"/"+p.Namespace+"/"+p.Name)
-			}
-		}
-		slices.Sort(keys)
-		return keys
-	}()
+	ada, eve := newPluginUser(t, dir, f.ada), newPluginUser(t, dir, f.eve)
+	memberPods := f.memberPods(t, "plug", "east", "west")
 	keysOf := `-o=jsonpath={range .items[*]}{.metadata.annotations.panorama\.io/cluster}/{.metadata.namespace}/{.metadata.name}{"\n"}{end}`
 	eventuallyT(t, func() error {
 		out, stderr, err := ada.run("search", "pods", "-A", "-l", "app=plug", keysOf)
