@@ -111,6 +111,8 @@ var perObjectKeys = map[GroupBy]bool{
 	{Kind: GroupField, Key: "involvedObject.resourceVersion"}:     true,
 	{Kind: GroupField, Key: "regarding.uid"}:                      true,
 	{Kind: GroupField, Key: "regarding.resourceVersion"}:          true,
+	// An object's references name a few objects each, like its uid.
+	{Kind: GroupField, Key: ReferencesField}: true,
 }
 
 // Summarized reports whether a store keeps counts per value of g's label
@@ -187,7 +189,11 @@ func (q *CountQuery) Summarizable() bool {
 	rest.Limit, rest.OrderBy, rest.WithRemainingCount = 0, nil, false
 	rest.GVR, rest.Clusters, rest.Namespaces = schema.GroupVersionResource{}, nil, nil
 	// Any other filter, one added later too, is for the objects; an empty
-	// list (as a request without a field selector parses to) is none.
+	// list (as a request without a field selector parses to) is none, but
+	// for Objects, where it selects no object.
+	if rest.Objects != nil {
+		return false
+	}
 	v := reflect.ValueOf(rest)
 	for i := range v.NumField() {
 		if f := v.Field(i); !f.IsZero() && (f.Kind() != reflect.Slice || f.Len() > 0) {

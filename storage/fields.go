@@ -149,10 +149,29 @@ type FieldSet struct {
 }
 
 // compiledField is one field: the values of the rules that apply to a
-// resource.
+// resource, or, for a built-in field no path can say, those compute
+// finds in the whole object.
 type compiledField struct {
 	rules    []fieldRule
+	compute  func(gr schema.GroupResource, obj map[string]any) []string
 	declared bool // not built in: its values count against MaxDeclaredFieldValues
+}
+
+// computedFields are the built-in fields computed from whole objects:
+// their values come sorted, once each and bounded.
+var computedFields = map[string]func(gr schema.GroupResource, obj map[string]any) []string{
+	ReferencesField: referenceValues,
+}
+
+// referenceValues are the values of ReferencesField: what ReferencesOf
+// finds, as stored.
+func referenceValues(gr schema.GroupResource, obj map[string]any) []string {
+	refs := ReferencesOf(gr, obj)
+	out := make([]string, len(refs))
+	for i, r := range refs {
+		out[i] = r.Value()
+	}
+	return out
 }
 
 type fieldRule struct {
@@ -167,7 +186,7 @@ func (r *fieldRule) appliesTo(gr schema.GroupResource) bool {
 
 // BuiltinFieldsRevision changes whenever BuiltinFields do: stores then
 // reindex (see Interface.DeclareFields).
-const BuiltinFieldsRevision = 2
+const BuiltinFieldsRevision = 3
 
 // BuiltinFields are the fields every store indexes: those kube-apiserver
 // supports for its built-in kinds (any kind that has one can be selected
@@ -213,6 +232,9 @@ func NewFieldSet(version int64, declared []FieldDeclaration) (*FieldSet, error) 
 		if err := fs.add(d); err != nil {
 			return nil, err
 		}
+	}
+	for name, compute := range computedFields {
+		fs.fields[name] = &compiledField{compute: compute}
 	}
 	builtin := maps.Clone(fs.fields)
 	for _, d := range declared {
@@ -404,12 +426,22 @@ func (fs *FieldSet) Names() []string { return slices.Clone(fs.names) }
 // Extract returns the values of every field obj (of resource gr) has:
 // sorted, without duplicates, empty ones (which select like absent ones)
 // and ones longer than MaxFieldValueLen, at most MaxFieldValues a field
-// and MaxDeclaredFieldValues of the declared ones together.
+// (a computed one, its own bound) and MaxDeclaredFieldValues of the
+// declared ones together.
 func (fs *FieldSet) Extract(gr schema.GroupResource, obj map[string]any) map[string][]string {
 	var out map[string][]string
 	var vs []string
 	declaredLeft := MaxDeclaredFieldValues
 	for _, name := range fs.names {
+		if compute := fs.fields[name].compute; compute != nil {
+			if values := compute(gr, obj); len(values) > 0 {
+				if out == nil {
+					out = map[string][]string{}
+				}
+				out[name] = values
+			}
+			continue
+		}
 		vs = vs[:0]
 		for _, r := range fs.fields[name].rules {
 			if !r.appliesTo(gr) {

@@ -84,6 +84,12 @@ type ListQuery struct {
 	// Images selects objects with an image (ImagesField) containing any of
 	// them (case-sensitive).
 	Images []string
+	// RefersTo selects objects with a reference (ReferencesOf) to any of
+	// them; a target without a namespace is its name in any namespace, or
+	// cluster-scoped.
+	RefersTo []Reference
+	// Objects selects exactly these objects, when not nil: none when empty.
+	Objects []ObjectName
 	// OwnerUID or OwnerName (optionally with OwnerGroupResource) select objects
 	// owned by that object; OwnerSeniority 1 selects the owner's grandchildren
 	// instead of its children, and so on.
@@ -105,6 +111,11 @@ type ListQuery struct {
 	// compacted revision, as far back as the history reaches.
 	History            bool
 	WithRemainingCount bool
+}
+
+// ObjectName names one object of a query's resource.
+type ObjectName struct {
+	Cluster, Namespace, Name string
 }
 
 // ListResult is one page.
@@ -135,6 +146,12 @@ func (q *ListQuery) Validate() error {
 		texts = append(texts, r.Field, r.Value)
 	}
 	texts = append(texts, q.Images...)
+	for _, r := range q.RefersTo {
+		texts = append(texts, r.Value())
+	}
+	for _, o := range q.Objects {
+		texts = append(texts, o.Cluster, o.Namespace, o.Name)
+	}
 	for _, r := range q.Labels {
 		texts = append(append(texts, r.Key()), r.Values().UnsortedList()...)
 	}
@@ -150,6 +167,14 @@ func (q *ListQuery) Validate() error {
 	for name, vs := range map[string][]string{"clusters": q.Clusters, "namespaces": q.Namespaces, "names": q.Names, "images": q.Images} {
 		if len(vs) > MaxListValues {
 			return Invalid(name, "at most %d values", MaxListValues)
+		}
+	}
+	if len(q.RefersTo) > MaxListValues {
+		return Invalid("refersTo", "at most %d values", MaxListValues)
+	}
+	for _, r := range q.RefersTo {
+		if !r.valid() {
+			return Invalid("refersTo", "%q: a kind and name are required, without '/'", r.Value())
 		}
 	}
 	if n := q.values(); n > MaxQueryValues {
@@ -203,7 +228,7 @@ func (q *ListQuery) Validate() error {
 
 // values counts what MaxQueryValues bounds.
 func (q *ListQuery) values() int {
-	n := len(q.Clusters) + len(q.Namespaces) + len(q.Names) + len(q.Images) + len(q.Fields)
+	n := len(q.Clusters) + len(q.Namespaces) + len(q.Names) + len(q.Images) + len(q.Fields) + len(q.RefersTo) + 3*len(q.Objects)
 	for _, r := range q.Labels {
 		n += 1 + r.Values().Len()
 	}
@@ -308,6 +333,14 @@ func (q *ListQuery) Matches(o *Object, owners OwnerSet) bool {
 		}
 	}
 	if len(q.Images) > 0 && !o.HasFieldContaining(ImagesField, q.Images) {
+		return false
+	}
+	if len(q.RefersTo) > 0 && !slices.ContainsFunc(o.Fields[ReferencesField], func(v string) bool {
+		return slices.ContainsFunc(q.RefersTo, func(r Reference) bool { return r.MatchesValue(v) })
+	}) {
+		return false
+	}
+	if q.Objects != nil && !slices.Contains(q.Objects, ObjectName{o.Cluster, o.Namespace, o.Name}) {
 		return false
 	}
 	if owners != nil {

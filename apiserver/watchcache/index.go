@@ -1,10 +1,12 @@
 package watchcache
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/google/btree"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
 
 	"github.com/panorama-io/panorama/storage"
@@ -351,6 +353,14 @@ func (x *index) selection(q *storage.ListQuery) (sel *roaring.Bitmap, residual b
 			return false
 		}))
 	}
+	if len(q.RefersTo) > 0 {
+		in = append(in, attributeIn(x.fields, storage.ReferencesField).values.union(func(v string) bool {
+			return slices.ContainsFunc(q.RefersTo, func(r storage.Reference) bool { return r.MatchesValue(v) })
+		}))
+	}
+	if q.Objects != nil {
+		in = append(in, x.slotsOf(q.GVR, q.Objects))
+	}
 	if len(in) == 0 {
 		sel = x.live.Clone()
 	} else {
@@ -361,4 +371,15 @@ func (x *index) selection(q *storage.ListQuery) (sel *roaring.Bitmap, residual b
 	}
 	residual = residual || q.CreatedSince != nil || q.CreatedBefore != nil
 	return sel, residual
+}
+
+// slotsOf returns the slots of the objects of gvr named.
+func (x *index) slotsOf(gvr schema.GroupVersionResource, objects []storage.ObjectName) *roaring.Bitmap {
+	out := roaring.New()
+	for _, o := range objects {
+		if s, ok := x.byKey[storage.Key{Cluster: o.Cluster, GVR: gvr, Namespace: o.Namespace, Name: o.Name}]; ok {
+			out.Add(s)
+		}
+	}
+	return out
 }

@@ -47,8 +47,20 @@ func randomObject(rng *rand.Rand, i int) *storage.Object {
 	if slices.Sort(images); len(images) > 0 {
 		o.Fields[storage.ImagesField] = slices.Compact(images)
 	}
+	var refs []string
+	for range rng.IntN(4) {
+		refs = append(refs, referenceValues[rng.IntN(len(referenceValues))])
+	}
+	if slices.Sort(refs); len(refs) > 0 {
+		o.Fields[storage.ReferencesField] = slices.Compact(refs)
+	}
 	return o
 }
+
+// referenceValues are references of names that are prefixes of each
+// other, in two namespaces and cluster-scoped.
+var referenceValues = []string{"Secret/db/ns-1", "Secret/db-pass/ns-1", "Secret/db-pass/ns-2", "Secret/db-pass-old/ns-1",
+	"Node/node-1", "Node/node-10", "ReplicaSet.apps/web/ns-1"}
 
 func parsedLabels(t *testing.T, s string) labels.Requirements {
 	t.Helper()
@@ -108,6 +120,13 @@ func TestIndexSelectsAndCountsAsReading(t *testing.T) {
 		{FuzzyName: "d-1"},
 		{Fields: parsedFields(t, "metadata.name!=pod-3")},
 		{CreatedSince: &since},
+		{RefersTo: []storage.Reference{{Kind: "Secret", Name: "db-pass"}}},
+		{RefersTo: []storage.Reference{{Kind: "Secret", Namespace: "ns-2", Name: "db-pass"}}},
+		{RefersTo: []storage.Reference{{Kind: "Secret", Name: "db"}, {Kind: "Node", Name: "node-1"}}},
+		{RefersTo: []storage.Reference{{Group: "apps", Kind: "ReplicaSet", Name: "web"}}, Labels: parsedLabels(t, "app=web")},
+		{RefersTo: []storage.Reference{{Kind: "Secret", Name: "db-"}}},
+		{Objects: []storage.ObjectName{{Cluster: "east", Namespace: "ns-1", Name: "pod-1"}, {Cluster: "west", Name: "pod-2"}, {Cluster: "north", Namespace: "ns-2", Name: "pod-3"}}},
+		{Objects: []storage.ObjectName{}},
 	}
 	terms := [][]string{
 		{"cluster"}, {"namespace"}, {"label:app"}, {"label:absent"}, {"label:pod-name"},

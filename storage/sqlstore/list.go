@@ -221,20 +221,21 @@ func keyColumn(field string) (string, bool) {
 }
 
 // attrCond selects the rows that have, or with lacks those that lack, an
-// attribute row of kind and key whose value is one of values, contains
-// one of contains, or, with neither, is any. common is set where the
-// matches are known to be many (see imageValues).
+// attribute row of kind and key whose value is one of values, passes
+// valueSQL, or, with neither, is any. common is set where the matches are
+// known to be many (see imageValues).
 //
 // Rows name keys and values by the dictionary's ids, which resolveConds
 // looks up in the query's snapshot: keyID and valueIDs, or never where the
 // dictionary has no key or value the condition requires.
 type attrCond struct {
-	kind, key        string
-	lacks, common    bool
-	values, contains []string
-	// containsSQL tests a dictionary value against each of contains
-	// (containsAny).
-	containsSQL string
+	kind, key     string
+	lacks, common bool
+	values        []string
+	// valueSQL tests the value column of the dictionary, with valueArgs:
+	// for the values no list can name (containsAny, referenceValues).
+	valueSQL  string
+	valueArgs []any
 
 	keyID    int64
 	valueIDs []int64
@@ -246,9 +247,9 @@ type attrCond struct {
 func (c attrCond) match() (string, []any) {
 	const key = "key_id = ?"
 	switch {
-	case len(c.contains) > 0:
-		return key + " AND value_id IN (SELECT id FROM " + attributeValuesTable + " WHERE key_id = ? AND " + c.containsSQL + ")",
-			append([]any{c.keyID, c.keyID}, anys(c.contains)...)
+	case c.valueSQL != "":
+		return key + " AND value_id IN (SELECT id FROM " + attributeValuesTable + " WHERE key_id = ? AND " + c.valueSQL + ")",
+			append([]any{c.keyID, c.keyID}, c.valueArgs...)
 	case len(c.valueIDs) == 1:
 		return key + " AND value_id = ?", []any{c.keyID, c.valueIDs[0]}
 	case len(c.valueIDs) > 1:
@@ -296,9 +297,40 @@ func (s *Store) attrConds(tx *gorm.DB, q *storage.ListQuery, images []string) ([
 	case images != nil:
 		out = append(out, attrCond{kind: attrKindField, key: storage.ImagesField, values: images, never: len(images) == 0})
 	default:
-		out = append(out, attrCond{kind: attrKindField, key: storage.ImagesField, common: true, contains: q.Images, containsSQL: s.containsAny("value", q.Images)})
+		out = append(out, attrCond{kind: attrKindField, key: storage.ImagesField, common: true,
+			valueSQL: s.containsAny("value", q.Images), valueArgs: anys(q.Images)})
+	}
+	if len(q.RefersTo) > 0 {
+		out = append(out, referenceCond(q.RefersTo))
 	}
 	return resolveConds(tx, out)
+}
+
+// referenceCond selects the objects with a reference to any of targets.
+// The values of a target in any namespace share a prefix (see
+// Reference.Value), which a range of the dictionary's index of values
+// finds: the collations compare bytes, so no other value sorts inside it.
+func referenceCond(targets []storage.Reference) attrCond {
+	c := attrCond{kind: attrKindField, key: storage.ReferencesField}
+	var ranges []string
+	for _, r := range targets {
+		if r.Namespace != "" {
+			c.values = append(c.values, r.Value())
+			continue
+		}
+		low, high := r.AnyNamespaceRange()
+		ranges = append(ranges, "value = ? OR value >= ? AND value < ?")
+		c.valueArgs = append(c.valueArgs, r.Value(), low, high)
+	}
+	if len(ranges) > 0 {
+		if len(c.values) > 0 {
+			ranges = append(ranges, "value IN ?")
+			c.valueArgs = append(c.valueArgs, c.values)
+			c.values = nil
+		}
+		c.valueSQL = "(" + strings.Join(ranges, " OR ") + ")"
+	}
+	return c
 }
 
 // resolveConds looks up the ids of conds' keys and values (findKeys,
@@ -416,6 +448,13 @@ func keyFilter(db *gorm.DB, q *storage.ListQuery) *gorm.DB {
 	}
 	if len(q.Names) > 0 {
 		db = db.Where("name IN ?", q.Names)
+	}
+	switch {
+	case q.Objects == nil:
+	case len(q.Objects) == 0:
+		db = db.Where("1 = 0")
+	default:
+		db = db.Where("(cluster, namespace, name) IN ?", objectTuples(q.Objects))
 	}
 	return db
 }
@@ -720,5 +759,15 @@ func setKeys(s storage.OwnerSet) []string {
 		out = append(out, k)
 	}
 	slices.Sort(out)
+	return out
+}
+
+// objectTuples are objects as rows of (cluster, namespace, name), which
+// gorm writes as a list of row values.
+func objectTuples(objects []storage.ObjectName) [][]any {
+	out := make([][]any, len(objects))
+	for i, o := range objects {
+		out[i] = []any{o.Cluster, o.Namespace, o.Name}
+	}
 	return out
 }
