@@ -106,7 +106,10 @@ func (h *Handler) ServeCollections(w http.ResponseWriter, r *http.Request) {
 		if err := h.prepare(w, all, "list", res, &opts.query); errors.As(err, &denied) && apierrors.IsForbidden(denied) {
 			warn(w, fmt.Sprintf("%s left out: %s", memberResource(res.GVR.GroupResource()), denied.ErrStatus.Message))
 			continue
-		} else if err != nil {
+		} else if err == nil {
+			err = h.relate(w, all, res, opts, false)
+		}
+		if err != nil {
 			writeError(w, r, err, collectionsGR)
 			return
 		}

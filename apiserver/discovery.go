@@ -103,16 +103,21 @@ func apiResource(res storage.Resource) metav1.APIResource {
 	}
 }
 
-// shortNames of the built-in kinds, so that `kubectl get po` works.
-var shortNames = map[schema.GroupResource][]string{
-	{Resource: "pods"}: {"po"}, {Resource: "services"}: {"svc"}, {Resource: "namespaces"}: {"ns"},
-	{Resource: "nodes"}: {"no"}, {Resource: "configmaps"}: {"cm"}, {Resource: "serviceaccounts"}: {"sa"},
-	{Resource: "persistentvolumeclaims"}: {"pvc"}, {Resource: "persistentvolumes"}: {"pv"}, {Resource: "events"}: {"ev"},
-	{Group: "apps", Resource: "deployments"}: {"deploy"}, {Group: "apps", Resource: "replicasets"}: {"rs"},
-	{Group: "apps", Resource: "statefulsets"}: {"sts"}, {Group: "apps", Resource: "daemonsets"}: {"ds"},
-	{Group: "batch", Resource: "cronjobs"}: {"cj"}, {Group: "networking.k8s.io", Resource: "ingresses"}: {"ing"},
-	{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}: {"crd", "crds"}, // crds.go
-}
+// shortNames of the built-in kinds, so that `kubectl get po` works: those
+// of the kinds references point at, which refersTo and referredBy take
+// too (relations.go), and a few more.
+var shortNames = func() map[schema.GroupResource][]string {
+	out := map[schema.GroupResource][]string{
+		{Resource: "events"}: {"ev"}, {Group: "networking.k8s.io", Resource: "ingresses"}: {"ing"},
+		{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}: {"crd", "crds"}, // crds.go
+	}
+	for _, k := range storage.ReferenceKinds {
+		if len(k.ShortNames) > 0 {
+			out[schema.GroupResource{Group: k.Group, Resource: k.Resource}] = k.ShortNames
+		}
+	}
+	return out
+}()
 
 // groupVersions lists the group versions of resources, core or not, in the
 // registry's order (preferred version first within a group).

@@ -155,6 +155,6 @@ func (h *Handler) resolveAsOf(ctx context.Context, req *listOptions) error {
 	if storage.IsTooOld(err) {
 		return apierrors.NewResourceExpired(fmt.Sprintf("asOf %s: the history kept does not reach back that far", req.asOf.at.Format(time.RFC3339)))
 	}
-	req.query.Revision = rev
+	req.asOf.rev, req.query.Revision = rev, rev
 	return err
 }

@@ -41,6 +41,11 @@ type listOptions struct {
 	// asOf, when set, lists the state at a past revision or time, from
 	// the history (history.go).
 	asOf *asOf
+	// refersTo and referredBy relate the list to other objects
+	// (relations.go).
+	refersTo   []relationEnd
+	referredBy *relationEnd
+	hops       int
 }
 
 type badRequest string
@@ -202,6 +207,11 @@ var searchParams = []searchParam{
 	{name: "groupBy", many: func(o *listOptions, vs []string) (err error) { o.groupBy, err = parseGroupBy(vs); return err },
 		refusedBy: map[readVerb]string{readWatch: "groupBy is not supported for watch"}},
 	{name: "images", many: func(o *listOptions, vs []string) error { o.query.Images = vs; return nil }},
+	{name: "refersTo", many: applyRefersTo},
+	{name: "referredBy", one: applyReferredBy, refusedBy: map[readVerb]string{
+		readWatch: "referredBy is not supported for watch: the objects it selects are read when a list starts",
+	}},
+	{name: "hops", one: applyHops},
 	{name: "asOf", one: applyAsOf, refusedBy: map[readVerb]string{
 		readWatch: "asOf is not supported for watch",
 		readCount: "groupBy counts at the current revision: asOf does not apply",
@@ -301,6 +311,33 @@ func applyBool(dst *bool, name, s string) (err error) {
 func applyAsOf(o *listOptions, s string) (err error) {
 	o.asOf, err = parseAsOf(s, time.Now())
 	return err
+}
+
+func applyRefersTo(o *listOptions, vs []string) error {
+	for _, v := range vs {
+		end, err := parseRelationEnd("refersTo", v)
+		if err != nil {
+			return err
+		}
+		o.refersTo = append(o.refersTo, end)
+	}
+	return nil
+}
+
+func applyReferredBy(o *listOptions, s string) error {
+	end, err := parseRelationEnd("referredBy", s)
+	o.referredBy = &end
+	return err
+}
+
+func applyHops(o *listOptions, s string) (err error) {
+	if o.hops, err = strconv.Atoi(s); err != nil || o.hops < 1 || o.hops > maxHops {
+		return badf("hops %q: want 1 to %d", s, maxHops)
+	}
+	if len(o.refersTo) == 0 && o.referredBy == nil {
+		return badRequest("hops takes refersTo or referredBy")
+	}
+	return nil
 }
 
 func applyOrderBy(o *listOptions, terms []string) error {

@@ -36,7 +36,10 @@ func (h *Handler) prepareList(w http.ResponseWriter, req *request, watch bool) (
 	if err != nil {
 		return nil, err
 	}
-	return opts, h.prepare(w, req, req.info.Verb, req.res, &opts.query)
+	if err := h.prepare(w, req, req.info.Verb, req.res, &opts.query); err != nil {
+		return nil, err
+	}
+	return opts, h.relate(w, req, req.res, opts, watch) // relations.go
 }
 
 // validateFields refuses field selectors on fields the store does not

@@ -53,6 +53,12 @@ var searchFlags = []searchFlag{
 		usage: "Up to 4 terms to count by: cluster, namespace, label:<key>, field:<path> (default: cluster)."},
 	{param: "images", flag: "images", many: true, search: true, count: true,
 		usage: "Only objects running an image whose reference contains any of these."},
+	{param: "refersTo", flag: "refers-to", many: true, search: true, count: true,
+		usage: "Only objects that refer to any of these, each TYPE/NAME or TYPE/NAMESPACE/NAME (secret/db-pass); a Service refers to the pods it selects."},
+	{param: "referredBy", flag: "referred-by", search: true, count: true,
+		usage: "Only the objects this one refers to, TYPE/NAME or TYPE/NAMESPACE/NAME (pod/web-0)."},
+	{param: "hops", flag: "hops", search: true, count: true,
+		usage: "With --refers-to or --referred-by, follow references up to this many hops (1 to 3)."},
 	{param: "asOf", flag: "as-of", search: true,
 		usage: "List as it was at a revision, an RFC3339 time, a date or a duration ago (90m)."},
 }
