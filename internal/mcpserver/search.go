@@ -28,6 +28,9 @@ type Filters struct {
 	OwnerName      string   `json:"ownerName,omitempty" jsonschema:"objects owned by an object of this name"`
 	OwnerGR        string   `json:"ownerGR,omitempty" jsonschema:"the owner's resource.group, e.g. deployments.apps, with ownerName"`
 	OwnerSeniority *int     `json:"ownerSeniority,omitempty" jsonschema:"0: the owner's children (default), 1: its grandchildren, and so on"`
+	RefersTo       []string `json:"refersTo,omitempty" jsonschema:"objects that refer to any of these, each type/name or type/namespace/name (secret/db-pass, pod/shop/web-0): volumes, env, accounts, owners, bindings, backends; a Service refers to the pods it selects"`
+	ReferredBy     string   `json:"referredBy,omitempty" jsonschema:"the objects this one refers to, type/name or type/namespace/name"`
+	Hops           int      `json:"hops,omitempty" jsonschema:"with refersTo or referredBy, follow references up to this many hops (1 to 3, default 1): the ingresses in front of pods that mount a secret are 3 hops from it"`
 	Since          string   `json:"since,omitempty" jsonschema:"created at or after this time (RFC3339, date or Unix seconds)"`
 	Before         string   `json:"before,omitempty" jsonschema:"created before this time (RFC3339, date or Unix seconds)"`
 }
@@ -52,6 +55,11 @@ func (f Filters) query() url.Values {
 	set("ownerGR", f.OwnerGR)
 	if f.OwnerSeniority != nil {
 		q.Set("ownerSeniority", strconv.Itoa(*f.OwnerSeniority))
+	}
+	set("refersTo", strings.Join(f.RefersTo, ","))
+	set("referredBy", f.ReferredBy)
+	if f.Hops != 0 {
+		q.Set("hops", strconv.Itoa(f.Hops))
 	}
 	set("since", f.Since)
 	set("before", f.Before)

@@ -97,6 +97,7 @@ func TestSearchAsksTheViewAndAnswersCompactly(t *testing.T) {
 	cs := connect(t, srv.URL)
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "search", Arguments: map[string]any{
 		"resource": "po", "clusters": []string{"east", "west"}, "labelSelector": "app=web", "images": []string{"nginx"}, "ownerSeniority": 1, "limit": 1,
+		"refersTo": []string{"secret/db-pass", "cm/shop/cfg"}, "hops": 2,
 	}})
 	if err != nil || res.IsError {
 		t.Fatalf("search: %v %+v", err, res)
@@ -113,7 +114,8 @@ func TestSearchAsksTheViewAndAnswersCompactly(t *testing.T) {
 		t.Errorf("items %v, want %v", out.Items, want)
 	}
 	last := (*asked)[len(*asked)-1]
-	for _, p := range []string{"clusters=east%2Cwest", "labelSelector=app%3Dweb", "images=nginx", "ownerSeniority=1", "limit=1", "withRemainingCount=true", "includeObject=Metadata"} {
+	for _, p := range []string{"clusters=east%2Cwest", "labelSelector=app%3Dweb", "images=nginx", "ownerSeniority=1", "limit=1", "withRemainingCount=true", "includeObject=Metadata",
+		"refersTo=secret%2Fdb-pass%2Ccm%2Fshop%2Fcfg", "hops=2"} {
 		if !strings.Contains(last, p) {
 			t.Errorf("the list asked %s, without %s", last, p)
 		}

@@ -85,3 +85,13 @@ test('kind words prefer Kubernetes\' own groups; discovery names are encoded', a
     server.close();
   }
 });
+
+test('relation words become the relation parameters', async () => {
+  const { parse } = await import('../static/query.js');
+  const got = parse('kind:pods refersTo:secret/db-pass refersto:cm/shop/cfg hops:2 app=web');
+  assert.equal(got.params.get('refersTo'), 'secret/db-pass,cm/shop/cfg');
+  assert.equal(got.params.get('hops'), '2');
+  assert.equal(got.params.get('labelSelector'), 'app=web');
+  assert.equal(parse('kind:cm referredBy:pod/web-0').params.get('referredBy'), 'pod/web-0');
+  assert.deepEqual(parse('refersTo:').unknown, ['refersTo:']);
+});
