@@ -354,9 +354,7 @@ func (x *index) selection(q *storage.ListQuery) (sel *roaring.Bitmap, residual b
 		}))
 	}
 	if len(q.RefersTo) > 0 {
-		in = append(in, attributeIn(x.fields, storage.ReferencesField).values.union(func(v string) bool {
-			return slices.ContainsFunc(q.RefersTo, func(r storage.Reference) bool { return r.MatchesValue(v) })
-		}))
+		in = append(in, x.referring(q.RefersTo))
 	}
 	if q.Objects != nil {
 		in = append(in, x.slotsOf(q.GVR, q.Objects))
@@ -371,6 +369,30 @@ func (x *index) selection(q *storage.ListQuery) (sel *roaring.Bitmap, residual b
 	}
 	residual = residual || q.CreatedSince != nil || q.CreatedBefore != nil
 	return sel, residual
+}
+
+// referring returns the slots of the objects that refer to any of
+// targets: a target in a namespace is one value, looked up; one in any
+// namespace is every value it prefixes, so the values are tested once
+// each, and only for those.
+func (x *index) referring(targets []storage.Reference) *roaring.Bitmap {
+	values := attributeIn(x.fields, storage.ReferencesField).values
+	var exact []string
+	var anyNamespace []storage.Reference
+	for _, r := range targets {
+		if r.Namespace != "" {
+			exact = append(exact, r.Value())
+		} else {
+			anyNamespace = append(anyNamespace, r)
+		}
+	}
+	out := values.unionOf(exact...)
+	if len(anyNamespace) > 0 {
+		out.Or(values.union(func(v string) bool {
+			return slices.ContainsFunc(anyNamespace, func(r storage.Reference) bool { return r.MatchesValue(v) })
+		}))
+	}
+	return out
 }
 
 // slotsOf returns the slots of the objects of gvr named.
