@@ -140,6 +140,19 @@ func TestRelations(t *testing.T) {
 			}
 		}
 	}
+	// Counts, under the relation, from the rows and from the watch cache.
+	for _, rv := range []string{"", "&resourceVersion=0"} {
+		for query, want := range map[string]string{
+			"refersTo=secret/db-pass&groupBy=cluster":        "east=2 west=1",
+			"referredBy=service/web&groupBy=label:app":       "web=2",
+			"refersTo=secret/db-pass&hops=2&groupBy=cluster": "east=2 west=1",
+		} {
+			code, _, body := getCounts(t, base+"/api/v1/pods?"+query+rv, "", "")
+			if code != 200 || body.groups() != want {
+				t.Errorf("%s%s: %d %s, want %s", query, rv, code, body.groups(), want)
+			}
+		}
+	}
 	// In one cluster's view.
 	east := strings.Replace(base, "/clusters/_all/", "/clusters/east/", 1)
 	if code, _, got := getJSON(t, east+"/api/v1/pods?refersTo=secret/db-pass", ""); code != 200 || relatedNames(t, got) != "east/api-0 east/web-0" {
