@@ -22,8 +22,8 @@ import (
 // refers to: X is read first, as far as the user may read it, and the
 // objects its references name become what the list selects. A Service
 // refers to the pods its selector selects, which neither names: either
-// direction reads the other end's objects to relate them (selected,
-// selecting).
+// direction reads the other end's objects to relate them. Past one hop,
+// relating walks the references hop by hop.
 
 // relationEnd is the object a refersTo or referredBy value names: a type
 // as kubectl takes one ("secret", "deploy", "deployments.apps"), a name
