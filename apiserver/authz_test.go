@@ -53,6 +53,9 @@ var grants = map[string][]grant{
 	"nsuser":   {{resource: "pods", namespace: "ns"}},
 	"services": {{resource: "services"}},
 	"pods":     {{resource: "pods"}},
+	// shop reads namespace shop only; svccm services and config maps only.
+	"shop":  {{resource: "pods", namespace: "shop"}, {resource: "services", namespace: "shop"}, {resource: "configmaps", namespace: "shop"}},
+	"svccm": {{resource: "services"}, {resource: "configmaps"}},
 }
 
 var testGrants = authorizer.AuthorizerFunc(func(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {

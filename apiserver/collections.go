@@ -103,11 +103,13 @@ func (h *Handler) ServeCollections(w http.ResponseWriter, r *http.Request) {
 		// A type the user may read nowhere is left out; 403 only when
 		// every type is.
 		var denied *apierrors.StatusError
-		if err := h.prepare(w, all, "list", res, &opts.query); errors.As(err, &denied) && apierrors.IsForbidden(denied) {
+		err = h.prepare(w, all, "list", res, &opts.query)
+		if errors.As(err, &denied) && apierrors.IsForbidden(denied) {
 			warn(w, fmt.Sprintf("%s left out: %s", memberResource(res.GVR.GroupResource()), denied.ErrStatus.Message))
 			continue
-		} else if err == nil {
-			err = h.relate(w, all, res, opts, false)
+		}
+		if err == nil {
+			err = h.relate(all, res, opts, false) // relations.go
 		}
 		if err != nil {
 			writeError(w, r, err, collectionsGR)

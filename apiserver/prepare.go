@@ -39,7 +39,7 @@ func (h *Handler) prepareList(w http.ResponseWriter, req *request, watch bool) (
 	if err := h.prepare(w, req, req.info.Verb, req.res, &opts.query); err != nil {
 		return nil, err
 	}
-	return opts, h.relate(w, req, req.res, opts, watch) // relations.go
+	return opts, h.relate(req, req.res, opts, watch) // relations.go
 }
 
 // validateFields refuses field selectors on fields the store does not

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	clusterv1alpha1 "github.com/panorama-io/panorama/apis/cluster/v1alpha1"
+	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
 	"github.com/panorama-io/panorama/storage"
 )
 
@@ -23,7 +24,7 @@ var (
 // relatedFleet stores, in clusters east and west, pods that refer to
 // secrets and config maps, and services that select some of them: west's
 // web Service selects none, its pod lacking the tier it asks for.
-func relatedFleet(t *testing.T) (storage.Interface, string) {
+func relatedFleet(t *testing.T) (*Registry, string) {
 	t.Helper()
 	store, cfg, registry := testServer(t)
 	pod := func(name string, labels map[string]any, secret string) storage.Change {
@@ -41,6 +42,9 @@ func relatedFleet(t *testing.T) (storage.Interface, string) {
 	}
 	service := func(name string, selector map[string]any) storage.Change {
 		spec := map[string]any{"ports": []any{map[string]any{"port": int64(80)}}}
+		if name == "alias" {
+			spec["type"], spec["externalName"] = "ExternalName", "web.example.com"
+		}
 		if selector != nil {
 			spec["selector"] = selector
 		}
@@ -58,7 +62,7 @@ func relatedFleet(t *testing.T) (storage.Interface, string) {
 				pod("web-1", map[string]any{"app": "web"}, "db-pass-old"),
 				pod("api-0", map[string]any{"app": "api"}, "db-pass"),
 			},
-			servicesGVR:   {service("web", map[string]any{"app": "web"}), service("api", map[string]any{"app": "api"}), service("external", nil)},
+			servicesGVR:   {service("web", map[string]any{"app": "web"}), service("api", map[string]any{"app": "api"}), service("external", nil), service("alias", map[string]any{"app": "web"})},
 			configMapsGVR: {configMap("cfg-web-0"), configMap("cfg-web-1"), configMap("cfg-api-0"), configMap("unused")},
 			ingressesGVR: {storage.Upsert(&unstructured.Unstructured{Object: map[string]any{"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
 				"metadata": map[string]any{"name": "shop", "namespace": "shop", "resourceVersion": "1"},
@@ -84,7 +88,7 @@ func relatedFleet(t *testing.T) (storage.Interface, string) {
 		}
 		registry.Set(cl)
 	}
-	return store, strings.TrimSuffix(viewURL(cfg, "/api/v1"), "/api/v1")
+	return registry, strings.TrimSuffix(viewURL(cfg, "/api/v1"), "/api/v1")
 }
 
 // names are the cluster/name of a list's items, sorted.
@@ -121,6 +125,7 @@ func TestRelations(t *testing.T) {
 		{"/api/v1/pods", "referredBy=service/web", "east/web-0 east/web-1"},
 		{"/api/v1/namespaces/shop/pods", label("search.panorama.io/referredBy=svc_api"), "east/api-0"},
 		{"/api/v1/pods", "referredBy=service/external", ""},
+		{"/api/v1/pods", "referredBy=service/alias", ""},
 		{"/api/v1/configmaps", "referredBy=pod/shop/web-0", "east/cfg-web-0 west/cfg-web-0"},
 		{"/api/v1/configmaps", "referredBy=pod/web-0&clusters=east", "east/cfg-web-0"},
 		{"/api/v1/configmaps", "referredBy=pod/web-0&refersTo=secret/x", ""},
@@ -166,6 +171,10 @@ func TestRelations(t *testing.T) {
 		"referredBy=pod/a,pod/b":                       400,
 		"referredBy=secret/db-pass":                    400, // no cluster syncs secrets
 		"referredBy=pod/web-0&watch=true":              400,
+		"refersTo=secret/x&hops=2&watch=true":          400,
+		"refersTo=secret/x&hops=4":                     400,
+		"hops=2":                                       400,
+		"refersTo=node/shop/node-1":                    400,
 		label("search.panorama.io/refersTo!=secret_x"): 400,
 	} {
 		if code, _, got := getJSON(t, base+"/api/v1/pods?"+query, ""); code != want || got["kind"] != "Status" {
@@ -189,11 +198,67 @@ func TestRelationsAuthorized(t *testing.T) {
 		{"services", "/api/v1/services", "refersTo=pod/web-0", 403, ""},
 		{"services", "/api/v1/pods", "referredBy=service/web", 403, ""},
 		{"pods", "/api/v1/pods", "referredBy=service/web", 403, ""},
+		// A grant of one namespace reads the relations there.
+		{"shop", "/api/v1/namespaces/shop/services", "refersTo=pod/web-0", 200, "east/web"},
+		{"shop", "/api/v1/namespaces/shop/configmaps", "referredBy=service/web&hops=2", 200, "east/cfg-web-0 east/cfg-web-1"},
+		{"shop", "/api/v1/namespaces/shop/services", "refersTo=secret/db-pass&hops=2", 200, "east/api east/web"},
+		{"shop", "/api/v1/services", "refersTo=pod/web-0", 403, ""},
+		// A walk leaves out what the user may not list: here the pods.
+		{"svccm", "/api/v1/configmaps", "referredBy=service/web&hops=2", 200, ""},
+		{"svccm", "/api/v1/services", "refersTo=secret/db-pass&hops=2", 200, ""},
 	} {
 		var got map[string]any
 		code, _ := getAs(t, base+tc.path+"?"+tc.query, tc.user, "", &got)
 		if code != tc.code || code == 200 && relatedNames(t, got) != tc.want {
 			t.Errorf("%s %s?%s: %d %s, want %d %s", tc.user, tc.path, tc.query, code, relatedNames(t, got), tc.code, tc.want)
+		}
+	}
+}
+
+// TestRelationsInCollections: a collection applies the relation to each
+// of its types, and refuses it as a list does.
+func TestRelationsInCollections(t *testing.T) {
+	_, base := relatedFleet(t)
+	collections := strings.TrimSuffix(base, searchv1alpha1.ViewPath("")) + CollectionsPath + "/networking?"
+	var got map[string]any
+	if code, _ := getAs(t, collections+"refersTo=pod/web-0", "", "", &got); code != 200 || relatedNames(t, got) != "east/web" {
+		t.Errorf("services and ingresses that refer to pod web-0: %d %s", code, relatedNames(t, got))
+	}
+	if code, _ := getAs(t, collections+"refersTo=secret/db-pass-old&hops=3", "", "", &got); code != 200 || relatedNames(t, got) != "east/shop east/web" {
+		t.Errorf("within 3 hops of secret db-pass-old: %d %s", code, relatedNames(t, got))
+	}
+	for _, c := range []struct {
+		user, query string
+		code        int
+	}{
+		{"", "refersTo=nokind/x", 400},
+		{"", "referredBy=pod/a/b/c", 400},
+		{"services", "refersTo=pod/web-0", 403},
+	} {
+		got = nil
+		if code, _ := getAs(t, collections+c.query, c.user, "", &got); code != c.code || got["kind"] != "Status" {
+			t.Errorf("%s %s: %d %v, want %d", c.user, c.query, code, got["message"], c.code)
+		}
+	}
+}
+
+// TestRelationsBesideAHostileMember: a member that claims the kind Pod
+// for another resource, or serves pods at another version, changes no
+// other cluster's relations.
+func TestRelationsBesideAHostileMember(t *testing.T) {
+	registry, base := relatedFleet(t)
+	evil := clusterServing("evil", schema.GroupVersionResource{Version: "v1", Resource: "aaa"}, "Pod")
+	evil.Status.SyncResources = append(evil.Status.SyncResources, clusterServing("", schema.GroupVersionResource{Version: "v2", Resource: "pods"}, "Pod").Status.SyncResources...)
+	registry.Set(evil)
+	for _, tc := range []struct{ path, query, want string }{
+		{"/api/v1/pods", "referredBy=service/web", "east/web-0 east/web-1"},
+		{"/api/v1/configmaps", "referredBy=pod/web-0", "east/cfg-web-0 west/cfg-web-0"},
+		{"/api/v1/services", "refersTo=pod/web-0", "east/web"},
+		{"/apis/networking.k8s.io/v1/ingresses", "refersTo=secret/db-pass-old&hops=3", "east/shop"},
+	} {
+		code, _, got := getJSON(t, base+tc.path+"?"+tc.query, "")
+		if code != 200 || relatedNames(t, got) != tc.want {
+			t.Errorf("%s?%s: %d %v\n got %s\nwant %s", tc.path, tc.query, code, got["message"], relatedNames(t, got), tc.want)
 		}
 	}
 }

@@ -84,11 +84,26 @@ func (r Reference) AnyNamespaceRange() (low, high string) {
 	return v + "/", v + "0"
 }
 
+// WithoutNamespace is value, the Value of a reference, less its
+// namespace: the Value of its name in any namespace, which a target
+// without a namespace matches (MatchesValue).
+func WithoutNamespace(value string) string {
+	kind := strings.IndexByte(value, '/')
+	if kind < 0 {
+		return value
+	}
+	if name := strings.IndexByte(value[kind+1:], '/'); name >= 0 {
+		return value[:kind+1+name]
+	}
+	return value
+}
+
 // ReferencesOf returns what obj, an object of resource gr, refers to:
-// deduplicated, sorted by Value, at most MaxReferences (the first by Value),
-// leaving out any whose Value is not StorableText or longer than
-// MaxFieldValueLen, or whose parts are empty or contain '/' (or whose kind
-// contains '.', which Value could not tell from the group).
+// deduplicated, sorted by Value, at most MaxReferences (each kind its
+// share, see fairShare), leaving out any whose Value is not StorableText
+// or longer than MaxFieldValueLen, or whose parts are empty or contain
+// '/' (or whose kind contains '.', which Value could not tell from the
+// group).
 //
 // The references are those Kubernetes itself defines (owner references, a
 // pod's volumes and environment, a binding's role and subjects, …). A part
@@ -135,25 +150,55 @@ func (c *references) local(group, kind, name string) {
 // sorted returns the indexable references, sorted by Value, each once, at
 // most MaxReferences.
 func (c *references) sorted() []Reference {
-	type valued struct {
-		value string
-		ref   Reference
-	}
-	vs := make([]valued, 0, len(c.out))
+	vs := make([]valuedReference, 0, len(c.out))
 	for _, r := range c.out {
 		if r.valid() {
-			vs = append(vs, valued{r.Value(), r})
+			vs = append(vs, valuedReference{r.Value(), r})
 		}
 	}
 	if len(vs) == 0 {
 		return nil
 	}
-	slices.SortFunc(vs, func(a, b valued) int { return strings.Compare(a.value, b.value) })
-	vs = slices.CompactFunc(vs, func(a, b valued) bool { return a.value == b.value })
-	out := make([]Reference, 0, min(len(vs), MaxReferences))
-	for _, v := range vs[:min(len(vs), MaxReferences)] {
-		out = append(out, v.ref)
+	slices.SortFunc(vs, compareValued)
+	vs = slices.CompactFunc(vs, func(a, b valuedReference) bool { return a.value == b.value })
+	if len(vs) > MaxReferences {
+		vs = fairShare(vs)
 	}
+	out := make([]Reference, len(vs))
+	for i, v := range vs {
+		out[i] = v.ref
+	}
+	return out
+}
+
+// valuedReference is a reference with its Value, computed once.
+type valuedReference struct {
+	value string
+	ref   Reference
+}
+
+func compareValued(a, b valuedReference) int { return strings.Compare(a.value, b.value) }
+
+// fairShare keeps MaxReferences of vs, sorted by value: the first of
+// each kind, then the second of each, and so on, so that many of one
+// kind (a binding's groups) do not leave out every other (its users).
+func fairShare(vs []valuedReference) []valuedReference {
+	var kinds [][]valuedReference // vs sorted by value has each kind's together
+	for i, v := range vs {
+		if i == 0 || v.ref.Kind != vs[i-1].ref.Kind || v.ref.Group != vs[i-1].ref.Group {
+			kinds = append(kinds, nil)
+		}
+		kinds[len(kinds)-1] = append(kinds[len(kinds)-1], v)
+	}
+	out := make([]valuedReference, 0, MaxReferences)
+	for round := 0; len(out) < MaxReferences; round++ {
+		for _, k := range kinds {
+			if round < len(k) && len(out) < MaxReferences {
+				out = append(out, k[round])
+			}
+		}
+	}
+	slices.SortFunc(out, compareValued)
 	return out
 }
 

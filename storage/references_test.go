@@ -592,7 +592,8 @@ func TestReferencesOfHostile(t *testing.T) {
 }
 
 // TestReferencesBounded: an object that refers to more than MaxReferences
-// targets indexes the first MaxReferences by value, each once.
+// targets indexes MaxReferences, each once: of one kind, the first by
+// value.
 func TestReferencesBounded(t *testing.T) {
 	var volumes []any
 	for i := range 10000 {
@@ -611,6 +612,30 @@ func TestReferencesBounded(t *testing.T) {
 		want = append(want, fmt.Sprintf("Secret/s%05d/shop", 5000+i))
 	}
 	checkReferences(t, "10k volumes", ReferencesOf(podsResource, obj), want)
+}
+
+// TestReferencesShareTheBound: past MaxReferences, many references of
+// one kind (a binding's groups) leave room for every other kind's (its
+// user and account, its role).
+func TestReferencesShareTheBound(t *testing.T) {
+	subjects := []any{
+		map[string]any{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "alice"},
+		map[string]any{"kind": "ServiceAccount", "namespace": "ci", "name": "deployer"},
+	}
+	for i := range 2 * MaxReferences {
+		subjects = append(subjects, map[string]any{"kind": "Group", "apiGroup": "rbac.authorization.k8s.io", "name": fmt.Sprintf("g%03d", i)})
+	}
+	obj := map[string]any{
+		"metadata": map[string]any{"name": "admins"},
+		"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "admin"},
+		"subjects": subjects,
+	}
+	want := []string{"ClusterRole.rbac.authorization.k8s.io/admin"}
+	for i := range MaxReferences - 3 {
+		want = append(want, fmt.Sprintf("Group.rbac.authorization.k8s.io/g%03d", i))
+	}
+	want = append(want, "ServiceAccount/deployer/ci", "User.rbac.authorization.k8s.io/alice")
+	checkReferences(t, "a binding of many groups", ReferencesOf(schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "clusterrolebindings"}, obj), want)
 }
 
 // TestReferenceValue: values write the kind alone for the core group and
@@ -636,6 +661,11 @@ func TestReferenceValue(t *testing.T) {
 		}
 		if !c.ref.valid() {
 			t.Errorf("%#v: not valid", c.ref)
+		}
+		anyNamespace := c.ref
+		anyNamespace.Namespace = ""
+		if got := WithoutNamespace(c.want); got != anyNamespace.Value() || !anyNamespace.MatchesValue(c.want) {
+			t.Errorf("%q without its namespace is %q, want %q", c.want, got, anyNamespace.Value())
 		}
 	}
 	for _, bad := range []string{"", "Secret", "Secret/", "/db", ".apps/x", "Deployment./x", "Secret/db/", "Secret//shop", "Secret/db/shop/x"} {

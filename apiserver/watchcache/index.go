@@ -1,7 +1,6 @@
 package watchcache
 
 import (
-	"slices"
 	"strings"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -373,24 +372,22 @@ func (x *index) selection(q *storage.ListQuery) (sel *roaring.Bitmap, residual b
 
 // referring returns the slots of the objects that refer to any of
 // targets: a target in a namespace is one value, looked up; one in any
-// namespace is every value it prefixes, so the values are tested once
-// each, and only for those.
+// namespace is every value that is its own less a namespace, so each
+// value is looked up once, however many targets there are.
 func (x *index) referring(targets []storage.Reference) *roaring.Bitmap {
 	values := attributeIn(x.fields, storage.ReferencesField).values
 	var exact []string
-	var anyNamespace []storage.Reference
+	anyNamespace := map[string]bool{}
 	for _, r := range targets {
 		if r.Namespace != "" {
 			exact = append(exact, r.Value())
 		} else {
-			anyNamespace = append(anyNamespace, r)
+			anyNamespace[r.Value()] = true
 		}
 	}
 	out := values.unionOf(exact...)
 	if len(anyNamespace) > 0 {
-		out.Or(values.union(func(v string) bool {
-			return slices.ContainsFunc(anyNamespace, func(r storage.Reference) bool { return r.MatchesValue(v) })
-		}))
+		out.Or(values.union(func(v string) bool { return anyNamespace[storage.WithoutNamespace(v)] }))
 	}
 	return out
 }
