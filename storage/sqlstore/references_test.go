@@ -170,3 +170,35 @@ func TestReferencesMatchBruteForce(t *testing.T) {
 		}
 	})
 }
+
+// TestReferencesInManyNamespaces: a target in any namespace that has more
+// values than a page resolves (one a namespace) is tested as a range of
+// the dictionary instead, with the same answer.
+func TestReferencesInManyNamespaces(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
+		s := b.Open(t)
+		w := &world{objects: map[storage.Key]*storage.Object{}}
+		var changes []storage.Change
+		for i := range 1250 { // "shared" in 1,071 namespaces: past maxImageValues
+			secret := "shared"
+			if i%7 == 0 {
+				secret = "shared-old"
+			}
+			pod := object("Pod", fmt.Sprintf("ns-%04d", i), "p", "1", func(u *unstructured.Unstructured) {
+				u.Object["spec"] = map[string]any{"volumes": []any{map[string]any{"name": "s", "secret": map[string]any{"secretName": secret}}}}
+			})
+			changes = append(changes, storage.Upsert(pod))
+			w.put("east", podsGVR, pod)
+		}
+		if _, err := s.ForCluster("east", storage.Unfenced).Apply(context.Background(), podsGVR, changes); err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range []storage.ListQuery{
+			{GVR: podsGVR, RefersTo: []storage.Reference{{Kind: "Secret", Name: "shared"}}, Limit: 300},
+			{GVR: podsGVR, RefersTo: []storage.Reference{{Kind: "Secret", Name: "shared"}, {Kind: "Secret", Namespace: "ns-0007", Name: "shared-old"}}},
+			{GVR: podsGVR, RefersTo: []storage.Reference{{Kind: "Secret", Name: "shared-old"}}, Limit: 50},
+		} {
+			checkQuery(t, s, w, q)
+		}
+	})
+}
