@@ -48,29 +48,37 @@ func parseRelationEnd(param, s string) (relationEnd, error) {
 
 func (e relationEnd) String() string { return e.written }
 
-// endKind is the kind a relation end's type names.
-type endKind struct {
-	storage.ReferenceKind
+// resolvedEnd is a relation end with the kind its type names.
+type resolvedEnd struct {
+	relationEnd
+	kind storage.ReferenceKind
 }
 
-func (k endKind) groupKind() schema.GroupKind { return schema.GroupKind{Group: k.Group, Kind: k.Kind} }
+func (e resolvedEnd) groupKind() schema.GroupKind {
+	return schema.GroupKind{Group: e.kind.Group, Kind: e.kind.Kind}
+}
 
-// resolveType finds the kind a type names, as kubectl would: by plural,
+// reference is the object e names, as references name it.
+func (e resolvedEnd) reference() storage.Reference {
+	return storage.Reference{Group: e.kind.Group, Kind: e.kind.Kind, Namespace: e.namespace, Name: e.name}
+}
+
+// resolveEnd finds the kind end's type names, as kubectl would: by plural,
 // singular or short name, each optionally with its group. The built-in
 // kinds come first, so that no member's resource takes their names.
-func (h *Handler) resolveType(end relationEnd) (endKind, error) {
+func (h *Handler) resolveEnd(end relationEnd) (resolvedEnd, error) {
 	typ := strings.ToLower(end.typ)
 	for _, k := range storage.ReferenceKinds {
 		if namedBy(typ, k.Group, k.Resource, k.Kind, k.ShortNames) {
-			return endKind{k}, nil
+			return resolvedEnd{end, k}, nil
 		}
 	}
 	for _, r := range h.registry.Resources("") {
 		if namedBy(typ, r.GVR.Group, r.GVR.Resource, r.Kind, shortNames[r.GVR.GroupResource()]) {
-			return endKind{storage.ReferenceKind{Group: r.GVR.Group, Kind: r.Kind, Resource: r.GVR.Resource, Namespaced: r.Namespaced}}, nil
+			return resolvedEnd{end, storage.ReferenceKind{Group: r.GVR.Group, Kind: r.Kind, Resource: r.GVR.Resource, Namespaced: r.Namespaced}}, nil
 		}
 	}
-	return endKind{}, badf("%s %q: no kind is named %q", end.param, end, end.typ)
+	return resolvedEnd{}, badf("%s %q: no kind is named %q", end.param, end, end.typ)
 }
 
 // namedBy reports whether typ, lower case, names the kind of group
@@ -122,11 +130,13 @@ func (h *Handler) relate(req *request, res storage.Resource, opts *listOptions, 
 		case err != nil:
 			return err
 		case !walk:
-			q.RefersTo = append(q.RefersTo, targets...)
+			for _, t := range targets {
+				q.RefersTo = append(q.RefersTo, t.reference())
+			}
 		case watch:
 			return badRequest("refersTo: a watch follows one hop of references, and no pod's services")
 		default:
-			if err := r.referrers(opts.refersTo); err != nil {
+			if err := r.referrers(targets); err != nil {
 				return err
 			}
 		}

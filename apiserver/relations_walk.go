@@ -56,19 +56,19 @@ func (t target) groupKind() schema.GroupKind {
 
 // targets resolves the ends of refersTo, and reports whether they must
 // be walked: past one hop, or to the services that select a pod.
-func (r *relating) targets(ends []relationEnd) ([]storage.Reference, bool, error) {
+func (r *relating) targets(ends []relationEnd) ([]resolvedEnd, bool, error) {
 	walk := r.hops > 1
-	var out []storage.Reference
+	var out []resolvedEnd
 	for _, end := range ends {
-		kind, err := r.h.resolveType(end)
+		e, err := r.h.resolveEnd(end)
 		if err != nil {
 			return nil, false, err
 		}
-		if end.namespace != "" && !kind.Namespaced {
-			return nil, false, badf("%s %q: %s are not namespaced", end.param, end, kind.Resource)
+		if end.namespace != "" && !e.kind.Namespaced {
+			return nil, false, badf("%s %q: %s are not namespaced", end.param, end, e.kind.Resource)
 		}
-		walk = walk || groupKindOf(r.listed) == serviceKind && kind.groupKind() == podKind
-		out = append(out, storage.Reference{Group: kind.Group, Kind: kind.Kind, Namespace: end.namespace, Name: end.name})
+		walk = walk || groupKindOf(r.listed) == serviceKind && e.groupKind() == podKind
+		out = append(out, e)
 	}
 	return out, walk, nil
 }
@@ -108,14 +108,10 @@ func (unwarned) Header() http.Header { return http.Header{} }
 // ends reads the objects end names, in the clusters the list reads and,
 // unless end names a namespace, its namespaces: 403 when the user may
 // list them nowhere there.
-func (r *relating) ends(end relationEnd) ([]node, error) {
-	kind, err := r.h.resolveType(end)
-	if err != nil {
-		return nil, err
-	}
-	served := r.served(kind.groupKind())
+func (r *relating) ends(end resolvedEnd) ([]node, error) {
+	served := r.served(end.groupKind())
 	if len(served) == 0 {
-		return nil, badf("%s %q: no cluster syncs %s", end.param, end, kind.Resource)
+		return nil, badf("%s %q: no cluster syncs %s", end.param, end, end.kind.Resource)
 	}
 	var out []node
 	for _, res := range served {
@@ -172,7 +168,11 @@ func tooManyRelated() error {
 // referredBy selects, of the listed resource, the objects end's objects
 // refer to, within the hops.
 func (r *relating) referredBy(end relationEnd) error {
-	frontier, err := r.ends(end)
+	resolved, err := r.h.resolveEnd(end)
+	if err != nil {
+		return err
+	}
+	frontier, err := r.ends(resolved)
 	if err != nil {
 		return err
 	}
@@ -222,8 +222,11 @@ func (r *relating) referencesOf(n node) ([]target, error) {
 	for _, ref := range storage.ReferencesOf(n.res.GVR.GroupResource(), obj) {
 		out = append(out, target{n.Cluster, ref})
 	}
+	if groupKindOf(n.res) != serviceKind {
+		return out, nil
+	}
 	sel := serviceSelector(obj)
-	if groupKindOf(n.res) != serviceKind || sel == nil {
+	if sel == nil {
 		return out, nil
 	}
 	reqs, _ := sel.Requirements()
@@ -296,16 +299,12 @@ func appendOnce(vs []string, v string) []string {
 // ends within the hops: each hop finds, in every synced resource (the
 // listed one alone at the last), the objects that refer to one the hop
 // before found, in its cluster, and the services that select its pods.
-func (r *relating) referrers(ends []relationEnd) error {
-	targets, _, err := r.targets(ends)
-	if err != nil {
-		return err
-	}
+func (r *relating) referrers(ends []resolvedEnd) error {
 	var level []target
 	var pods []node // of the level: the services that select them refer to them
-	for i, end := range ends {
-		level = append(level, target{ref: targets[i]})
-		if (schema.GroupKind{Group: targets[i].Group, Kind: targets[i].Kind}) == podKind {
+	for _, end := range ends {
+		level = append(level, target{ref: end.reference()})
+		if end.groupKind() == podKind {
 			found, err := r.ends(end)
 			if err != nil {
 				return err
