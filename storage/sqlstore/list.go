@@ -226,8 +226,9 @@ func keyColumn(field string) (string, bool) {
 // known to be many (see imageValues).
 //
 // Rows name keys and values by the dictionary's ids, which resolveConds
-// looks up in the query's snapshot: keyID and valueIDs, or never where the
-// dictionary has no key or value the condition requires.
+// looks up in the query's snapshot: keyID and valueIDs (beside those a
+// condition found itself: referenceCond), or never where the dictionary
+// has no key or value the condition requires.
 type attrCond struct {
 	kind, key     string
 	lacks, common bool
@@ -314,8 +315,8 @@ func (s *Store) attrConds(tx *gorm.DB, q *storage.ListQuery, images []string) ([
 // The values of a target in any namespace share a prefix (see
 // Reference.Value), which a range of the dictionary's index of values
 // finds: the collations compare bytes, so no other value sorts inside it.
-// The range is resolved to the values it holds first, so that a page
-// selects its rows by value, as a label's in: PostgreSQL estimated a
+// The range is resolved to the ids of the values it holds first, in one
+// statement, so that a page selects its rows by value, as a label's in: PostgreSQL estimated a
 // range of the dictionary at one value, then read and sorted every
 // object of a common one rather than walk the page's order
 // (BenchmarkRelations). Past maxImageValues values, the page tests the
@@ -337,19 +338,15 @@ func referenceCond(tx *gorm.DB, targets []storage.Reference) (attrCond, error) {
 		return c, nil
 	}
 	rangeSQL := "(" + strings.Join(ranges, " OR ") + ")"
-	key := attrKey{c.kind, c.key}
-	ids := map[attrKey]int64{}
-	if err := findKeys(tx, []attrKey{key}, ids); err != nil || ids[key] == 0 {
-		return c, err // no reference stored: resolveConds finds no key
-	}
-	var values []string
-	if err := tx.Table(attributeValuesTable).Where("key_id = ?", ids[key]).Where(rangeSQL, args...).
-		Limit(maxImageValues+1).Pluck("value", &values).Error; err != nil {
+	var ids []int64
+	if err := tx.Table(attributeValuesTable).
+		Where("key_id = (SELECT id FROM "+attributeKeysTable+" WHERE kind = ? AND name = ?)", c.kind, c.key).
+		Where(rangeSQL, args...).Limit(maxImageValues+1).Pluck("id", &ids).Error; err != nil {
 		return c, err
 	}
-	if len(values) <= maxImageValues {
-		c.values = append(c.values, values...)
-		c.never = len(c.values) == 0
+	if len(ids) <= maxImageValues {
+		// resolveConds adds the ids of the values named.
+		c.valueIDs, c.never = ids, len(ids) == 0 && len(c.values) == 0
 		return c, nil
 	}
 	if len(c.values) > 0 {
