@@ -207,6 +207,10 @@ var searchParams = []searchParam{
 	{name: "groupBy", many: func(o *listOptions, vs []string) (err error) { o.groupBy, err = parseGroupBy(vs); return err },
 		refusedBy: map[readVerb]string{readWatch: "groupBy is not supported for watch"}},
 	{name: "images", many: func(o *listOptions, vs []string) error { o.query.Images = vs; return nil }},
+	{name: "q", many: func(o *listOptions, vs []string) (err error) {
+		o.query.Keywords, err = storage.ParseKeywords(vs)
+		return err
+	}},
 	{name: "refersTo", many: applyRefersTo},
 	{name: "referredBy", one: applyReferredBy, refusedBy: map[readVerb]string{
 		readWatch: "referredBy is not supported for watch: the objects it selects are read when a list starts",

@@ -186,7 +186,7 @@ func (r *fieldRule) appliesTo(gr schema.GroupResource) bool {
 
 // BuiltinFieldsRevision changes whenever BuiltinFields do: stores then
 // reindex (see Interface.DeclareFields).
-const BuiltinFieldsRevision = 3
+const BuiltinFieldsRevision = 4
 
 // BuiltinFields are the fields every store indexes: those kube-apiserver
 // supports for its built-in kinds (any kind that has one can be selected

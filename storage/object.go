@@ -19,6 +19,9 @@ type Object struct {
 	// Fields holds the values of the indexed fields the object has, for
 	// field selectors: sorted, without empty ones.
 	Fields map[string][]string
+	// Keywords are the words keyword search finds the object by
+	// (KeywordsOf): sorted, once each.
+	Keywords []string
 	// CreatedAt is metadata.creationTimestamp in Unix seconds.
 	CreatedAt             int64
 	MemberResourceVersion string
@@ -79,6 +82,7 @@ func (fs *FieldSet) Describe(gr schema.GroupResource, u *unstructured.Unstructur
 		MemberResourceVersion: u.GetResourceVersion(),
 		Fields:                fs.Extract(gr, u.Object),
 	}
+	o.Keywords = KeywordsOf(u, o.Fields)
 	if ts := u.GetCreationTimestamp(); !ts.IsZero() {
 		o.CreatedAt = ts.Unix()
 	}

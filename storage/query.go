@@ -90,6 +90,8 @@ type ListQuery struct {
 	RefersTo []Reference
 	// Objects selects exactly these objects, when not nil: none when empty.
 	Objects []ObjectName
+	// Keywords selects objects that have every one of them (Keyword.Matches).
+	Keywords []Keyword
 	// OwnerUID or OwnerName (optionally with OwnerGroupResource) select objects
 	// owned by that object; OwnerSeniority 1 selects the owner's grandchildren
 	// instead of its children, and so on.
@@ -152,6 +154,9 @@ func (q *ListQuery) Validate() error {
 	for _, o := range q.Objects {
 		texts = append(texts, o.Cluster, o.Namespace, o.Name)
 	}
+	for _, k := range q.Keywords {
+		texts = append(texts, k.Word)
+	}
 	for _, r := range q.Labels {
 		texts = append(append(texts, r.Key()), r.Values().UnsortedList()...)
 	}
@@ -175,6 +180,14 @@ func (q *ListQuery) Validate() error {
 	for _, r := range q.RefersTo {
 		if !r.valid() {
 			return Invalid("refersTo", "%q: a kind and name are required, without '/'", r.Value())
+		}
+	}
+	if len(q.Keywords) > MaxQueryKeywords {
+		return Invalid("q", "%d words, more than the %d allowed", len(q.Keywords), MaxQueryKeywords)
+	}
+	for _, k := range q.Keywords {
+		if !k.valid() {
+			return Invalid("q", "%q: a word is lower-case ASCII letters and digits, at most %d", k.Word, MaxKeywordLength)
 		}
 	}
 	if n := q.values(); n > MaxQueryValues {
@@ -228,7 +241,7 @@ func (q *ListQuery) Validate() error {
 
 // values counts what MaxQueryValues bounds.
 func (q *ListQuery) values() int {
-	n := len(q.Clusters) + len(q.Namespaces) + len(q.Names) + len(q.Images) + len(q.Fields) + len(q.RefersTo) + 3*len(q.Objects)
+	n := len(q.Clusters) + len(q.Namespaces) + len(q.Names) + len(q.Images) + len(q.Fields) + len(q.RefersTo) + 3*len(q.Objects) + len(q.Keywords)
 	for _, r := range q.Labels {
 		n += 1 + r.Values().Len()
 	}
@@ -342,6 +355,11 @@ func (q *ListQuery) Matches(o *Object, owners OwnerSet) bool {
 	}
 	if q.Objects != nil && !slices.Contains(q.Objects, ObjectName{o.Cluster, o.Namespace, o.Name}) {
 		return false
+	}
+	for _, k := range q.Keywords {
+		if !k.Matches(o.Keywords) {
+			return false
+		}
 	}
 	if owners != nil {
 		if _, ok := owners[o.OwnerUID]; !ok || o.OwnerUID == "" {

@@ -30,6 +30,8 @@ type index struct {
 
 	clusters, namespaces, names postings
 	labels, fields              map[string]*attribute
+	// words are the slots by their words (storage.Object.Keywords).
+	words postings
 }
 
 // attribute is the slots of one label key or field.
@@ -70,7 +72,7 @@ func newIndex() *index {
 	return &index{
 		byKey: map[storage.Key]uint32{}, live: roaring.New(), order: btree.NewG(treeDegree, keyLess),
 		clusters: postings{}, namespaces: postings{}, names: postings{},
-		labels: map[string]*attribute{}, fields: map[string]*attribute{},
+		labels: map[string]*attribute{}, fields: map[string]*attribute{}, words: postings{},
 	}
 }
 
@@ -150,6 +152,9 @@ func (x *index) index(o *storage.Object, s uint32) {
 		}
 		a.has.Add(s)
 	}
+	for _, w := range o.Keywords {
+		x.words.add(w, s)
+	}
 }
 
 func (x *index) unindex(o *storage.Object, s uint32) {
@@ -174,6 +179,9 @@ func (x *index) unindex(o *storage.Object, s uint32) {
 		if a.drop(s) {
 			delete(x.fields, k)
 		}
+	}
+	for _, w := range o.Keywords {
+		x.words.remove(w, s)
 	}
 }
 
@@ -357,6 +365,14 @@ func (x *index) selection(q *storage.ListQuery) (sel *roaring.Bitmap, residual b
 	}
 	if q.Objects != nil {
 		in = append(in, x.slotsOf(q.GVR, q.Objects))
+	}
+	for _, k := range q.Keywords {
+		if k.Prefix {
+			// Each distinct word is tested once, not each object's.
+			in = append(in, x.words.union(func(w string) bool { return strings.HasPrefix(w, k.Word) }))
+		} else {
+			in = append(in, x.words.unionOf(k.Word))
+		}
 	}
 	if len(in) == 0 {
 		sel = x.live.Clone()

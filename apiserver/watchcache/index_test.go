@@ -54,8 +54,16 @@ func randomObject(rng *rand.Rand, i int) *storage.Object {
 	if slices.Sort(refs); len(refs) > 0 {
 		o.Fields[storage.ReferencesField] = slices.Compact(refs)
 	}
+	for range rng.IntN(5) {
+		o.Keywords = append(o.Keywords, keywordWords[rng.IntN(len(keywordWords))])
+	}
+	slices.Sort(o.Keywords)
+	o.Keywords = slices.Compact(o.Keywords)
 	return o
 }
+
+// keywordWords are words that are prefixes of each other.
+var keywordWords = []string{"web", "webhook", "web1", "db", "db10", "nginx", "1", "10"}
 
 // referenceValues are references of names that are prefixes of each
 // other, in two namespaces and cluster-scoped.
@@ -127,6 +135,10 @@ func TestIndexSelectsAndCountsAsReading(t *testing.T) {
 		{RefersTo: []storage.Reference{{Kind: "Secret", Name: "db-"}}},
 		{Objects: []storage.ObjectName{{Cluster: "east", Namespace: "ns-1", Name: "pod-1"}, {Cluster: "west", Name: "pod-2"}, {Cluster: "north", Namespace: "ns-2", Name: "pod-3"}}},
 		{Objects: []storage.ObjectName{}},
+		{Keywords: []storage.Keyword{{Word: "web"}}},
+		{Keywords: []storage.Keyword{{Word: "web", Prefix: true}, {Word: "1"}}},
+		{Keywords: []storage.Keyword{{Word: "db1", Prefix: true}}, Labels: parsedLabels(t, "app=web")},
+		{Keywords: []storage.Keyword{{Word: "absent", Prefix: true}}},
 	}
 	terms := [][]string{
 		{"cluster"}, {"namespace"}, {"label:app"}, {"label:absent"}, {"label:pod-name"},
@@ -208,9 +220,9 @@ func TestIndexSelectsAndCountsAsReading(t *testing.T) {
 	for k := range live {
 		x.remove(k)
 	}
-	if len(x.labels)+len(x.fields)+len(x.clusters)+len(x.namespaces)+len(x.names) != 0 || !x.live.IsEmpty() {
-		t.Errorf("with every object removed the index still holds labels %d, fields %d, clusters %d, namespaces %d, names %d, live %d",
-			len(x.labels), len(x.fields), len(x.clusters), len(x.namespaces), len(x.names), x.live.GetCardinality())
+	if len(x.labels)+len(x.fields)+len(x.clusters)+len(x.namespaces)+len(x.names)+len(x.words) != 0 || !x.live.IsEmpty() {
+		t.Errorf("with every object removed the index still holds labels %d, fields %d, clusters %d, namespaces %d, names %d, words %d, live %d",
+			len(x.labels), len(x.fields), len(x.clusters), len(x.namespaces), len(x.names), len(x.words), x.live.GetCardinality())
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"gorm.io/gorm"
+
+	"github.com/panorama-io/panorama/storage"
 )
 
 // dialect is what differs between the databases beyond what gorm hides:
@@ -143,6 +145,15 @@ type dialect struct {
 	probeRevision bool
 	// readReplicas: reads may go to a streaming replica (replica.go).
 	readReplicas bool
+
+	// textIndex renders the statements that make index, a text index of
+	// table's column, where it is not inline (MySQL's FULLTEXT KEY).
+	textIndex func(table, index, column string) []string
+	// keywordMatch selects the resources rows whose keyword document
+	// (keywords.go) has the words of keywordQuery's text query, by the
+	// text index.
+	keywordMatch string
+	keywordQuery func(keywords []storage.Keyword) string
 }
 
 // knownDialects are the databases, the default first: the one list of
@@ -193,6 +204,8 @@ type column struct {
 type index struct {
 	name   string
 	unique bool
+	// text makes it the database's text index of its one column.
+	text bool
 	// columns; "col:N" indexes only the first N characters on MySQL.
 	columns []string
 }
@@ -220,6 +233,10 @@ func (d *dialect) ddl(t table) []string {
 	for _, ix := range t.indexes {
 		cols := d.indexColumns(ix.columns)
 		switch {
+		case ix.text && d.inlineIndexes:
+			fmt.Fprintf(&b, ", FULLTEXT KEY %s (%s)", ix.name, cols)
+		case ix.text:
+			stmts = append(stmts, d.textIndex(t.name, ix.name, cols)...)
 		case d.inlineIndexes && ix.unique:
 			fmt.Fprintf(&b, ", UNIQUE KEY %s (%s)", ix.name, cols)
 		case d.inlineIndexes:

@@ -11,6 +11,8 @@ import (
 	mysqldriver "github.com/go-sql-driver/mysql"
 	"gorm.io/driver/mysql"
 	"gorm.io/gorm"
+
+	"github.com/panorama-io/panorama/storage"
 )
 
 // mysqlDialect is MySQL's and MariaDB's, comparing text by bytes with
@@ -34,6 +36,7 @@ func mysqlDialect(collation string) *dialect {
 			"bigint": "BIGINT", "int": "INT", "blob": "LONGBLOB", "char1": "CHAR(1)",
 			"s16": varchar(16), "s64": varchar(64), "s128": varchar(128),
 			"s253": varchar(253), "s317": varchar(317), "s512": varchar(512),
+			"text": "TEXT CHARACTER SET utf8mb4 COLLATE " + collation,
 		},
 		tableOptions:  " ENGINE=InnoDB ROW_FORMAT=DYNAMIC DEFAULT CHARSET=utf8mb4 COLLATE=" + collation,
 		inlineIndexes: true,
@@ -60,13 +63,16 @@ func mysqlDialect(collation string) *dialect {
 		lookupLists:        keyChunk,
 		parenthesizedUnion: true,
 		addExcluded:        "n + VALUES(n)",
-		analyze:            "ANALYZE TABLE resources, " + attributesTable + ", " + attributeValuesTable + ", events, " + summaryTable,
+		analyze:            "ANALYZE TABLE resources, " + attributesTable + ", " + attributeValuesTable + ", " + keywordsTable + ", events, " + summaryTable,
 		clusterRanges:      true,
 		forceWalk:          true,
 		probeEstimate:      "SELECT COALESCE(MAX(table_rows), 0) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = '" + resourcesTable + "'",
 		// MySQL cannot push: a reader reads the revision counter, one
 		// primary-key row, every probe interval.
 		probeRevision: true,
+		keywordMatch: resourcesTable + ".revision IN (SELECT resource_revision FROM " + keywordsTable +
+			" WHERE MATCH (words) AGAINST (? IN BOOLEAN MODE))",
+		keywordQuery: func(keywords []storage.Keyword) string { return "+" + keywordTerms(keywords, "*", " +") },
 	}
 }
 

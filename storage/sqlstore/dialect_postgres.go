@@ -14,10 +14,12 @@ import (
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"k8s.io/klog/v2"
+
+	"github.com/panorama-io/panorama/storage"
 )
 
 // postgresMaintained are the tables PostgreSQL's analyze and vacuum cover.
-const postgresMaintained = "resources, " + attributesTable + ", " + attributeValuesTable + ", events, history, " + summaryTable
+const postgresMaintained = "resources, " + attributesTable + ", " + attributeValuesTable + ", " + keywordsTable + ", events, history, " + summaryTable
 
 var postgresDialect = &dialect{
 	name:     "postgres",
@@ -29,7 +31,16 @@ var postgresDialect = &dialect{
 		"bigint": "BIGINT", "int": "INTEGER", "blob": "BYTEA", "char1": `VARCHAR(1) COLLATE "C"`,
 		"s16": `VARCHAR(16) COLLATE "C"`, "s64": `VARCHAR(64) COLLATE "C"`, "s128": `VARCHAR(128) COLLATE "C"`,
 		"s253": `VARCHAR(253) COLLATE "C"`, "s317": `VARCHAR(317) COLLATE "C"`, "s512": `VARCHAR(512) COLLATE "C"`,
+		"text": "TEXT",
 	},
+	// The simple configuration takes each word as it is: no stemming, no
+	// stop words.
+	textIndex: func(table, index, column string) []string {
+		return []string{"CREATE INDEX IF NOT EXISTS " + index + " ON " + table + " USING gin (to_tsvector('simple', " + column + "))"}
+	},
+	keywordMatch: resourcesTable + ".revision IN (SELECT resource_revision FROM " + keywordsTable +
+		" WHERE to_tsvector('simple', words) @@ to_tsquery('simple', ?))",
+	keywordQuery: func(keywords []storage.Keyword) string { return keywordTerms(keywords, ":*", " & ") },
 	// Without waiting for the table's exclusive lock, behind which every
 	// read and write of replicas still serving would queue.
 	dropIndex: func(_, index string) string { return "DROP INDEX CONCURRENTLY IF EXISTS " + index },

@@ -9,6 +9,8 @@ import (
 	"github.com/libtnb/sqlite"
 	"gorm.io/gorm"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/panorama-io/panorama/storage"
 )
 
 // sqliteDialect is SQLite's. It is not probed for the revision: one
@@ -25,8 +27,13 @@ var sqliteDialect = &dialect{
 	types: map[string]string{
 		"bigint": "INTEGER", "int": "INTEGER", "blob": "BLOB", "char1": "TEXT",
 		"s16": "TEXT", "s64": "TEXT", "s128": "TEXT", "s253": "TEXT", "s317": "TEXT", "s512": "TEXT",
+		"text": "TEXT",
 	},
-	dropIndex: func(_, index string) string { return "DROP INDEX " + index },
+	textIndex: sqliteTextIndex,
+	keywordMatch: resourcesTable + ".revision IN (SELECT rowid FROM " + keywordsIndex +
+		" WHERE " + keywordsIndex + " MATCH ?)",
+	keywordQuery: func(keywords []storage.Keyword) string { return keywordTerms(keywords, "*", " ") },
+	dropIndex:    func(_, index string) string { return "DROP INDEX " + index },
 	// SQLite cannot change a primary key: the table is copied.
 	rekeyAttributes: []string{
 		"CREATE TABLE attributes_rekeyed (resource_revision INTEGER NOT NULL, kind TEXT NOT NULL, attr_key TEXT NOT NULL, " +
@@ -46,6 +53,21 @@ var sqliteDialect = &dialect{
 	addExcluded:    summaryTable + ".n + excluded.n",
 	moveAttributes: true,
 	clustered:      " WITHOUT ROWID",
+}
+
+// sqliteTextIndex makes index an FTS5 table of table's column that reads
+// the documents from table (external content, not a copy), keyed by its
+// rowid, the integer primary key, which triggers keep in step with every
+// insert and delete (rows are never updated). It keeps no positions
+// (detail=none): a query is words and prefixes, never a phrase.
+func sqliteTextIndex(table, index, column string) []string {
+	return []string{
+		"CREATE VIRTUAL TABLE IF NOT EXISTS " + index + " USING fts5(" + column + ", content='" + table + "', content_rowid='rowid', detail=none)",
+		"CREATE TRIGGER IF NOT EXISTS " + index + "_insert AFTER INSERT ON " + table +
+			" BEGIN INSERT INTO " + index + " (rowid, " + column + ") VALUES (new.rowid, new." + column + "); END",
+		"CREATE TRIGGER IF NOT EXISTS " + index + "_delete AFTER DELETE ON " + table +
+			" BEGIN INSERT INTO " + index + " (" + index + ", rowid, " + column + ") VALUES ('delete', old.rowid, old." + column + "); END",
+	}
 }
 
 // sqliteTooBig is SQLITE_TOOBIG, the primary result code of a string or

@@ -237,6 +237,7 @@ func (s *Store) reindex(ctx context.Context, version int64) error {
 			revs := make([]int64, len(rows))
 			keys := make(map[int64]*KeyColumns, len(rows))
 			var attrs []attributeRow
+			var keywords []keywordRow
 			for i := range rows {
 				r := &rows[i]
 				data, err := decodeBlob(r.Object)
@@ -248,7 +249,11 @@ func (s *Store) reindex(ctx context.Context, version int64) error {
 					return 0, err
 				}
 				revs[i], keys[r.Revision] = r.Revision, &r.KeyColumns
-				attrs = fieldRows(attrs, r.Revision, fs.Extract(schema.GroupResource{Group: r.Group, Resource: r.Resource}, u.Object))
+				fields := fs.Extract(schema.GroupResource{Group: r.Group, Resource: r.Resource}, u.Object)
+				attrs = fieldRows(attrs, r.Revision, fields)
+				if k, ok := keywordRowOf(r.Revision, storage.KeywordsOf(u, fields)); ok {
+					keywords = append(keywords, k)
+				}
 			}
 			// The count summary trades the old field values for the new.
 			old, err := attributesOf(tx, "resource_revision IN ? AND k.kind = ?", revs, attrKindField)
@@ -260,6 +265,13 @@ func (s *Store) reindex(ctx context.Context, version int64) error {
 				return 0, err
 			}
 			if err := p.dict.insert(tx, s.dialect, attrs); err != nil {
+				return 0, err
+			}
+			// An object's words are its fields' values too.
+			if err := tx.Where("resource_revision IN ?", revs).Delete(&keywordRow{}).Error; err != nil {
+				return 0, err
+			}
+			if err := insertChunked(tx, s.dialect, keywords, func(r *keywordRow) int { return len(r.Words) }); err != nil {
 				return 0, err
 			}
 			var t tally

@@ -182,6 +182,9 @@ func (s *Store) List(ctx context.Context, q *storage.ListQuery) (*storage.ListRe
 // plan how they are tested (probe.go).
 func (s *Store) filter(db *gorm.DB, q *storage.ListQuery, owners storage.OwnerSet, conds []attrCond, plan attrPlan) *gorm.DB {
 	db = keyFilter(db, q)
+	if len(q.Keywords) > 0 {
+		db = db.Where(s.dialect.keywordMatch, s.dialect.keywordQuery(q.Keywords))
+	}
 	if q.FuzzyName != "" {
 		db = db.Where(s.dialect.contains("name"), q.FuzzyName)
 	}

@@ -24,6 +24,7 @@ type pending struct {
 	replaced map[int64]int64
 	rows     []resourceRow
 	attrs    []attributeRow
+	keywords []keywordRow
 	events   []eventRow
 	// clusters and resources are those that the rows are of.
 	clusters  map[string]bool
@@ -70,6 +71,9 @@ func (p *pending) add(cluster string, gvr schema.GroupVersionResource, base int6
 			p.bytes += len(row.Object)
 			p.rows = append(p.rows, row)
 			p.attrs = append(p.attrs, made[i].attrs...)
+			if made[i].hasKeywords {
+				p.keywords = append(p.keywords, made[i].keywords)
+			}
 		}
 		ev.Object = storedElsewhere
 		p.bytes += len(ev.PrevObject)
@@ -88,6 +92,8 @@ func (p *pending) add(cluster string, gvr schema.GroupVersionResource, base int6
 type madeRow struct {
 	row          resourceRow
 	attrs        []attributeRow
+	keywords     keywordRow
+	hasKeywords  bool
 	keptPreImage []byte
 }
 
@@ -140,8 +146,8 @@ func (p *pending) holds(b *batch) bool {
 // replacing row has as they were move to it rather than being written
 // again: an update mostly leaves its labels and fields as they were.
 func (p *pending) flush(tx *gorm.DB, d *dialect) error {
-	old, replaced, rows, attrs, events := p.old, p.replaced, p.rows, p.attrs, p.events
-	p.old, p.replaced, p.rows, p.attrs, p.events, p.clusters, p.resources = nil, nil, nil, nil, nil, nil, nil
+	old, replaced, rows, attrs, keywords, events := p.old, p.replaced, p.rows, p.attrs, p.keywords, p.events
+	p.old, p.replaced, p.rows, p.attrs, p.keywords, p.events, p.clusters, p.resources = nil, nil, nil, nil, nil, nil, nil, nil
 	var t tally
 	fresh := newAttributeWrites(attrs, replaced)
 	for start := 0; start < len(old); start += keyChunk {
@@ -163,8 +169,14 @@ func (p *pending) flush(tx *gorm.DB, d *dialect) error {
 		if err := tx.Where("revision IN ?", revs).Delete(&resourceRow{}).Error; err != nil {
 			return err
 		}
+		if err := tx.Where("resource_revision IN ?", revs).Delete(&keywordRow{}).Error; err != nil {
+			return err
+		}
 	}
 	if err := insertChunked(tx, d, rows, func(r *resourceRow) int { return len(r.Object) }); err != nil {
+		return err
+	}
+	if err := insertChunked(tx, d, keywords, func(r *keywordRow) int { return len(r.Words) }); err != nil {
 		return err
 	}
 	if err := p.dict.insert(tx, d, fresh.rows()); err != nil {

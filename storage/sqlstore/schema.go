@@ -301,6 +301,16 @@ var migrations = []struct {
 	// a key's in a row, which each row counts (log.go).
 	version:     16,
 	alterations: []alteration{{table: resourcesTable, column: &column{name: "delta_chain", typ: "int", nullable: true}}},
+}, {
+	// Keyword search (keywords.go). Stores made before fill it as they
+	// reindex for the built-in fields' revision that came with it.
+	version: 17,
+	tables: []table{{
+		name:       keywordsTable,
+		columns:    []column{{name: "resource_revision", typ: "bigint"}, {name: "words", typ: "text"}},
+		primaryKey: []string{"resource_revision"},
+		indexes:    []index{{name: keywordsIndex, text: true, columns: []string{"words"}}},
+	}},
 }}
 
 // attributesKey is the legacy attributes' primary key since migration 4.

@@ -228,7 +228,24 @@ func fixedQueries(w *world) []storage.ListQuery {
 		{GVR: podsGVR, OrderBy: []storage.OrderBy{{Field: storage.OrderCreated, Desc: true}}, Limit: 7},
 		{GVR: podsGVR, OrderBy: []storage.OrderBy{{Field: storage.OrderName}, {Field: storage.OrderCluster, Desc: true}}, Limit: 13},
 		{GVR: podsGVR, OrderBy: []storage.OrderBy{{Field: storage.OrderNamespace, Desc: true}}, Limit: 1},
+		{GVR: podsGVR, Keywords: keywords("web")},
+		{GVR: podsGVR, Keywords: keywords("O'Hara"), Limit: 3},
+		{GVR: podsGVR, Keywords: keywords("nginx", "sha256*")},
+		{GVR: deploymentsGVR, Keywords: keywords("redis-exp*")},
+		{GVR: podsGVR, Keywords: keywords("node*", "kube"), Clusters: []string{"west"}, Limit: 4},
+		{GVR: replicaSetsGVR, Keywords: keywords("example.com/canary", "app-1*")},
+		{GVR: podsGVR, Keywords: keywords("ngin")},
+		{GVR: podsGVR, Keywords: keywords("absent*")},
 	}
+}
+
+// keywords parses a keyword query's terms.
+func keywords(terms ...string) []storage.Keyword {
+	ks, err := storage.ParseKeywords(terms)
+	if err != nil {
+		panic(err)
+	}
+	return ks
 }
 
 func randomQuery(rng *rand.Rand, w *world) storage.ListQuery {
@@ -285,6 +302,9 @@ func randomQuery(rng *rand.Rand, w *world) storage.ListQuery {
 	rng.Shuffle(len(fieldsOrder), func(i, j int) { fieldsOrder[i], fieldsOrder[j] = fieldsOrder[j], fieldsOrder[i] })
 	for _, f := range fieldsOrder[:rng.IntN(3)] {
 		q.OrderBy = append(q.OrderBy, storage.OrderBy{Field: f, Desc: rng.IntN(2) == 0})
+	}
+	if rng.IntN(4) == 0 {
+		q.Keywords = keywords(pick([]string{"web", "db*", "nginx", "rs", "1*", "node-b", "running", "canary", "redis", "ghcr.io"})...)
 	}
 	return q
 }

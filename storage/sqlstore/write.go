@@ -389,9 +389,10 @@ func inChunks[T any](rows []T, maxRows int, size func(*T) int, write func([]T) e
 // newRow makes the stored form of u (stamped), and its attribute rows.
 func newRow(fs *storage.FieldSet, cluster string, gvr schema.GroupVersionResource, rev int64, o *op) (madeRow, error) {
 	u, d := o.obj, o.desc
-	fields := d.Fields
+	fields, words := d.Fields, d.Keywords
 	if fs != storage.BuiltinFields {
 		fields = fs.Extract(gvr.GroupResource(), u.Object) // the declared ones too
+		words = storage.KeywordsOf(u, fields)
 	}
 	var preImage []byte
 	if o.old != nil && preImageAgainstNext(gvr, o.old) {
@@ -421,7 +422,9 @@ func newRow(fs *storage.FieldSet, cluster string, gvr schema.GroupVersionResourc
 	for k, v := range d.Labels {
 		attrs = append(attrs, attributeRow{Revision: rev, Kind: attrKindLabel, Key: k, Value: v})
 	}
-	return madeRow{row: row, attrs: fieldRows(attrs, rev, fields), keptPreImage: keptPreImage}, nil
+	made := madeRow{row: row, attrs: fieldRows(attrs, rev, fields), keptPreImage: keptPreImage}
+	made.keywords, made.hasKeywords = keywordRowOf(rev, words)
+	return made, nil
 }
 
 // stamped returns u as stored: metadata.resourceVersion becomes the global

@@ -1,0 +1,161 @@
+package storage
+
+import (
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// Keyword search finds objects by the words of their names, namespaces,
+// labels, annotations and indexed fields' values (KeywordsOf). A word is
+// a run of ASCII letters and digits, lower-cased: every other character
+// separates words, so "db.example.com" is the words db, example and com,
+// and "sha256:9f86d0" is sha256 and 9f86d0. Words are kept to
+// MaxKeywordLength characters, the first ones.
+//
+// The rule is Panorama's own, not a database's: each database's text
+// index is given words made by it (see sqlstore's keyword document), so
+// that every database, the watch cache and Matches find the same objects.
+
+// Bounds of keyword search.
+const (
+	// MaxKeywordLength fits a sha256 digest in hex; MySQL's full-text
+	// index drops tokens longer than 84 characters.
+	MaxKeywordLength = 64
+	// MaxObjectKeywords bounds the distinct words an object is found by:
+	// the first ones of its sources in KeywordsOf's order.
+	MaxObjectKeywords = 256
+	// MaxQueryKeywords bounds the words of one query.
+	MaxQueryKeywords = 16
+)
+
+// Keyword is one word of a keyword query: an object matches it when it
+// has the word, or, with Prefix, a word that begins with it.
+type Keyword struct {
+	Word   string
+	Prefix bool
+}
+
+func (k Keyword) String() string {
+	if k.Prefix {
+		return k.Word + "*"
+	}
+	return k.Word
+}
+
+// valid reports whether k is a word as KeywordsOf makes them: databases
+// take the words into their text query syntax, where nothing else may go.
+func (k Keyword) valid() bool {
+	return k.Word != "" && len(k.Word) <= MaxKeywordLength &&
+		!strings.ContainsFunc(k.Word, func(r rune) bool { return !isWordByte(r) || 'A' <= r && r <= 'Z' })
+}
+
+// Matches reports whether words, sorted as KeywordsOf returns them, have k.
+func (k Keyword) Matches(words []string) bool {
+	i, found := slices.BinarySearch(words, k.Word)
+	return found || k.Prefix && i < len(words) && strings.HasPrefix(words[i], k.Word)
+}
+
+// ParseKeywords reads the terms of a keyword query: each is split into
+// words, all of which an object must have; a term ending in "*" matches
+// its last word as a prefix ("web*" finds web-0 and webhook).
+func ParseKeywords(terms []string) ([]Keyword, error) {
+	var out []Keyword
+	for _, term := range terms {
+		prefix := strings.HasSuffix(term, "*")
+		words := splitWords(strings.TrimSuffix(term, "*"), nil)
+		if len(words) == 0 {
+			return nil, Invalid("q", "%q has no word: words are letters and digits", term)
+		}
+		for i, w := range words {
+			k := Keyword{Word: w, Prefix: prefix && i == len(words)-1}
+			if !slices.Contains(out, k) {
+				out = append(out, k)
+			}
+		}
+	}
+	if len(out) > MaxQueryKeywords {
+		return nil, Invalid("q", "%d words, more than the %d allowed", len(out), MaxQueryKeywords)
+	}
+	return out, nil
+}
+
+// KeywordsOf returns the words keyword search finds u by, given the
+// values of its indexed fields: those of its name and namespace, its
+// labels' values and keys, its fields' values, and its annotations'
+// values and keys, the last-applied configuration's aside (a copy of the
+// object as applied, and of a Secret's data). They come lower-cased,
+// sorted and once each; past MaxObjectKeywords, the sources in that
+// order keep theirs.
+func KeywordsOf(u *unstructured.Unstructured, fields map[string][]string) []string {
+	seen := map[string]bool{}
+	var words []string
+	add := func(s string) bool {
+		for _, w := range splitWords(s, nil) {
+			if seen[w] {
+				continue
+			}
+			if len(words) == MaxObjectKeywords {
+				return false
+			}
+			seen[w] = true
+			words = append(words, w)
+		}
+		return true
+	}
+	sources := []string{u.GetName(), u.GetNamespace()}
+	labels := u.GetLabels()
+	for _, k := range sortedKeys(labels) {
+		sources = append(sources, labels[k])
+	}
+	sources = append(sources, sortedKeys(labels)...)
+	for _, name := range sortedKeys(fields) {
+		sources = append(sources, fields[name]...)
+	}
+	annotations := u.GetAnnotations()
+	delete(annotations, LastAppliedAnnotation)
+	for _, k := range sortedKeys(annotations) {
+		sources = append(sources, annotations[k])
+	}
+	sources = append(sources, sortedKeys(annotations)...)
+	for _, s := range sources {
+		if !add(s) {
+			break
+		}
+	}
+	slices.Sort(words)
+	return words
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// splitWords appends the words of s to out.
+func splitWords(s string, out []string) []string {
+	for s != "" {
+		start := strings.IndexFunc(s, isWordByte)
+		if start < 0 {
+			break
+		}
+		s = s[start:]
+		end := strings.IndexFunc(s, func(r rune) bool { return !isWordByte(r) })
+		if end < 0 {
+			end = len(s)
+		}
+		out = append(out, strings.ToLower(s[:min(end, MaxKeywordLength)]))
+		s = s[end:]
+	}
+	return out
+}
+
+// isWordByte reports whether r is part of a word: an ASCII letter or digit.
+func isWordByte(r rune) bool {
+	return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9'
+}

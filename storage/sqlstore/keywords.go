@@ -1,0 +1,64 @@
+package sqlstore
+
+import (
+	"strings"
+
+	"github.com/panorama-io/panorama/storage"
+)
+
+// keywordsTable holds a row's keyword document, a row each, under each
+// database's own text index (dialect.textIndex): MySQL's FULLTEXT,
+// PostgreSQL's GIN of tsvectors, SQLite's FTS5. It is written and deleted
+// with the row it belongs to, in the same transaction (pending.flush).
+const keywordsTable = "object_keywords"
+
+// keywordsIndex is the text index of keywordsTable: on SQLite, a table.
+const keywordsIndex = "object_keywords_words"
+
+// keywordRow is the keyword document of the row of Revision.
+type keywordRow struct {
+	Revision int64  `gorm:"column:resource_revision;primaryKey;autoIncrement:false"`
+	Words    string `gorm:"column:words"`
+}
+
+func (keywordRow) TableName() string { return keywordsTable }
+
+// keywordPrefix begins each word of a document and of a query. The
+// databases tokenize a document of Panorama's words (storage.KeywordsOf,
+// letters and digits apart) as those words, but MySQL's full-text index
+// leaves out words shorter than three characters and a list of common
+// English ones ("com", "www", "the"); no word with the prefix is either.
+const keywordPrefix = "kw"
+
+// keywordDocument is the document of words, as stored; "" stores none.
+func keywordDocument(words []string) string {
+	var b strings.Builder
+	for i, w := range words {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(keywordPrefix + w)
+	}
+	return b.String()
+}
+
+// keywordRowOf is the keyword row of the row of rev, and whether it has
+// one: an object without words has none.
+func keywordRowOf(rev int64, words []string) (keywordRow, bool) {
+	return keywordRow{Revision: rev, Words: keywordDocument(words)}, len(words) > 0
+}
+
+// keywordTerms writes keywords as a text query: each word with the
+// prefix, then, with prefix, before star, and the terms joined by and.
+// Words are letters and digits only (ListQuery.Validate), which no
+// database's query syntax reads as anything but a word.
+func keywordTerms(keywords []storage.Keyword, star, and string) string {
+	terms := make([]string, len(keywords))
+	for i, k := range keywords {
+		terms[i] = keywordPrefix + k.Word
+		if k.Prefix {
+			terms[i] += star
+		}
+	}
+	return strings.Join(terms, and)
+}
