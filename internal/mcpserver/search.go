@@ -24,6 +24,7 @@ type Filters struct {
 	FieldSelector  string   `json:"fieldSelector,omitempty" jsonschema:"a field selector: metadata.name, metadata.namespace, status.phase, spec.nodeName, images, ownerKind, involvedObject.* of Events, IndexedFields by name"`
 	FuzzyName      string   `json:"fuzzyName,omitempty" jsonschema:"names containing this"`
 	Images         []string `json:"images,omitempty" jsonschema:"objects running an image whose reference contains any of these"`
+	Keywords       []string `json:"q,omitempty" jsonschema:"keyword search: every word of these terms must appear in the object's name, namespace, labels, annotations or indexed fields. Words are letters and digits, any case: db.example.com is the words db, example and com. End a term with * for a prefix of its last word: web* finds web-0 and webhook. At most 16 words in all"`
 	OwnerUID       string   `json:"ownerUID,omitempty" jsonschema:"objects owned by the object of this uid"`
 	OwnerName      string   `json:"ownerName,omitempty" jsonschema:"objects owned by an object of this name"`
 	OwnerGR        string   `json:"ownerGR,omitempty" jsonschema:"the owner's resource.group, e.g. deployments.apps, with ownerName"`
@@ -50,6 +51,7 @@ func (f Filters) query() url.Values {
 	set("fieldSelector", f.FieldSelector)
 	set("fuzzyName", f.FuzzyName)
 	set("images", strings.Join(f.Images, ","))
+	set("q", strings.Join(f.Keywords, ","))
 	set("ownerUID", f.OwnerUID)
 	set("ownerName", f.OwnerName)
 	set("ownerGR", f.OwnerGR)

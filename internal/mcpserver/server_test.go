@@ -92,12 +92,51 @@ func TestToolsListedWithSchemas(t *testing.T) {
 	}
 }
 
+// TestKeywordsAreExplainedToTheModel: a model writes q from its schema
+// alone, so both tools that filter say how words match.
+func TestKeywordsAreExplainedToTheModel(t *testing.T) {
+	srv, _ := fakeHost(t)
+	res, err := connect(t, srv.URL).ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	explained := map[string]bool{}
+	for _, tool := range res.Tools {
+		var schema struct {
+			Properties map[string]struct {
+				Type        json.RawMessage `json:"type"`
+				Description string          `json:"description"`
+			} `json:"properties"`
+		}
+		b, _ := json.Marshal(tool.InputSchema)
+		if err := json.Unmarshal(b, &schema); err != nil {
+			t.Fatal(err)
+		}
+		q, ok := schema.Properties["q"]
+		if !ok {
+			continue
+		}
+		explained[tool.Name] = true
+		for _, want := range []string{"letters and digits", "every word of these terms must appear", "web* finds web-0 and webhook"} {
+			if !strings.Contains(q.Description, want) {
+				t.Errorf("%s: q says %q, without %q", tool.Name, q.Description, want)
+			}
+		}
+		if !strings.Contains(string(q.Type), `"array"`) {
+			t.Errorf("%s: q is of type %s, want a list of terms", tool.Name, q.Type)
+		}
+	}
+	if !explained["search"] || !explained["count"] {
+		t.Errorf("tools taking q: %v, want search and count", explained)
+	}
+}
+
 func TestSearchAsksTheViewAndAnswersCompactly(t *testing.T) {
 	srv, asked := fakeHost(t)
 	cs := connect(t, srv.URL)
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "search", Arguments: map[string]any{
 		"resource": "po", "clusters": []string{"east", "west"}, "labelSelector": "app=web", "images": []string{"nginx"}, "ownerSeniority": 1, "limit": 1,
-		"refersTo": []string{"secret/db-pass", "cm/shop/cfg"}, "hops": 2,
+		"refersTo": []string{"secret/db-pass", "cm/shop/cfg"}, "hops": 2, "q": []string{"db.example", "web*"},
 	}})
 	if err != nil || res.IsError {
 		t.Fatalf("search: %v %+v", err, res)
@@ -115,7 +154,7 @@ func TestSearchAsksTheViewAndAnswersCompactly(t *testing.T) {
 	}
 	last := (*asked)[len(*asked)-1]
 	for _, p := range []string{"clusters=east%2Cwest", "labelSelector=app%3Dweb", "images=nginx", "ownerSeniority=1", "limit=1", "withRemainingCount=true", "includeObject=Metadata",
-		"refersTo=secret%2Fdb-pass%2Ccm%2Fshop%2Fcfg", "hops=2"} {
+		"refersTo=secret%2Fdb-pass%2Ccm%2Fshop%2Fcfg", "hops=2", "q=db.example%2Cweb%2A"} {
 		if !strings.Contains(last, p) {
 			t.Errorf("the list asked %s, without %s", last, p)
 		}
