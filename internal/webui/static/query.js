@@ -14,6 +14,7 @@ export const terms = [
   { word: 'name', alias: ['names'], param: 'names', list: true, help: 'exact names, comma-separated' },
   { word: 'fuzzy', alias: ['fuzzyName'], param: 'fuzzyName', help: 'names containing the value (a bare word does the same)' },
   { word: 'image', alias: ['images'], param: 'images', list: true, help: 'objects running an image whose reference contains the value' },
+  { word: 'q', alias: ['keyword', 'keywords'], param: 'q', list: true, help: 'objects with every word of the value in their name, namespace, labels, annotations or indexed fields; words are letters and digits, any case; web* for a prefix: q:db.example,web*' },
   { word: 'owner', alias: ['ownerName'], param: 'ownerName', help: 'objects owned by the object of that name' },
   { word: 'refersTo', alias: [], param: 'refersTo', list: true, help: 'objects that refer to type/[namespace/]name: refersTo:secret/db-pass (a Service refers to the pods it selects)' },
   { word: 'referredBy', alias: [], param: 'referredBy', help: 'what the object type/[namespace/]name refers to: referredBy:pod/web-0' },

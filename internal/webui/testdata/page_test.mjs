@@ -95,3 +95,13 @@ test('relation words become the relation parameters', async () => {
   assert.equal(parse('kind:cm referredBy:pod/web-0').params.get('referredBy'), 'pod/web-0');
   assert.deepEqual(parse('refersTo:').unknown, ['refersTo:']);
 });
+
+test('keyword words become q, a bare word still a part of a name', async () => {
+  const { parse } = await import('../static/query.js');
+  const got = parse('kind:pods q:db.example keywords:web* Keyword:EAST,sha256 shop app=web');
+  assert.equal(got.params.get('q'), 'db.example,web*,EAST,sha256');
+  assert.equal(got.params.get('fuzzyName'), 'shop');
+  assert.equal(got.params.get('labelSelector'), 'app=web');
+  assert.deepEqual(got.unknown, []);
+  assert.deepEqual(parse('q:').unknown, ['q:']);
+});
