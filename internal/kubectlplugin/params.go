@@ -53,6 +53,8 @@ var searchFlags = []searchFlag{
 		usage: "Up to 4 terms to count by: cluster, namespace, label:<key>, field:<path> (default: cluster)."},
 	{param: "images", flag: "images", many: true, search: true, count: true,
 		usage: "Only objects running an image whose reference contains any of these."},
+	{param: "q", flag: "keywords", many: true, search: true, count: true,
+		usage: "Only objects with every word of these terms in their name, namespace, labels, annotations or indexed fields: words are letters and digits, any case; end a term with * for a prefix of its last word (web*)."},
 	{param: "refersTo", flag: "refers-to", many: true, search: true, count: true,
 		usage: "Only objects that refer to any of these, each TYPE/NAME or TYPE/NAMESPACE/NAME (secret/db-pass); a Service refers to the pods it selects."},
 	{param: "referredBy", flag: "referred-by", search: true, count: true,

@@ -70,7 +70,7 @@ func TestSearchQuery(t *testing.T) {
 		"--clusters", "east,west", "--clusters", "north", "--fuzzy-name", "we", "--images", "nginx",
 		"--owner-name", "web", "--owner-gr", "deployments.apps", "--owner-seniority", "1",
 		"--since", "2026-01-01", "--before", "2026-02-01", "--order-by", "name desc", "--as-of", "1h",
-		"--namespaces", "shop", "--names", "a,b"}); err != nil {
+		"--namespaces", "shop", "--names", "a,b", "--keywords", "db.example,web*", "--keywords", "EAST"}); err != nil {
 		t.Fatal(err)
 	}
 	want := url.Values{
@@ -78,7 +78,7 @@ func TestSearchQuery(t *testing.T) {
 		"clusters": {"east,west,north"}, "fuzzyName": {"we"}, "images": {"nginx"},
 		"ownerName": {"web"}, "ownerGR": {"deployments.apps"}, "ownerSeniority": {"1"},
 		"since": {"2026-01-01"}, "before": {"2026-02-01"}, "orderby": {"name desc"}, "asOf": {"1h"},
-		"namespaces": {"shop"}, "names": {"a,b"},
+		"namespaces": {"shop"}, "names": {"a,b"}, "q": {"db.example,web*,EAST"},
 	}
 	if got := s.query(); !reflect.DeepEqual(got, want) {
 		t.Errorf("query\n got %v\nwant %v", got, want)
