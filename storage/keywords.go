@@ -84,8 +84,9 @@ func ParseKeywords(terms []string) ([]Keyword, error) {
 // KeywordsOf returns the words keyword search finds u by, given the
 // values of its indexed fields: those of its name and namespace, its
 // labels' values and keys, its fields' values, and its annotations'
-// values and keys, the last-applied configuration's aside (a copy of the
-// object as applied, and of a Secret's data). They come lower-cased,
+// values and keys, but the last-applied configuration (a copy of the
+// object as applied, and of a Secret's data) and Panorama's own stamps
+// (the cluster, the member's resourceVersion). They come lower-cased,
 // sorted and once each; past MaxObjectKeywords, the sources in that
 // order keep theirs.
 func KeywordsOf(u *unstructured.Unstructured, fields map[string][]string) []string {
@@ -114,7 +115,11 @@ func KeywordsOf(u *unstructured.Unstructured, fields map[string][]string) []stri
 		sources = append(sources, fields[name]...)
 	}
 	annotations := u.GetAnnotations()
-	delete(annotations, LastAppliedAnnotation)
+	// Panorama's stamps are on stored objects and not on those members
+	// send: words of either must be the same.
+	for _, a := range []string{LastAppliedAnnotation, ClusterAnnotation, MemberResourceVersionAnnotation} {
+		delete(annotations, a)
+	}
 	for _, k := range sortedKeys(annotations) {
 		sources = append(sources, annotations[k])
 	}
