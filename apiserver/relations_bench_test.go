@@ -42,10 +42,11 @@ const relationsPage = 500
 // over HTTP, PANORAMA_BENCH_RELATIONS_RUNS times each (default 50, the
 // queries taking turns): read from the database (a watch cache holding
 // nothing) and from a watch cache holding the resources. It prints each
-// relation query's p50 and p99 as ratios to those of a label query
-// selecting the same pods as the commonly used secret (a team's label:
-// RealisticPod's app label is its ReplicaSet's), measured in the same run, and what the references cost the database: the bytes their
-// attribute rows and dictionary values take, per pod and as a ratio to the
+// relation and keyword query's p50 and p99 as ratios to those of a label
+// query selecting the same pods as the commonly used secret (a team's
+// label: RealisticPod's app label is its ReplicaSet's), measured in the
+// same run, and what the references and the keywords cost the database:
+// the bytes their rows and indexes take, per pod and as a ratio to the
 // pods' JSON.
 func BenchmarkRelations(b *testing.B) {
 	pods := storagetest.EnvInt(b, "PANORAMA_BENCH_RELATIONS_PODS", 100_000, storagetest.BenchBatch)
@@ -79,11 +80,12 @@ func BenchmarkRelations(b *testing.B) {
 					reportRelations(b, backend.Name+" "+reads.name, reads.name, queries, lat)
 				}
 			}
-			// The references' rows are measured last: measuring deletes
-			// them. The store is closed first, so that nothing reads the
-			// database while it is rebuilt.
+			// The references' and keywords' rows are measured last:
+			// measuring deletes them. The store is closed first, so that
+			// nothing reads the database while it is rebuilt.
 			_ = store.Close()
 			reportReferenceBytes(b, backend.Name, opts, f)
+			reportKeywordBytes(b, backend.Name, opts, f)
 		})
 	}
 }
@@ -93,7 +95,7 @@ func BenchmarkRelations(b *testing.B) {
 // config map: its ReplicaSet's own service account, config map (a volume),
 // environment (envFrom) and certificate (a secret volume), its team's
 // database password (a secret in env) and the registry's pull secret,
-// which every pod has.
+// which every pod has; and the annotations of annotateRelatedPod.
 func relatedPod(rng *rand.Rand, i int) *unstructured.Unstructured {
 	u := storagetest.RealisticPod(rng, i, 0)
 	app, team := u.GetLabels()["app"], u.GetLabels()["team"]
@@ -110,12 +112,15 @@ func relatedPod(rng *rand.Rand, i int) *unstructured.Unstructured {
 	ctr["volumeMounts"] = append(ctr["volumeMounts"].([]any),
 		map[string]any{"name": "config", "mountPath": "/etc/app", "readOnly": true},
 		map[string]any{"name": "tls", "mountPath": "/etc/tls", "readOnly": true})
+	annotateRelatedPod(u, i, app, ctr["image"].(string))
 	return u
 }
 
 // fleetPod is what the queries' answers are checked against of a pod.
 type fleetPod struct {
 	cluster, namespace, name, app, team, node string
+	// ticket and deployer are its rollout's, incident its own if any.
+	ticket, deployer, incident string
 }
 
 func (p fleetPod) key() string { return p.cluster + "/" + p.namespace + "/" + p.name }
@@ -163,7 +168,9 @@ func ingestRelatedFleet(b *testing.B, s storage.Interface, n, clusters int) *rel
 			}
 			f.jsonBytes += int64(len(data))
 			p := fleetPod{cluster: cluster, namespace: u.GetNamespace(), name: u.GetName(), app: u.GetLabels()["app"],
-				team: u.GetLabels()["team"], node: u.Object["spec"].(map[string]any)["nodeName"].(string)}
+				team: u.GetLabels()["team"], node: u.Object["spec"].(map[string]any)["nodeName"].(string), incident: incidentOf(j)}
+			r := rolloutOf(p.app)
+			p.ticket, p.deployer = r.ticket, r.deployer
 			f.pods = append(f.pods, p)
 			apps[p.app] = p.namespace
 			pods = append(pods, storage.Upsert(u))
@@ -244,7 +251,7 @@ type relationQuery struct {
 // team with the most pods (whose database secret is the common one), its
 // namespace with the most of them, the node most pods run on, and the pod
 // in the middle of the fleet with its ReplicaSet's certificate (the rare
-// secret), config maps and Service.
+// secret), config maps and Service; and the keyword queries.
 func (f *relationsFleet) queries() []relationQuery {
 	team := mostCommon(f.pods, func(p fleetPod) string { return p.team })
 	ns := mostCommon(f.pods, func(p fleetPod) string {
@@ -255,15 +262,7 @@ func (f *relationsFleet) queries() []relationQuery {
 	})
 	node := mostCommon(f.pods, func(p fleetPod) string { return p.node })
 	mid := f.pods[len(f.pods)/2]
-	pods := func(keep func(p fleetPod) bool) map[string]bool {
-		out := map[string]bool{}
-		for _, p := range f.pods {
-			if keep(p) {
-				out[p.key()] = true
-			}
-		}
-		return out
-	}
+	pods := f.selecting
 	inMid := func(names ...string) map[string]bool {
 		out := map[string]bool{}
 		for _, name := range names {
@@ -272,7 +271,7 @@ func (f *relationsFleet) queries() []relationQuery {
 		return out
 	}
 	param := func(k, v string) string { return k + "=" + url.QueryEscape(v) }
-	return []relationQuery{
+	return append([]relationQuery{
 		{"pods labelSelector team=" + team + " (baseline)", "label", "/api/v1/pods?" + param("labelSelector", "team="+team),
 			pods(func(p fleetPod) bool { return p.team == team })},
 		{"pods refersTo=secret/" + team + "-db (common)", "refersTo-secret-common", "/api/v1/pods?" + param("refersTo", "secret/"+team+"-db"),
@@ -293,7 +292,18 @@ func (f *relationsFleet) queries() []relationQuery {
 			inMid(mid.app)},
 		{"pods referredBy=svc/" + mid.app, "pods-referredBy-svc", "/api/v1/pods?" + param("referredBy", "svc/"+mid.app),
 			pods(func(p fleetPod) bool { return p.app == mid.app })},
+	}, f.keywordQueries(team)...)
+}
+
+// selecting is the keys of the fleet's pods that keep keeps.
+func (f *relationsFleet) selecting(keep func(p fleetPod) bool) map[string]bool {
+	out := map[string]bool{}
+	for _, p := range f.pods {
+		if keep(p) {
+			out[p.key()] = true
+		}
 	}
+	return out
 }
 
 // mostCommon is the most frequent non-empty value of pods, the first in
@@ -421,32 +431,17 @@ func reportRelations(b *testing.B, title, prefix string, queries []relationQuery
 // holds its rows packed, as written rows are not), per pod and as a ratio
 // to the pods' JSON. It deletes the references' rows.
 func reportReferenceBytes(b *testing.B, backend string, opts sqlstore.Options, f *relationsFleet) {
-	db, err := sql.Open(map[string]string{"sqlite": "sqlite", "mysql": "mysql", "postgres": "pgx"}[opts.Driver], opts.DSN)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = db.Close() }()
-	exec := func(query string) {
-		if _, err := db.Exec(query); err != nil {
-			b.Fatalf("%s: %v", query, err)
-		}
-	}
-	scan := func(query string) int64 {
-		var n sql.NullInt64
-		if err := db.QueryRow(query).Scan(&n); err != nil {
-			b.Fatalf("%s: %v", query, err)
-		}
-		return n.Int64
-	}
+	exec, scan, closeDB := rawDB(b, opts)
+	defer closeDB()
 	// Literals, not parameters: the drivers' placeholders differ.
 	key := scan("SELECT id FROM attribute_keys WHERE kind = 'f' AND name = '" + storage.ReferencesField + "'")
 	rows := scan(fmt.Sprintf("SELECT COUNT(*) FROM object_attributes WHERE key_id = %d", key))
 	values := scan(fmt.Sprintf("SELECT COUNT(*) FROM attribute_values WHERE key_id = %d", key))
-	before := rebuiltBytes(b, opts.Driver, exec, scan)
+	before := rebuiltBytes(b, opts.Driver, referenceTables, exec, scan)
 	exec(fmt.Sprintf("DELETE FROM object_attributes WHERE key_id = %d", key))
 	exec(fmt.Sprintf("DELETE FROM attribute_values WHERE key_id = %d", key))
 	exec(fmt.Sprintf("DELETE FROM attribute_keys WHERE id = %d", key))
-	after := rebuiltBytes(b, opts.Driver, exec, scan)
+	after := rebuiltBytes(b, opts.Driver, referenceTables, exec, scan)
 	n := float64(len(f.pods))
 	perPod := float64(before-after) / n
 	ratio := float64(before-after) / float64(f.jsonBytes)
@@ -457,29 +452,50 @@ func reportReferenceBytes(b *testing.B, backend string, opts sqlstore.Options, f
 		backend, float64(rows)/n, values, float64(values)/n, perPod, before, after, ratio, float64(f.jsonBytes)/n)
 }
 
+// rawDB opens the database of opts outside the store, for statements
+// that no store method makes: exec runs one, scan reads one's one number.
+func rawDB(b *testing.B, opts sqlstore.Options) (exec func(string), scan func(string) int64, closeDB func()) {
+	db, err := sql.Open(map[string]string{"sqlite": "sqlite", "mysql": "mysql", "postgres": "pgx"}[opts.Driver], opts.DSN)
+	if err != nil {
+		b.Fatal(err)
+	}
+	exec = func(query string) {
+		if _, err := db.Exec(query); err != nil {
+			b.Fatalf("%s: %v", query, err)
+		}
+	}
+	scan = func(query string) int64 {
+		var n sql.NullInt64
+		if err := db.QueryRow(query).Scan(&n); err != nil {
+			b.Fatalf("%s: %v", query, err)
+		}
+		return n.Int64
+	}
+	return exec, scan, func() { _ = db.Close() }
+}
+
 // referenceTables are the tables the references' rows are in.
 var referenceTables = []string{"object_attributes", "attribute_values", "attribute_keys"}
 
-// rebuiltBytes rebuilds the tables that hold the references and returns
-// the bytes they then take, data and indexes: SQLite rebuilds the whole
-// database (whose other tables stay as they were), InnoDB the tables, and
-// PostgreSQL copies of them.
-func rebuiltBytes(b *testing.B, driver string, exec func(string), scan func(string) int64) int64 {
-	tables := strings.Join(referenceTables, ", ")
+// rebuiltBytes rebuilds tables and returns the bytes they then take, data
+// and indexes: SQLite rebuilds the whole database (whose other tables
+// stay as they were) and returns its bytes, InnoDB rebuilds the tables,
+// and PostgreSQL copies of them.
+func rebuiltBytes(b *testing.B, driver string, tables []string, exec func(string), scan func(string) int64) int64 {
 	switch driver {
 	case "sqlite":
 		exec("VACUUM")
 		return (scan("PRAGMA page_count") - scan("PRAGMA freelist_count")) * scan("PRAGMA page_size")
 	case "mysql":
-		exec("OPTIMIZE TABLE " + tables)
-		exec("ANALYZE TABLE " + tables)
+		exec("OPTIMIZE TABLE " + strings.Join(tables, ", "))
+		exec("ANALYZE TABLE " + strings.Join(tables, ", "))
 		return scan("SELECT SUM(data_length + index_length) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name IN ('" +
-			strings.Join(referenceTables, "', '") + "')")
+			strings.Join(tables, "', '") + "')")
 	case "postgres":
 		// Copies, not VACUUM FULL, which keeps the deleted rows that a
 		// hot standby's or another session's snapshot may still read.
 		var total int64
-		for _, t := range referenceTables {
+		for _, t := range tables {
 			exec("CREATE TABLE packed (LIKE " + t + " INCLUDING ALL)")
 			exec("INSERT INTO packed SELECT * FROM " + t)
 			total += scan("SELECT pg_total_relation_size('packed')")
