@@ -30,7 +30,7 @@ func TestKeywords(t *testing.T) {
 		{"/api/v1/pods", "q=we", ""},
 		{"/api/v1/pods", "q=web&labelSelector=tier", "east/web-0 west/web-0"},
 		{"/api/v1/pods", label("search.panorama.io/q=old"), "east/web-1"},
-		{"/api/v1/pods", label("search.panorama.io/q in (web,front)"), "east/web-0"},
+		{"/api/v1/pods", label("search.panorama.io/q=web,search.panorama.io/q in (front)"), "east/web-0"},
 		{"/api/v1/configmaps", "q=api", "east/cfg-api-0"},
 		{"/api/v1/namespaces/shop/services", "q=externalname", "east/alias"}, // spec.type
 	} {
@@ -64,6 +64,7 @@ func TestKeywords(t *testing.T) {
 		"q=web,*",
 		"q=a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q",
 		label("search.panorama.io/q!=web"),
+		label("search.panorama.io/q in (web,front)"), // every word is required: not in
 	} {
 		if code, _, got := getJSON(t, base+"/api/v1/pods?"+query, ""); code != 400 || got["kind"] != "Status" {
 			t.Errorf("%s: %d %v, want 400", query, code, got)

@@ -84,11 +84,16 @@ func parseListOptions(values url.Values, gvr schema.GroupVersionResource, cluste
 				kept = append(kept, req)
 				continue
 			}
-			if !isSearchParam(key) {
+			p := searchParamNamed(key)
+			if p == nil {
 				return nil, badf("unknown search label %q; known: %s", req.Key(), strings.Join(searchParamNames(), ", "))
 			}
 			switch req.Operator() {
-			case selection.Equals, selection.DoubleEquals, selection.In:
+			case selection.In:
+				if p.allOf && req.Values().Len() > 1 {
+					return nil, badf("search label %q: an object must have every value, so write one requirement each, not in", req.Key())
+				}
+			case selection.Equals, selection.DoubleEquals:
 			default:
 				return nil, badf("search label %q takes =, == or in", req.Key())
 			}
@@ -178,6 +183,9 @@ type searchParam struct {
 	many      func(o *listOptions, values []string) error
 	one       func(o *listOptions, value string) error
 	refusedBy map[readVerb]string
+	// allOf: an object must match every value, so a label's in, which
+	// kubectl's users read as any of them, is refused.
+	allOf bool
 }
 
 // notForWatchOwners is why a watch refuses owner filters, one message
@@ -210,7 +218,7 @@ var searchParams = []searchParam{
 	{name: "q", many: func(o *listOptions, vs []string) (err error) {
 		o.query.Keywords, err = storage.ParseKeywords(vs)
 		return err
-	}},
+	}, allOf: true},
 	{name: "refersTo", many: applyRefersTo},
 	{name: "referredBy", one: applyReferredBy, refusedBy: map[readVerb]string{
 		readWatch: "referredBy is not supported for watch: the objects it selects are read when a list starts",
@@ -223,8 +231,15 @@ var searchParams = []searchParam{
 }
 
 // isSearchParam reports whether name is a search parameter's.
-func isSearchParam(name string) bool {
-	return slices.ContainsFunc(searchParams, func(p searchParam) bool { return p.name == name })
+func isSearchParam(name string) bool { return searchParamNamed(name) != nil }
+
+// searchParamNamed returns the search parameter of name, nil if none.
+func searchParamNamed(name string) *searchParam {
+	i := slices.IndexFunc(searchParams, func(p searchParam) bool { return p.name == name })
+	if i < 0 {
+		return nil
+	}
+	return &searchParams[i]
 }
 
 // searchParamNames are the search parameters' names, for messages.
