@@ -372,7 +372,9 @@ func TestAgentShardedReplicas(t *testing.T) {
 }
 
 // randomBalancer forwards each connection to one of backends at random,
-// as a Service's virtual IP does, and returns its address.
+// as a Service's virtual IP does, and returns its address. A backend that
+// refuses connections is passed over, as a Service's endpoints leave out a
+// pod that stopped: an agent meets a stopped replica only while it runs.
 func randomBalancer(t *testing.T, backends ...string) string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -387,7 +389,13 @@ func randomBalancer(t *testing.T, backends ...string) string {
 			}
 			go func() {
 				defer in.Close()
-				out, err := net.Dial("tcp", backends[rand.IntN(len(backends))])
+				var out net.Conn
+				var err error
+				for _, i := range rand.Perm(len(backends)) {
+					if out, err = net.Dial("tcp", backends[i]); err == nil {
+						break
+					}
+				}
 				if err != nil {
 					return
 				}
