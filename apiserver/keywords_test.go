@@ -24,7 +24,7 @@ func TestKeywords(t *testing.T) {
 		{"/api/v1/pods", "q=front", "east/web-0"},                                    // label tier=front
 		{"/api/v1/pods", "q=nginx,back", "west/web-0"},
 		{"/api/v1/pods", "q=nginx%20back", "west/web-0"},
-		{"/api/v1/pods", "q=ap*", "east/api-0 east/web-0 east/web-1 west/web-0"}, // app, the label's key
+		{"/api/v1/pods", "q=app*", "east/api-0 east/web-0 east/web-1 west/web-0"}, // app, the label's key
 		{"/api/v1/pods", "q=fro*,web", "east/web-0"},
 		{"/api/v1/pods", "q=web&clusters=west", "west/web-0"},
 		{"/api/v1/pods", "q=we", ""},
@@ -62,6 +62,7 @@ func TestKeywords(t *testing.T) {
 		"q=---",
 		"q=*",
 		"q=web,*",
+		"q=ap*", // shorter than a prefix may be
 		"q=a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q",
 		label("search.panorama.io/q!=web"),
 		label("search.panorama.io/q in (web,front)"), // every word is required: not in

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"iter"
 	"slices"
 	"strings"
 
@@ -28,6 +29,10 @@ const (
 	MaxObjectKeywords = 256
 	// MaxQueryKeywords bounds the words of one query.
 	MaxQueryKeywords = 16
+	// MinKeywordPrefix is the shortest prefix a query takes: each index
+	// reads every distinct word a prefix begins, and a letter or two
+	// begins a good share of them.
+	MinKeywordPrefix = 3
 )
 
 // Keyword is one word of a keyword query: an object matches it when it
@@ -47,7 +52,7 @@ func (k Keyword) String() string {
 // valid reports whether k is a word as KeywordsOf makes them: databases
 // take the words into their text query syntax, where nothing else may go.
 func (k Keyword) valid() bool {
-	return k.Word != "" && len(k.Word) <= MaxKeywordLength &&
+	return k.Word != "" && len(k.Word) <= MaxKeywordLength && (!k.Prefix || len(k.Word) >= MinKeywordPrefix) &&
 		!strings.ContainsFunc(k.Word, func(r rune) bool { return !isWordByte(r) || 'A' <= r && r <= 'Z' })
 }
 
@@ -64,12 +69,15 @@ func ParseKeywords(terms []string) ([]Keyword, error) {
 	var out []Keyword
 	for _, term := range terms {
 		prefix := strings.HasSuffix(term, "*")
-		words := splitWords(strings.TrimSuffix(term, "*"), nil)
+		words := slices.Collect(wordsOf(strings.TrimSuffix(term, "*")))
 		if len(words) == 0 {
 			return nil, Invalid("q", "%q has no word: words are letters and digits", term)
 		}
 		for i, w := range words {
 			k := Keyword{Word: w, Prefix: prefix && i == len(words)-1}
+			if k.Prefix && len(w) < MinKeywordPrefix {
+				return nil, Invalid("q", "%q: a prefix takes at least %d letters or digits", term, MinKeywordPrefix)
+			}
 			if !slices.Contains(out, k) {
 				out = append(out, k)
 			}
@@ -93,13 +101,16 @@ func KeywordsOf(u *unstructured.Unstructured, fields map[string][]string) []stri
 	seen := map[string]bool{}
 	var words []string
 	add := func(s string) bool {
-		for _, w := range splitWords(s, nil) {
+		for w := range wordsOf(s) {
 			if seen[w] {
 				continue
 			}
 			if len(words) == MaxObjectKeywords {
 				return false
 			}
+			// A copy, not a part of s: a word kept (by the watch cache)
+			// must not keep a large annotation alive.
+			w = strings.Clone(w)
 			seen[w] = true
 			words = append(words, w)
 		}
@@ -142,22 +153,26 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// splitWords appends the words of s to out.
-func splitWords(s string, out []string) []string {
-	for s != "" {
-		start := strings.IndexFunc(s, isWordByte)
-		if start < 0 {
-			break
+// wordsOf yields the words of s in turn, so that a caller that has enough
+// stops reading s.
+func wordsOf(s string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for s != "" {
+			start := strings.IndexFunc(s, isWordByte)
+			if start < 0 {
+				return
+			}
+			s = s[start:]
+			end := strings.IndexFunc(s, func(r rune) bool { return !isWordByte(r) })
+			if end < 0 {
+				end = len(s)
+			}
+			if !yield(strings.ToLower(s[:min(end, MaxKeywordLength)])) {
+				return
+			}
+			s = s[end:]
 		}
-		s = s[start:]
-		end := strings.IndexFunc(s, func(r rune) bool { return !isWordByte(r) })
-		if end < 0 {
-			end = len(s)
-		}
-		out = append(out, strings.ToLower(s[:min(end, MaxKeywordLength)]))
-		s = s[end:]
 	}
-	return out
 }
 
 // isWordByte reports whether r is part of a word: an ASCII letter or digit.

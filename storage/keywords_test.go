@@ -159,7 +159,8 @@ func TestParseKeywords(t *testing.T) {
 	for _, terms := range [][]string{
 		{""}, {"*"}, {"web", "--"}, {"é"},
 		{"a b c d e f g h i j k l m n o p q"},
-		{"a b c d e f g h", "i j k l m n o p", "p*"},
+		{"a b c d e f g h", "i j k l m n o p", "pqr*"},
+		{"we*"}, {"db.x*"}, // prefixes shorter than MinKeywordPrefix
 	} {
 		if ks, err := ParseKeywords(terms); !IsInvalid(err) {
 			t.Errorf("ParseKeywords(%q) = %v, %v; want an invalid-input error", terms, ks, err)

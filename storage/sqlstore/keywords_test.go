@@ -31,6 +31,15 @@ var (
 	keywordDigests = []string{digestOf("a"), digestOf("b"), digestOf("c")}
 )
 
+// prefixOf is a prefix term of word, as long as a query takes or longer,
+// or word itself when too short for one.
+func prefixOf(rng *rand.Rand, word string) string {
+	if len(word) < storage.MinKeywordPrefix {
+		return word
+	}
+	return word[:storage.MinKeywordPrefix+rng.IntN(len(word)-storage.MinKeywordPrefix+1)] + "*"
+}
+
 // lastAppliedOnly is a word of last-applied annotations alone, which no
 // object is found by.
 const lastAppliedOnly = "lastappliedonly"
@@ -136,7 +145,7 @@ func TestKeywordsMatchBruteForce(t *testing.T) {
 		queries := func() []storage.ListQuery {
 			terms := [][]string{
 				{"db.example.com"}, {"TICKET-1234"}, {"ticket-12345"}, {"ops", "77"}, {"sha256:" + keywordDigests[0]},
-				{"sha256:" + keywordDigests[1][:12] + "*"}, {"we"}, {"we*"}, {"web"}, {"web*"}, {"webhook"}, {"webhook*"}, {"webhooks"},
+				{"sha256:" + keywordDigests[1][:12] + "*"}, {"we"}, {"web"}, {"web*"}, {"webhook"}, {"webhook*"}, {"webhooks"},
 				{"eu_west_1"}, {"postgres://app@db.example.com"}, {"stra"}, {"straße"}, {"ber-cache"},
 				{lastAppliedOnly}, {"kubectl"}, {"last-applied-configuration"},
 				{keywordLong[0]}, {keywordLong[1]}, {keywordLong[2]}, {keywordLong[0][:storage.MaxKeywordLength]}, {keywordLong[0][:62] + "*"},
@@ -155,13 +164,13 @@ func TestKeywordsMatchBruteForce(t *testing.T) {
 			words := slices.Sorted(maps.Keys(vocabulary))
 			for range 12 {
 				word := words[rng.IntN(len(words))]
-				terms = append(terms, []string{word}, []string{word[:1+rng.IntN(len(word))] + "*"})
+				terms = append(terms, []string{word}, []string{prefixOf(rng, word)})
 			}
 			for range 6 {
 				o := objs[rng.IntN(len(objs))]
 				terms = append(terms, []string{o.Keywords[rng.IntN(len(o.Keywords))], o.Keywords[rng.IntN(len(o.Keywords))]})
 				other := objs[rng.IntN(len(objs))]
-				terms = append(terms, []string{o.Keywords[rng.IntN(len(o.Keywords))], other.Keywords[rng.IntN(len(other.Keywords))] + "*"})
+				terms = append(terms, []string{o.Keywords[rng.IntN(len(o.Keywords))], prefixOf(rng, other.Keywords[rng.IntN(len(other.Keywords))])})
 			}
 			selectors := []string{"app=web", "app!=db", "tier", "!tier", "example.com/canary=true"}
 			gvrs := []schema.GroupVersionResource{podsGVR, deploymentsGVR}

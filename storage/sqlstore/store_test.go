@@ -233,7 +233,7 @@ func fixedQueries(w *world) []storage.ListQuery {
 		{GVR: podsGVR, Keywords: keywords("nginx", "sha256*")},
 		{GVR: deploymentsGVR, Keywords: keywords("redis-exp*")},
 		{GVR: podsGVR, Keywords: keywords("node*", "kube"), Clusters: []string{"west"}, Limit: 4},
-		{GVR: replicaSetsGVR, Keywords: keywords("example.com/canary", "app-1*")},
+		{GVR: replicaSetsGVR, Keywords: keywords("example.com/canary", "app-1")},
 		{GVR: podsGVR, Keywords: keywords("ngin")},
 		{GVR: podsGVR, Keywords: keywords("absent*")},
 	}
@@ -304,7 +304,7 @@ func randomQuery(rng *rand.Rand, w *world) storage.ListQuery {
 		q.OrderBy = append(q.OrderBy, storage.OrderBy{Field: f, Desc: rng.IntN(2) == 0})
 	}
 	if rng.IntN(4) == 0 {
-		q.Keywords = keywords(pick([]string{"web", "db*", "nginx", "rs", "1*", "node-b", "running", "canary", "redis", "ghcr.io"})...)
+		q.Keywords = keywords(pick([]string{"web", "def*", "nginx", "rs", "kub*", "node-b", "running", "canary", "redis", "ghcr.io"})...)
 	}
 	return q
 }
