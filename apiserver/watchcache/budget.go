@@ -41,9 +41,9 @@ import (
 
 // Fixed costs of the estimate, beyond the bytes of strings and JSON: an
 // object's struct, its slot, key-order and key-map entries and its share
-// of the postings; a label or field entry's map slot and posting; a ring
-// entry and its pre-image's struct. TestHeldBytesEstimate keeps them
-// honest against the heap.
+// of the postings; a label or field entry's map slot and posting, and a
+// word's; a ring entry and its pre-image's struct. TestHeldBytesEstimate
+// keeps them honest against the heap.
 const (
 	objectOverhead = 600
 	entryOverhead  = 80
@@ -61,6 +61,9 @@ func objectBytes(o *storage.Object) int64 {
 		for _, v := range vs {
 			n += len(v)
 		}
+	}
+	for _, w := range o.Keywords { // the word, and its entries in the object and the postings
+		n += entryOverhead + len(w)
 	}
 	return int64(n)
 }

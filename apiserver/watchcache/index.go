@@ -30,8 +30,11 @@ type index struct {
 
 	clusters, namespaces, names postings
 	labels, fields              map[string]*attribute
-	// words are the slots by their words (storage.Object.Keywords).
-	words postings
+	// words are the slots by their words (storage.Object.Keywords), and
+	// wordOrder the distinct words in order, so that a prefix reads the
+	// words it begins and no other.
+	words     postings
+	wordOrder *btree.BTreeG[string]
 }
 
 // attribute is the slots of one label key or field.
@@ -72,7 +75,8 @@ func newIndex() *index {
 	return &index{
 		byKey: map[storage.Key]uint32{}, live: roaring.New(), order: btree.NewG(treeDegree, keyLess),
 		clusters: postings{}, namespaces: postings{}, names: postings{},
-		labels: map[string]*attribute{}, fields: map[string]*attribute{}, words: postings{},
+		labels: map[string]*attribute{}, fields: map[string]*attribute{},
+		words: postings{}, wordOrder: btree.NewOrderedG[string](treeDegree),
 	}
 }
 
@@ -153,6 +157,9 @@ func (x *index) index(o *storage.Object, s uint32) {
 		a.has.Add(s)
 	}
 	for _, w := range o.Keywords {
+		if _, ok := x.words[w]; !ok {
+			x.wordOrder.ReplaceOrInsert(w)
+		}
 		x.words.add(w, s)
 	}
 }
@@ -182,6 +189,9 @@ func (x *index) unindex(o *storage.Object, s uint32) {
 	}
 	for _, w := range o.Keywords {
 		x.words.remove(w, s)
+		if _, ok := x.words[w]; !ok {
+			x.wordOrder.Delete(w)
+		}
 	}
 }
 
@@ -368,8 +378,7 @@ func (x *index) selection(q *storage.ListQuery) (sel *roaring.Bitmap, residual b
 	}
 	for _, k := range q.Keywords {
 		if k.Prefix {
-			// Each distinct word is tested once, not each object's.
-			in = append(in, x.words.union(func(w string) bool { return strings.HasPrefix(w, k.Word) }))
+			in = append(in, x.wordsBeginning(k.Word))
 		} else {
 			in = append(in, x.words.unionOf(k.Word))
 		}
@@ -406,6 +415,20 @@ func (x *index) referring(targets []storage.Reference) *roaring.Bitmap {
 		out.Or(values.union(func(v string) bool { return anyNamespace[storage.WithoutNamespace(v)] }))
 	}
 	return out
+}
+
+// wordsBeginning returns the slots of the objects with a word that
+// begins with prefix.
+func (x *index) wordsBeginning(prefix string) *roaring.Bitmap {
+	var sets []*roaring.Bitmap
+	x.wordOrder.AscendGreaterOrEqual(prefix, func(w string) bool {
+		if !strings.HasPrefix(w, prefix) {
+			return false
+		}
+		sets = append(sets, x.words[w].bitmap())
+		return true
+	})
+	return roaring.FastOr(sets...)
 }
 
 // slotsOf returns the slots of the objects of gvr named.

@@ -220,7 +220,7 @@ func TestIndexSelectsAndCountsAsReading(t *testing.T) {
 	for k := range live {
 		x.remove(k)
 	}
-	if len(x.labels)+len(x.fields)+len(x.clusters)+len(x.namespaces)+len(x.names)+len(x.words) != 0 || !x.live.IsEmpty() {
+	if len(x.labels)+len(x.fields)+len(x.clusters)+len(x.namespaces)+len(x.names)+len(x.words)+x.wordOrder.Len() != 0 || !x.live.IsEmpty() {
 		t.Errorf("with every object removed the index still holds labels %d, fields %d, clusters %d, namespaces %d, names %d, words %d, live %d",
 			len(x.labels), len(x.fields), len(x.clusters), len(x.namespaces), len(x.names), len(x.words), x.live.GetCardinality())
 	}
