@@ -103,8 +103,10 @@ func (s *Store) pagePlan(tx *gorm.DB, q *storage.ListQuery, order []storage.Orde
 // order an index serves, is told to walk on MariaDB (dialect.forceWalk):
 // the index of its order, when the page reads in that order whatever it
 // selects by, its attributes all probed and no names (or objects named),
-// owners, namespaces of unnamed clusters or, in key order, creation
-// times, which other indexes find first; in creation order, no clusters or namespaces
+// owners, keywords (whose text index drives the join: forced to walk,
+// MariaDB joined each row against every match), namespaces of unnamed
+// clusters or, in key order, creation times, which other indexes find
+// first; in creation order, no clusters or namespaces
 // either, which resources_created holds after the time (a cluster's page
 // would test every other cluster's rows in turn). "" leaves the plan to
 // the database.
@@ -118,7 +120,7 @@ func (s *Store) pagePlan(tx *gorm.DB, q *storage.ListQuery, order []storage.Orde
 // told the index (BenchmarkFleet).
 func (s *Store) walkIndex(q *storage.ListQuery, order []storage.OrderBy, plan attrPlan) string {
 	if !s.dialect.forceWalk || q.Limit <= 0 || !indexedOrder(order) || !plan.probeRequired ||
-		len(q.Names) > 0 || q.Objects != nil || q.HasOwnerFilter() || len(q.Namespaces) > 0 && len(q.Clusters) == 0 {
+		len(q.Names) > 0 || q.Objects != nil || q.HasOwnerFilter() || len(q.Keywords) > 0 || len(q.Namespaces) > 0 && len(q.Clusters) == 0 {
 		return ""
 	}
 	for _, r := range q.Fields {
