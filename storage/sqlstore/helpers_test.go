@@ -120,6 +120,21 @@ func (w *world) put(cluster string, gvr schema.GroupVersionResource, u *unstruct
 	return &o
 }
 
+// apply writes changes of cluster's gvr to s, and to w alike.
+func (w *world) apply(t testing.TB, s storage.Interface, cluster string, gvr schema.GroupVersionResource, changes []storage.Change) {
+	t.Helper()
+	if _, err := s.ForCluster(cluster, storage.Unfenced).Apply(context.Background(), gvr, changes); err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	for _, c := range changes {
+		if c.Object == nil {
+			delete(w.objects, storage.Key{Cluster: cluster, GVR: gvr, Namespace: c.Namespace, Name: c.Name})
+		} else {
+			w.put(cluster, gvr, c.Object)
+		}
+	}
+}
+
 // expect is the brute-force answer to q: every object, filtered in Go,
 // owners resolved by walking the generated objects.
 func (w *world) expect(q *storage.ListQuery) []storage.Key {

@@ -104,16 +104,7 @@ func TestKeywordsMatchBruteForce(t *testing.T) {
 		w := &world{objects: map[storage.Key]*storage.Object{}}
 		apply := func(cluster string, gvr schema.GroupVersionResource, changes []storage.Change) {
 			t.Helper()
-			if _, err := s.ForCluster(cluster, storage.Unfenced).Apply(ctx, gvr, changes); err != nil {
-				t.Fatalf("apply: %v", err)
-			}
-			for _, c := range changes {
-				if c.Object == nil {
-					delete(w.objects, storage.Key{Cluster: cluster, GVR: gvr, Namespace: c.Namespace, Name: c.Name})
-				} else {
-					w.put(cluster, gvr, c.Object)
-				}
-			}
+			w.apply(t, s, cluster, gvr, changes)
 		}
 		pod := func(ns, name, rv string) *unstructured.Unstructured {
 			return object("Pod", ns, name, rv, withLabels(rng), withKeywordAnnotations(rng, "spec"))
