@@ -161,6 +161,17 @@ func (r *relating) readAll(res storage.Resource, q *storage.ListQuery) ([]node, 
 	}
 }
 
+// readPermitted is readAll of q where the user may list res (scoped), and
+// nothing where they may not: a walk leaves out what the user may not
+// list.
+func (r *relating) readPermitted(res storage.Resource, q *storage.ListQuery) ([]node, error) {
+	ok, err := r.scoped(res, q)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return r.readAll(res, q)
+}
+
 func tooManyRelated() error {
 	return badf("the relation reaches more than %d objects: name fewer, or fewer hops", maxRelated)
 }
@@ -232,14 +243,7 @@ func (r *relating) referencesOf(n node) ([]target, error) {
 	reqs, _ := sel.Requirements()
 	for _, pods := range r.served(podKind) {
 		q := storage.ListQuery{GVR: pods.GVR, Clusters: []string{n.Cluster}, Namespaces: []string{n.Namespace}, Labels: reqs}
-		ok, err := r.scoped(pods, &q)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			continue
-		}
-		selected, err := r.readAll(pods, &q)
+		selected, err := r.readPermitted(pods, &q)
 		if err != nil {
 			return nil, err
 		}
@@ -268,14 +272,7 @@ func (r *relating) read(targets []target) ([]node, error) {
 					q.Namespaces = appendOnce(q.Namespaces, t.ref.Namespace)
 				}
 			}
-			ok, err := r.scoped(res, &q)
-			if err != nil {
-				return nil, err
-			}
-			if !ok {
-				continue
-			}
-			nodes, err := r.readAll(res, &q)
+			nodes, err := r.readPermitted(res, &q)
 			if err != nil {
 				return nil, err
 			}
@@ -374,11 +371,7 @@ func (r *relating) referring(res storage.Resource, level []target, pods []node) 
 		}
 		podLabels[i], _, _ = unstructured.NestedStringMap(obj, "metadata", "labels")
 	}
-	ok, err := r.scoped(res, &q)
-	if err != nil || !ok {
-		return out, err
-	}
-	services, err := r.readAll(res, &q)
+	services, err := r.readPermitted(res, &q)
 	if err != nil {
 		return nil, err
 	}
@@ -423,11 +416,7 @@ func (r *relating) referringTo(res storage.Resource, level []target) ([]node, er
 	if len(q.RefersTo) > storage.MaxListValues {
 		return nil, tooManyRelated()
 	}
-	ok, err := r.scoped(res, &q)
-	if err != nil || !ok {
-		return nil, err
-	}
-	candidates, err := r.readAll(res, &q)
+	candidates, err := r.readPermitted(res, &q)
 	if err != nil {
 		return nil, err
 	}
