@@ -234,17 +234,14 @@ func mustKeywords(t *testing.T, terms ...string) []storage.Keyword {
 // in clusters that have every one of keywords among their words, as
 // Panorama describes the members' objects.
 func (s relSnapshot) mentioning(resource string, clusters []string, keywords []storage.Keyword) []string {
-	var keys []string
-	for _, cluster := range clusters {
-		for _, o := range s[cluster].of(resource) {
+	return s.keys(clusters, func(m *memberObjects, add func(metav1.Object)) {
+		for _, o := range m.of(resource) {
 			words := storage.BuiltinFields.Describe(schema.GroupResource{Resource: resource}, o).Keywords
 			if !slices.ContainsFunc(keywords, func(k storage.Keyword) bool { return !k.Matches(words) }) {
-				keys = append(keys, objectKey(cluster, o))
+				add(o)
 			}
 		}
-	}
-	slices.Sort(keys)
-	return keys
+	})
 }
 
 // of are a member's objects of resource, unstructured as Panorama reads

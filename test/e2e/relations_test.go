@@ -469,84 +469,88 @@ func objectKey(cluster string, o metav1.Object) string {
 	return cluster + "/" + o.GetNamespace() + "/" + o.GetName()
 }
 
-// podsNaming are the pods of clusters that name one of targets.
-func (s relSnapshot) podsNaming(clusters []string, targets ...objectRef) []string {
+// keys are the sorted keys of the objects that selected adds, given each
+// of clusters' objects in turn.
+func (s relSnapshot) keys(clusters []string, selected func(m *memberObjects, add func(metav1.Object))) []string {
 	var keys []string
 	for _, cluster := range clusters {
-		for i := range s[cluster].pods {
-			p := &s[cluster].pods[i]
-			if slices.ContainsFunc(podRefs(p), func(r objectRef) bool {
-				return slices.ContainsFunc(targets, func(target objectRef) bool { return target.names(r) })
-			}) {
-				keys = append(keys, objectKey(cluster, p))
-			}
-		}
+		selected(s[cluster], func(o metav1.Object) { keys = append(keys, objectKey(cluster, o)) })
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// pod is the member's pod of namespace and name, nil if none.
+func (m *memberObjects) pod(namespace, name string) *corev1.Pod {
+	i := slices.IndexFunc(m.pods, func(p corev1.Pod) bool { return p.Namespace == namespace && p.Name == name })
+	if i < 0 {
+		return nil
+	}
+	return &m.pods[i]
+}
+
+// service is the member's Service of namespace and name, nil if none.
+func (m *memberObjects) service(namespace, name string) *corev1.Service {
+	i := slices.IndexFunc(m.services, func(s corev1.Service) bool { return s.Namespace == namespace && s.Name == name })
+	if i < 0 {
+		return nil
+	}
+	return &m.services[i]
+}
+
+// podsNaming are the pods of clusters that name one of targets.
+func (s relSnapshot) podsNaming(clusters []string, targets ...objectRef) []string {
+	return s.keys(clusters, func(m *memberObjects, add func(metav1.Object)) {
+		for i := range m.pods {
+			p := &m.pods[i]
+			if slices.ContainsFunc(podRefs(p), func(r objectRef) bool {
+				return slices.ContainsFunc(targets, func(target objectRef) bool { return target.names(r) })
+			}) {
+				add(p)
+			}
+		}
+	})
 }
 
 // servicesSelecting are the Services of clusters that select a pod named
 // pod in namespace.
 func (s relSnapshot) servicesSelecting(clusters []string, namespace, pod string) []string {
-	var keys []string
-	for _, cluster := range clusters {
-		for i := range s[cluster].pods {
-			p := &s[cluster].pods[i]
-			if p.Namespace != namespace || p.Name != pod {
-				continue
-			}
-			for j := range s[cluster].services {
-				if svc := &s[cluster].services[j]; selects(svc, p) {
-					keys = append(keys, objectKey(cluster, svc))
-				}
+	return s.keys(clusters, func(m *memberObjects, add func(metav1.Object)) {
+		p := m.pod(namespace, pod)
+		for j := range m.services {
+			if svc := &m.services[j]; p != nil && selects(svc, p) {
+				add(svc)
 			}
 		}
-	}
-	slices.Sort(keys)
-	return keys
+	})
 }
 
 // podsSelectedBy are the pods of clusters that a Service named service in
 // namespace selects.
 func (s relSnapshot) podsSelectedBy(clusters []string, namespace, service string) []string {
-	var keys []string
-	for _, cluster := range clusters {
-		for i := range s[cluster].services {
-			svc := &s[cluster].services[i]
-			if svc.Namespace != namespace || svc.Name != service {
-				continue
-			}
-			for j := range s[cluster].pods {
-				if p := &s[cluster].pods[j]; selects(svc, p) {
-					keys = append(keys, objectKey(cluster, p))
-				}
+	return s.keys(clusters, func(m *memberObjects, add func(metav1.Object)) {
+		svc := m.service(namespace, service)
+		for j := range m.pods {
+			if p := &m.pods[j]; svc != nil && selects(svc, p) {
+				add(p)
 			}
 		}
-	}
-	slices.Sort(keys)
-	return keys
+	})
 }
 
 // configMapsOf are the ConfigMaps of clusters that a pod named pod in
 // namespace names, those its member has.
 func (s relSnapshot) configMapsOf(clusters []string, namespace, pod string) []string {
-	var keys []string
-	for _, cluster := range clusters {
-		for i := range s[cluster].pods {
-			p := &s[cluster].pods[i]
-			if p.Namespace != namespace || p.Name != pod {
-				continue
-			}
-			refs := podRefs(p)
-			for j := range s[cluster].configMaps {
-				cm := &s[cluster].configMaps[j]
-				if slices.Contains(refs, objectRef{"ConfigMap", cm.Namespace, cm.Name}) {
-					keys = append(keys, objectKey(cluster, cm))
-				}
+	return s.keys(clusters, func(m *memberObjects, add func(metav1.Object)) {
+		p := m.pod(namespace, pod)
+		if p == nil {
+			return
+		}
+		refs := podRefs(p)
+		for j := range m.configMaps {
+			if cm := &m.configMaps[j]; slices.Contains(refs, objectRef{"ConfigMap", cm.Namespace, cm.Name}) {
+				add(cm)
 			}
 		}
-	}
-	slices.Sort(keys)
-	return keys
+	})
 }
