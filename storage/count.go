@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -148,6 +149,10 @@ type CountQuery struct {
 	// Limit bounds the groups returned (the largest first); 0 means
 	// DefaultCountLimit, and it is at most MaxLimit.
 	Limit int
+	// HeldSince asks when each group's period began (CountGroup.HeldSince),
+	// which a store keeps with its count summary: the query must be
+	// Summarizable.
+	HeldSince bool
 }
 
 // Validate checks the query before any of it reaches a database.
@@ -174,7 +179,21 @@ func (q *CountQuery) Validate() error {
 	if q.Limit < 0 || q.Limit > MaxLimit {
 		return Invalid("limit", "a count returns between 1 and %d groups", MaxLimit)
 	}
+	if q.HeldSince && !q.Summarizable() {
+		return Invalid("withHeldSince", "periods are kept per cluster, namespace and value: select by clusters and namespaces only, "+
+			"and group by cluster, namespace and at most one label or field (not %s)", perObjectKeyNames())
+	}
 	return nil
+}
+
+// perObjectKeyNames are PerObjectKeys as groupBy terms, for messages.
+func perObjectKeyNames() string {
+	keys := PerObjectKeys()
+	names := make([]string, len(keys))
+	for i, g := range keys {
+		names[i] = g.String()
+	}
+	return strings.Join(names, ", ")
 }
 
 // Summarizable reports whether q selects by resource, clusters and
@@ -217,6 +236,23 @@ func (q *CountQuery) Summarizable() bool {
 type CountGroup struct {
 	Values []*string
 	Count  int64
+	// HeldSince, when the query asks for it, is when the group's current
+	// period began; nil for the group of objects lacking the label or
+	// field, which has none.
+	HeldSince *HeldSince
+}
+
+// HeldSince is the start of a group's current period: the write that
+// took it from no objects to some, after which it has had some at every
+// revision (its objects may have been others): in one cluster, or in one
+// namespace when the count selects or groups by namespace, or groups by
+// no label or field. A group summed over those has the earliest of their
+// periods' starts: it has had objects since then at least. The zero value is a period that began before the
+// store kept track of periods (operations.md, "Upgrade").
+type HeldSince struct {
+	Revision int64
+	// Time the write was committed.
+	Time time.Time
 }
 
 // CountResult is a count's answer.

@@ -58,7 +58,11 @@ func (s *Store) Count(ctx context.Context, q *storage.CountQuery) (*storage.Coun
 			// NULL last, the others first).
 			order = append(order, c+" IS NULL DESC", c)
 		}
-		rows, err := g.grouped().Select(strings.Join(selects, ", ") + ", " + g.count + " AS n").
+		selects = append(selects, g.count+" AS n")
+		if q.HeldSince {
+			selects = append(selects, periodStart(heldSinceColumn)+" AS since", periodStart(heldSinceAtColumn)+" AS since_at")
+		}
+		rows, err := g.grouped().Select(strings.Join(selects, ", ")).
 			Order(strings.Join(order, ", ")).Limit(limit + 1).Rows()
 		if err != nil {
 			return err
@@ -66,12 +70,16 @@ func (s *Store) Count(ctx context.Context, q *storage.CountQuery) (*storage.Coun
 		defer rows.Close()
 		for rows.Next() {
 			values := make([]sql.NullString, len(g.cols))
-			dest := make([]any, len(g.cols)+1)
+			dest := make([]any, len(g.cols), len(g.cols)+3)
 			for i := range values {
 				dest[i] = &values[i]
 			}
 			var group storage.CountGroup
-			dest[len(g.cols)] = &group.Count
+			var since, at sql.NullInt64
+			dest = append(dest, &group.Count)
+			if q.HeldSince {
+				dest = append(dest, &since, &at)
+			}
 			if err := rows.Scan(dest...); err != nil {
 				return err
 			}
@@ -80,6 +88,9 @@ func (s *Store) Count(ctx context.Context, q *storage.CountQuery) (*storage.Coun
 				if v.Valid {
 					group.Values[i] = &v.String
 				}
+			}
+			if q.HeldSince && !g.lacksKey(group.Values) {
+				group.HeldSince = &storage.HeldSince{Revision: since.Int64, Time: microTime(at.Int64)}
 			}
 			res.Groups = append(res.Groups, group)
 		}
@@ -103,11 +114,27 @@ func (s *Store) Count(ctx context.Context, q *storage.CountQuery) (*storage.Coun
 }
 
 // grouping is where a count's groups come from: grouped selects and
-// groups the rows, each group's values are cols, its size count.
+// groups the rows, each group's values are cols, its size count. The
+// summary's groups know which of cols is the attribute's, if any: attr.
 type grouping struct {
 	grouped func() *gorm.DB
 	cols    []string
 	count   string
+	attr    int
+}
+
+// lacksKey reports whether the group of values is that of the objects
+// lacking the label or field grouped by, which has no period of its own.
+func (g *grouping) lacksKey(values []*string) bool {
+	return g.attr >= 0 && values[g.attr] == nil
+}
+
+// periodStart is when a group's current period began, of column (the
+// revision or the time): the earliest of its cells that hold objects; 0,
+// before any is known, when one of them has none (its period began before
+// periods were kept).
+func periodStart(column string) string {
+	return "MIN(CASE WHEN n > 0 THEN COALESCE(" + column + ", 0) END)"
 }
 
 // rowGrouping counts the rows List would select. Cluster and namespace
@@ -158,7 +185,7 @@ func (s *Store) rowGrouping(tx *gorm.DB, q *storage.CountQuery, owners storage.O
 func summaryGrouping(tx *gorm.DB, q *storage.CountQuery) grouping {
 	gvr := q.Query.GVR
 	scopes := []string{summaryScope(gvr.Group, gvr.Version, gvr.Resource, "", "")}
-	kind, key := "", ""
+	kind, key, attr := "", "", -1
 	// The attribute's rollup cells do, unless namespaces matter.
 	rollup := len(q.Query.Namespaces) == 0
 	cols := make([]string, len(q.GroupBy))
@@ -169,7 +196,7 @@ func summaryGrouping(tx *gorm.DB, q *storage.CountQuery) grouping {
 			rollup = rollup && g.Kind != storage.GroupNamespace
 		default:
 			kind, _ = attrKind(g)
-			key = g.Key
+			key, attr = g.Key, i
 			cols[i] = "attr_value"
 		}
 	}
@@ -179,7 +206,7 @@ func summaryGrouping(tx *gorm.DB, q *storage.CountQuery) grouping {
 		scopes = append(scopes, summaryScope(gvr.Group, gvr.Version, gvr.Resource, kind, key))
 	}
 	count := "SUM(CASE WHEN kind <> '' AND attr_value IS NULL THEN -n ELSE n END)"
-	return grouping{cols: cols, count: count, grouped: func() *gorm.DB {
+	return grouping{cols: cols, count: count, attr: attr, grouped: func() *gorm.DB {
 		// A range of ids per scope, or per scope and namespace selected.
 		prefixes := scopes
 		if len(q.Query.Namespaces) > 0 {

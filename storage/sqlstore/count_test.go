@@ -235,19 +235,24 @@ func TestCountRefusesBadInput(t *testing.T) {
 	}
 	cluster := storage.GroupBy{Kind: storage.GroupCluster}
 	for name, q := range map[string]storage.CountQuery{
-		"no group":       {Query: storage.ListQuery{GVR: podsGVR}},
-		"twice":          {Query: storage.ListQuery{GVR: podsGVR}, GroupBy: []storage.GroupBy{cluster, cluster}},
-		"not indexed":    {Query: storage.ListQuery{GVR: podsGVR}, GroupBy: []storage.GroupBy{{Kind: storage.GroupField, Key: "spec.unknown"}}},
-		"too many":       {Query: storage.ListQuery{GVR: podsGVR}, GroupBy: slices.Repeat([]storage.GroupBy{cluster}, storage.MaxGroupBy+1)},
-		"continue":       {Query: storage.ListQuery{GVR: podsGVR, Continue: "x"}, GroupBy: []storage.GroupBy{cluster}},
-		"revision":       {Query: storage.ListQuery{GVR: podsGVR, Revision: 1}, GroupBy: []storage.GroupBy{cluster}},
-		"limit":          {Query: storage.ListQuery{GVR: podsGVR}, GroupBy: []storage.GroupBy{cluster}, Limit: storage.MaxLimit + 1},
-		"NUL label key":  {Query: storage.ListQuery{GVR: podsGVR}, GroupBy: []storage.GroupBy{{Kind: storage.GroupLabel, Key: "a\x00"}}},
-		"unknown kind":   {Query: storage.ListQuery{GVR: podsGVR}, GroupBy: []storage.GroupBy{{Kind: "owner"}}},
-		"query invalid":  {Query: storage.ListQuery{GVR: podsGVR, Names: []string{"\x00"}}, GroupBy: []storage.GroupBy{cluster}},
-		"no resource":    {GroupBy: []storage.GroupBy{cluster}},
-		"cluster keyed":  {Query: storage.ListQuery{GVR: podsGVR}, GroupBy: []storage.GroupBy{{Kind: storage.GroupCluster, Key: "x"}}},
-		"negative limit": {Query: storage.ListQuery{GVR: podsGVR}, GroupBy: []storage.GroupBy{cluster}, Limit: -1},
+		"no group":             {Query: storage.ListQuery{GVR: podsGVR}},
+		"twice":                {Query: storage.ListQuery{GVR: podsGVR}, GroupBy: []storage.GroupBy{cluster, cluster}},
+		"not indexed":          {Query: storage.ListQuery{GVR: podsGVR}, GroupBy: []storage.GroupBy{{Kind: storage.GroupField, Key: "spec.unknown"}}},
+		"too many":             {Query: storage.ListQuery{GVR: podsGVR}, GroupBy: slices.Repeat([]storage.GroupBy{cluster}, storage.MaxGroupBy+1)},
+		"continue":             {Query: storage.ListQuery{GVR: podsGVR, Continue: "x"}, GroupBy: []storage.GroupBy{cluster}},
+		"revision":             {Query: storage.ListQuery{GVR: podsGVR, Revision: 1}, GroupBy: []storage.GroupBy{cluster}},
+		"limit":                {Query: storage.ListQuery{GVR: podsGVR}, GroupBy: []storage.GroupBy{cluster}, Limit: storage.MaxLimit + 1},
+		"NUL label key":        {Query: storage.ListQuery{GVR: podsGVR}, GroupBy: []storage.GroupBy{{Kind: storage.GroupLabel, Key: "a\x00"}}},
+		"unknown kind":         {Query: storage.ListQuery{GVR: podsGVR}, GroupBy: []storage.GroupBy{{Kind: "owner"}}},
+		"query invalid":        {Query: storage.ListQuery{GVR: podsGVR, Names: []string{"\x00"}}, GroupBy: []storage.GroupBy{cluster}},
+		"no resource":          {GroupBy: []storage.GroupBy{cluster}},
+		"cluster keyed":        {Query: storage.ListQuery{GVR: podsGVR}, GroupBy: []storage.GroupBy{{Kind: storage.GroupCluster, Key: "x"}}},
+		"negative limit":       {Query: storage.ListQuery{GVR: podsGVR}, GroupBy: []storage.GroupBy{cluster}, Limit: -1},
+		"held since, selector": {Query: storage.ListQuery{GVR: podsGVR, FuzzyName: "web"}, GroupBy: []storage.GroupBy{cluster}, HeldSince: true},
+		"held since, two keys": {Query: storage.ListQuery{GVR: podsGVR}, HeldSince: true,
+			GroupBy: []storage.GroupBy{{Kind: storage.GroupLabel, Key: "app"}, {Kind: storage.GroupField, Key: "images"}}},
+		"held since, per object": {Query: storage.ListQuery{GVR: podsGVR}, HeldSince: true,
+			GroupBy: []storage.GroupBy{{Kind: storage.GroupField, Key: "status.podIP"}}},
 	} {
 		if _, err := s.Count(context.Background(), &q); !storage.IsInvalid(err) {
 			t.Errorf("%s: %v, want Invalid", name, err)

@@ -107,8 +107,10 @@ type dialect struct {
 	// (BenchmarkUpdateChurn).
 	moveAttributes bool
 	// addExcluded is the count of a summary cell that an upsert found,
-	// plus the one it inserts (summary.go).
-	addExcluded string
+	// plus the one it inserts (summary.go); keepPeriod, of a column %s of
+	// its period, the one it found while the cell held objects, else the
+	// one it inserts.
+	addExcluded, keepPeriod string
 	// analyze refreshes planner statistics. PostgreSQL plans a selector on
 	// a table it thinks empty as a nested loop over everything, until
 	// autovacuum gets to it; after a large initial sync that is minutes.

@@ -63,6 +63,7 @@ func mysqlDialect(collation string) *dialect {
 		lookupLists:        keyChunk,
 		parenthesizedUnion: true,
 		addExcluded:        "n + VALUES(n)",
+		keepPeriod:         "IF(n > 0, %[1]s, VALUES(%[1]s))",
 		analyze:            "ANALYZE TABLE resources, " + attributesTable + ", " + attributeValuesTable + ", " + keywordsTable + ", events, " + summaryTable,
 		clusterRanges:      true,
 		forceWalk:          true,

@@ -51,6 +51,7 @@ var sqliteDialect = &dialect{
 	lookupKeys:     keyChunk,
 	lookupLists:    1,
 	addExcluded:    summaryTable + ".n + excluded.n",
+	keepPeriod:     "CASE WHEN " + summaryTable + ".n > 0 THEN " + summaryTable + ".%[1]s ELSE excluded.%[1]s END",
 	moveAttributes: true,
 	clustered:      " WITHOUT ROWID",
 }

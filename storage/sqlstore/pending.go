@@ -36,6 +36,8 @@ type pending struct {
 	// bytes of objects, as stored, added since the group began; replacedRows
 	// counts the rows replaced or deleted since then.
 	bytes, replacedRows int
+	// committed is the group's time, in Unix microseconds.
+	committed int64
 }
 
 // add plans ops with revisions base+1, base+2, ...
@@ -148,7 +150,7 @@ func (p *pending) holds(b *batch) bool {
 func (p *pending) flush(tx *gorm.DB, d *dialect) error {
 	old, replaced, rows, attrs, keywords, events := p.old, p.replaced, p.rows, p.attrs, p.keywords, p.events
 	p.old, p.replaced, p.rows, p.attrs, p.keywords, p.events, p.clusters, p.resources = nil, nil, nil, nil, nil, nil, nil, nil
-	var t tally
+	t := tally{at: p.committed}
 	fresh := newAttributeWrites(attrs, replaced)
 	for start := 0; start < len(old); start += keyChunk {
 		chunk := old[start:min(start+keyChunk, len(old))]

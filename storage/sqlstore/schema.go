@@ -311,6 +311,14 @@ var migrations = []struct {
 		primaryKey: []string{"resource_revision"},
 		indexes:    []index{{name: keywordsIndex, text: true, columns: []string{"words"}}},
 	}},
+}, {
+	// When each count summary cell's current period began (summary.go).
+	// The cells there are have none: theirs began before.
+	version: 18,
+	alterations: []alteration{
+		{table: summaryTable, column: &column{name: heldSinceColumn, typ: "bigint", nullable: true}},
+		{table: summaryTable, column: &column{name: heldSinceAtColumn, typ: "bigint", nullable: true}},
+	},
 }}
 
 // attributesKey is the legacy attributes' primary key since migration 4.

@@ -45,6 +45,14 @@ import (
 // A cell that falls to 0 stays (a count leaves out the groups of 0), so
 // that a writer does not delete cells that the next write recreates; the
 // compactor deletes them (sweepSummary).
+//
+// A cell keeps when its current period began (storage.HeldSince): the
+// revision and time of the write that took it from 0 to more, which an
+// upsert sets only when it finds the cell at 0 (or inserts it), and
+// leaves as it is while the cell holds objects. A cell counted without
+// knowing when (fillSummary, and a reindex, which finds new values of
+// rows written before) has none: its period began before the store kept
+// track.
 
 const summaryTable = "count_summary"
 
@@ -59,7 +67,17 @@ type summaryRow struct {
 	Key       string  `gorm:"column:attr_key"`
 	Value     *string `gorm:"column:attr_value"`
 	N         int64   `gorm:"column:n"`
+	// HeldSince and HeldSinceAt are the revision and time (Unix
+	// microseconds) the cell's current period began at; NULL when not known.
+	HeldSince   *int64 `gorm:"column:held_since"`
+	HeldSinceAt *int64 `gorm:"column:held_since_at"`
 }
+
+// The summary's columns of when a cell's period began.
+const (
+	heldSinceColumn   = "held_since"
+	heldSinceAtColumn = "held_since_at"
+)
 
 func (summaryRow) TableName() string { return summaryTable }
 
@@ -116,6 +134,14 @@ func summaryCells(tx *gorm.DB, gvr schema.GroupVersionResource, prefixes, cluste
 // those of what it changed.
 type tally struct {
 	cells map[cell]int64
+	// at is when the writes were committed (Unix microseconds), 0 when
+	// they begin no period (see above); started the earliest revision
+	// that added to each cell.
+	at      int64
+	started map[cell]int64
+	// filling the summary afresh, perhaps before it had the columns of
+	// periods (fillSummary): the counts alone.
+	filling bool
 }
 
 // cell is what a summary cell's id is the hash of.
@@ -128,29 +154,37 @@ type cell struct {
 	rollup bool
 }
 
-// add counts n objects of k in the cell of value of kind and key, and in
-// its rollup cell if it is an attribute's, unless the summary keeps no
-// cells of the key (storage.GroupBy.Summarized).
-func (t *tally) add(k *KeyColumns, kind, key string, value *string, n int64) {
+// add counts n objects of k, written at rev, in the cell of value of kind
+// and key, and in its rollup cell if it is an attribute's, unless the
+// summary keeps no cells of the key (storage.GroupBy.Summarized).
+func (t *tally) add(k *KeyColumns, rev int64, kind, key string, value *string, n int64) {
 	if kind != "" && !summarized(kind, key) {
 		return
 	}
 	if t.cells == nil {
-		t.cells = map[cell]int64{}
+		t.cells, t.started = map[cell]int64{}, map[cell]int64{}
 	}
 	c := cell{group: k.Group, version: k.Version, resource: k.Resource, cluster: k.Cluster, namespace: k.Namespace, kind: kind, key: key}
 	if value != nil {
 		c.value, c.hasValue = *value, true
 	}
-	t.cells[c] += n
+	t.count(c, rev, n)
 	if kind != "" {
 		c.namespace, c.rollup = "", true
-		t.cells[c] += n
+		t.count(c, rev, n)
 	}
 }
 
-// row is the summary row of c, holding n.
-func (c *cell) row(scopes map[[5]string][2]string, n int64) summaryRow {
+func (t *tally) count(c cell, rev, n int64) {
+	t.cells[c] += n
+	if first, ok := t.started[c]; n > 0 && (!ok || rev < first) {
+		t.started[c] = rev
+	}
+}
+
+// row is the summary row of c, holding n, whose period would begin at
+// revision since and time at (not when at is 0).
+func (c *cell) row(scopes map[[5]string][2]string, n, since, at int64) summaryRow {
 	s := [5]string{c.group, c.version, c.resource, c.kind, c.key}
 	scope, ok := scopes[s]
 	if !ok {
@@ -166,14 +200,18 @@ func (c *cell) row(scopes map[[5]string][2]string, n int64) summaryRow {
 	if c.rollup {
 		prefix = scope[1]
 	}
-	return summaryRow{ID: summaryNamespace(prefix, c.namespace) + hashHex(16, c.cluster, v), Group: c.group, Version: c.version,
+	row := summaryRow{ID: summaryNamespace(prefix, c.namespace) + hashHex(16, c.cluster, v), Group: c.group, Version: c.version,
 		Resource: c.resource, Cluster: c.cluster, Namespace: c.namespace, Kind: c.kind, Key: c.key, Value: value, N: n}
+	if at != 0 && since != 0 {
+		row.HeldSince, row.HeldSinceAt = &since, &at
+	}
+	return row
 }
 
 // objects counts the objects of rows sign times (1 written, -1 removed).
 func (t *tally) objects(rows map[int64]*KeyColumns, sign int64) {
-	for _, k := range rows {
-		t.add(k, "", "", nil, sign)
+	for rev, k := range rows {
+		t.add(k, rev, "", "", nil, sign)
 	}
 }
 
@@ -191,33 +229,42 @@ func (t *tally) attributes(rows map[int64]*KeyColumns, attrs []attributeRow, sig
 		if k == nil {
 			continue // of no row: a join from the rows would not count it either
 		}
-		t.add(k, a.Kind, a.Key, &a.Value, sign)
+		t.add(k, a.Revision, a.Kind, a.Key, &a.Value, sign)
 		if ok := (objectKey{a.Revision, a.Kind, a.Key}); !seen[ok] {
 			seen[ok] = true
-			t.add(k, a.Kind, a.Key, nil, sign)
+			t.add(k, a.Revision, a.Kind, a.Key, nil, sign)
 		}
 	}
 }
 
 // apply writes the changed cells in id order (writers lock them in one
 // order, so never each other's in turn): one upsert that adds each change
-// per chunk. Cells that fall to 0 stay, for sweepSummary.
+// per chunk, and begins the period of a cell it finds at 0. Cells that
+// fall to 0 stay, for sweepSummary.
 func (t *tally) apply(tx *gorm.DB, d *dialect) error {
 	rows := make([]summaryRow, 0, len(t.cells))
 	scopes := map[[5]string][2]string{}
 	for c, n := range t.cells {
 		if n != 0 {
-			rows = append(rows, c.row(scopes, n))
+			rows = append(rows, c.row(scopes, n, t.started[c], t.at))
 		}
 	}
-	t.cells = nil
+	t.cells, t.started = nil, nil
 	slices.SortFunc(rows, func(a, b summaryRow) int { return strings.Compare(a.ID, b.ID) })
-	upsert := tx.Clauses(clause.OnConflict{
-		Columns:   []clause.Column{{Name: "id"}},
-		DoUpdates: clause.Assignments(map[string]any{"n": gorm.Expr(d.addExcluded)}),
-	})
+	// In this order: MySQL's assignments see the ones before them, so the
+	// period's read the count as the upsert found it.
+	updates := clause.Set{
+		{Column: clause.Column{Name: heldSinceColumn}, Value: gorm.Expr(fmt.Sprintf(d.keepPeriod, heldSinceColumn))},
+		{Column: clause.Column{Name: heldSinceAtColumn}, Value: gorm.Expr(fmt.Sprintf(d.keepPeriod, heldSinceAtColumn))},
+		{Column: clause.Column{Name: "n"}, Value: gorm.Expr(d.addExcluded)},
+	}
+	omit := []string{clause.Associations}
+	if t.filling {
+		updates, omit = updates[2:], append(omit, heldSinceColumn, heldSinceAtColumn)
+	}
+	upsert := tx.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "id"}}, DoUpdates: updates})
 	return inChunks(rows, d.insertRows, func(*summaryRow) int { return 256 }, func(chunk []summaryRow) error {
-		return upsert.Omit(clause.Associations).Create(chunk).Error
+		return upsert.Omit(omit...).Create(chunk).Error
 	})
 }
 
@@ -278,7 +325,7 @@ func (s *Store) fillSummary(db *gorm.DB) error {
 		if err := tx.Where("1 = 1").Delete(&summaryRow{}).Error; err != nil {
 			return err
 		}
-		var t tally
+		t := tally{filling: true}
 		for after := int64(-1); ; {
 			var rows []resourceRow
 			if err := tx.Select("revision", "cluster", "api_group", "version", "resource", "namespace").

@@ -297,21 +297,34 @@ func TestCountSummaryMigration(t *testing.T) {
 		generate(t, s, rand.New(rand.NewPCG(13, 14)), 10)
 		cells := func(s *sqlstore.Store) []map[string]any {
 			var out []map[string]any
-			// Writes leave empty cells until a compaction, the migration none.
-			if err := sqlstore.GormDB(s).Table("count_summary").Where("n <> 0").Order("id").Find(&out).Error; err != nil {
+			// Writes leave empty cells until a compaction, the migration
+			// none; and they keep periods, which it cannot know.
+			if err := sqlstore.GormDB(s).Table("count_summary").Where("n <> 0").Order("id").
+				Select("id, api_group, version, resource, cluster, namespace, kind, attr_key, attr_value, n").Find(&out).Error; err != nil {
 				t.Fatal(err)
 			}
 			return out
+		}
+		periods := func(s *sqlstore.Store) (n int64) {
+			if err := sqlstore.GormDB(s).Table("count_summary").Where("held_since IS NOT NULL OR held_since_at IS NOT NULL").
+				Count(&n).Error; err != nil {
+				t.Fatal(err)
+			}
+			return n
 		}
 		kept := cells(s)
 		if len(kept) < 100 {
 			t.Fatalf("the summary holds %d cells after writing 3 clusters of objects", len(kept))
 		}
+		if n := periods(s); n != int64(len(kept)) {
+			t.Fatalf("%d of the %d cells writes kept have a period", n, len(kept))
+		}
 		for i, c := range []struct {
 			legacy bool // the summary came before the dictionary
 			stmts  []string
 		}{
-			{true, []string{"DROP TABLE count_summary"}},
+			// As before the summary, and before its periods.
+			{true, []string{"DROP TABLE count_summary", "DELETE FROM panorama_schema_migrations WHERE version = 18"}},
 			{true, nil},
 			// Filled again by hand (operations.md), from the dictionary.
 			{false, []string{"DELETE FROM count_summary", "DELETE FROM panorama_schema_migrations WHERE version = 9"}},
@@ -323,6 +336,9 @@ func TestCountSummaryMigration(t *testing.T) {
 			migrated := storagetest.OpenStore(t, opts)
 			if got := cells(migrated); fmt.Sprint(got) != fmt.Sprint(kept) {
 				t.Fatalf("migration %d: the summary differs from the one writes kept:\n got %d cells %.500v\nwant %d cells %.500v", i+1, len(got), got, len(kept), kept)
+			}
+			if n := periods(migrated); n != 0 {
+				t.Fatalf("migration %d: %d cells have a period, which counting the rows cannot know", i+1, n)
 			}
 		}
 	})

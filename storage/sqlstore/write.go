@@ -232,7 +232,9 @@ func (s *Store) write(group []*batch) (ran int, blamed []*batch, err error) {
 		if err != nil {
 			return err
 		}
-		p.fields, p.dict = fs, s.dict.begin()
+		// The group's time, once it holds the counter: groups' times follow
+		// their revisions.
+		p.fields, p.dict, p.committed = fs, s.dict.begin(), time.Now().UnixMicro()
 		next = base
 		var reads runReads // of group[ran:looked]
 		looked := 0
@@ -276,7 +278,7 @@ func (s *Store) write(group []*batch) (ran int, blamed []*batch, err error) {
 			return err
 		}
 		// When the group was written, for history (history.go): one row.
-		if err := tx.Create(&revisionTimeRow{Revision: base + 1, Committed: time.Now().UnixMicro()}).Error; err != nil {
+		if err := tx.Create(&revisionTimeRow{Revision: base + 1, Committed: p.committed}).Error; err != nil {
 			return err
 		}
 		return s.notifyInTx(tx, next)
