@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -50,7 +51,7 @@ func (r *listOptions) countQuery() (*storage.CountQuery, error) {
 	case len(r.query.OrderBy) > 0:
 		return nil, badRequest("groupBy orders groups by their count: orderby does not apply")
 	}
-	q := &storage.CountQuery{Query: r.query, GroupBy: r.groupBy, Limit: int(min(r.query.Limit, storage.MaxLimit))}
+	q := &storage.CountQuery{Query: r.query, GroupBy: r.groupBy, Limit: int(min(r.query.Limit, storage.MaxLimit)), HeldSince: r.withHeldSince}
 	q.Query.Limit, q.Query.Revision = 0, 0
 	return q, nil
 }
@@ -73,13 +74,13 @@ func (h *Handler) count(w http.ResponseWriter, req *request, opts *listOptions) 
 		terms[i] = g.String()
 	}
 	if wantsTable(req.r) {
-		responsewriters.WriteJSONAs(w, http.StatusOK, tableContentType, countsTable(terms, result.Groups, meta))
+		responsewriters.WriteJSONAs(w, http.StatusOK, tableContentType, countsTable(terms, result.Groups, meta, opts.withHeldSince))
 		return
 	}
 	out := searchv1alpha1.Counts{TypeMeta: metav1.TypeMeta{Kind: "Counts", APIVersion: searchv1alpha1.SchemeGroupVersion.String()},
 		ListMeta: meta, GroupBy: terms, Items: make([]searchv1alpha1.CountsGroup, len(result.Groups))}
 	for i, g := range result.Groups {
-		out.Items[i] = searchv1alpha1.CountsGroup{Group: map[string]string{}, Count: g.Count}
+		out.Items[i] = searchv1alpha1.CountsGroup{Group: map[string]string{}, Count: g.Count, HeldSince: heldSince(g.HeldSince)}
 		for j, v := range g.Values {
 			if v != nil {
 				out.Items[i].Group[terms[j]] = *v
@@ -108,18 +109,39 @@ func (h *Handler) countGroups(req *request, opts *listOptions) (*storage.CountRe
 	return result, nil
 }
 
+// heldSince is the API's form of a group's period start, nil for none.
+func heldSince(h *storage.HeldSince) *searchv1alpha1.HeldSince {
+	if h == nil {
+		return nil
+	}
+	out := &searchv1alpha1.HeldSince{Revision: h.Revision}
+	if !h.Time.IsZero() {
+		out.Time = &metav1.MicroTime{Time: h.Time}
+	}
+	return out
+}
+
 // countsTable is the Table of a count: a column per term, headed by the
-// term ("cluster", "label:app", "field:status.phase"), then COUNT; a
-// missing value reads <none>, as kubectl prints missing columns.
-func countsTable(terms []string, groups []storage.CountGroup, meta metav1.ListMeta) *metav1.Table {
+// term ("cluster", "label:app", "field:status.phase"), then COUNT, and
+// with periods HELD SINCE (the time; its revision with -o wide); a
+// missing value reads <none>, as kubectl prints missing columns, and a
+// period begun before they were kept <unknown>.
+func countsTable(terms []string, groups []storage.CountGroup, meta metav1.ListMeta, periods bool) *metav1.Table {
 	t := &metav1.Table{TypeMeta: metav1.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/v1"}, ListMeta: meta, Rows: []metav1.TableRow{}}
 	for _, term := range terms {
 		t.ColumnDefinitions = append(t.ColumnDefinitions, metav1.TableColumnDefinition{Name: term, Type: "string",
 			Description: "the objects' " + strings.Replace(term, ":", " ", 1)})
 	}
 	t.ColumnDefinitions = append(t.ColumnDefinitions, metav1.TableColumnDefinition{Name: "Count", Type: "integer", Description: "how many objects"})
+	if periods {
+		t.ColumnDefinitions = append(t.ColumnDefinitions,
+			metav1.TableColumnDefinition{Name: "Held Since", Type: "string", Format: "date-time",
+				Description: "when the group last went from no objects to some"},
+			metav1.TableColumnDefinition{Name: "Since Revision", Type: "integer", Priority: 1,
+				Description: "the revision of that write"})
+	}
 	for _, g := range groups {
-		cells := make([]any, 0, len(g.Values)+1)
+		cells := make([]any, 0, len(g.Values)+3)
 		for _, v := range g.Values {
 			if v == nil {
 				cells = append(cells, "<none>")
@@ -127,7 +149,22 @@ func countsTable(terms []string, groups []storage.CountGroup, meta metav1.ListMe
 				cells = append(cells, *v)
 			}
 		}
-		t.Rows = append(t.Rows, metav1.TableRow{Cells: append(cells, g.Count)})
+		cells = append(cells, g.Count)
+		if periods {
+			cells = append(cells, periodCells(g.HeldSince)...)
+		}
+		t.Rows = append(t.Rows, metav1.TableRow{Cells: cells})
 	}
 	return t
+}
+
+// periodCells are a group's HELD SINCE and SINCE REVISION.
+func periodCells(h *storage.HeldSince) []any {
+	switch {
+	case h == nil:
+		return []any{"<none>", "<none>"}
+	case h.Revision == 0:
+		return []any{"<unknown>", "<unknown>"}
+	}
+	return []any{h.Time.UTC().Format(time.RFC3339), h.Revision}
 }

@@ -21,6 +21,7 @@ import (
 // countsBody is the JSON of a count, of its Table or of a Status.
 type countsBody struct {
 	searchv1alpha1.Counts
+	Message           string `json:"message"` // of a Status
 	ColumnDefinitions []struct {
 		Name string `json:"name"`
 	} `json:"columnDefinitions"`
@@ -220,7 +221,84 @@ func TestCountsFromCache(t *testing.T) {
 	rev = pod("west", "d", "web")
 	count(selected, "east=2 west=1", rev, 0)
 	count(selected+"&resourceVersion=0", "east=2 west=1", rev, 0)
-	count("groupBy=label:app", "web=3 db=1", rev, 0) // the cache's, now it holds pods
+	count("groupBy=label:app", "web=3 db=1", rev, 0)                    // the cache's, now it holds pods
+	count("groupBy=label:app&withHeldSince=true", "web=3 db=1", rev, 1) // periods are the summary's
+}
+
+// TestCountsHeldSince: withHeldSince gives each group the write its
+// current period began at, which the groups' later writes leave as it
+// is, as JSON and as a Table; what the summary cannot answer is a 400.
+func TestCountsHeldSince(t *testing.T) {
+	store, cfg, _ := testServer(t)
+	memberRV := 0
+	pod := func(cluster, ns, name, app string) (int64, time.Time) {
+		before := time.Now()
+		memberRV++
+		putObject(t, store, cluster, podsGVR, map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": name,
+			"namespace": ns, "resourceVersion": fmt.Sprint(memberRV), "uid": cluster + name, "labels": map[string]any{"app": app}}})
+		rev, _, err := store.Revision(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rev, before
+	}
+	eastWeb, eastWebAt := pod("east", "ns", "a", "web")
+	westDB, _ := pod("west", "ns", "b", "db")
+	pod("east", "ns", "c", "web")
+	eastDB, _ := pod("east", "ns", "a", "db") // a leaves web, which c holds
+
+	periods := func(body countsBody) string {
+		var out []string
+		for _, it := range body.Items {
+			out = append(out, fmt.Sprintf("%s/%s@%d", it.Group["cluster"], it.Group["label:app"], it.HeldSince.Revision))
+		}
+		slices.Sort(out)
+		return strings.Join(out, " ")
+	}
+	code, _, body := getCounts(t, viewURL(cfg, "/api/v1/pods?groupBy=cluster,label:app&withHeldSince=true"), "", "")
+	want := fmt.Sprintf("east/db@%d east/web@%d west/db@%d", eastDB, eastWeb, westDB)
+	if code != http.StatusOK || periods(body) != want {
+		t.Fatalf("%d %+v, want %s", code, body, want)
+	}
+	for _, it := range body.Items {
+		if it.Group["cluster"] == "east" && it.Group["label:app"] == "web" &&
+			(it.HeldSince.Time == nil || it.HeldSince.Time.Time.Before(eastWebAt.Truncate(time.Microsecond)) || it.HeldSince.Time.Time.After(time.Now())) {
+			t.Errorf("east/web: time %v, want that of its write, after %s", it.HeldSince.Time, eastWebAt)
+		}
+	}
+	// A namespace's reader gets the namespace's periods.
+	if code, _, body := getCounts(t, viewURL(cfg, "/api/v1/namespaces/ns/pods?groupBy=cluster,label:app&withHeldSince=true"), "nsuser", ""); code != http.StatusOK || periods(body) != want {
+		t.Errorf("nsuser: %d %+v, want %s", code, body, want)
+	}
+
+	code, _, table := getCounts(t, viewURL(cfg, "/api/v1/pods?labelSelector=search.panorama.io/groupBy=label.app,search.panorama.io/withHeldSince=true"), "", tableContentType)
+	var cols, rows []string
+	for _, c := range table.ColumnDefinitions {
+		cols = append(cols, c.Name)
+	}
+	for _, r := range table.Rows {
+		if len(r.Cells) != 4 {
+			t.Fatalf("row %v: want 4 cells", r.Cells)
+		}
+		rows = append(rows, fmt.Sprint(r.Cells[0], "=", r.Cells[1], "@", r.Cells[3]))
+	}
+	wantRows := fmt.Sprintf("db=2@%d,web=1@%d", westDB, eastWeb) // db's is the earlier of its clusters'
+	if code != http.StatusOK || strings.Join(cols, ",") != "label:app,Count,Held Since,Since Revision" || strings.Join(rows, ",") != wantRows {
+		t.Errorf("table: %d columns %v rows %v, want rows %s", code, cols, rows, wantRows)
+	}
+
+	for _, path := range []string{
+		"/api/v1/pods?withHeldSince=true",
+		"/api/v1/pods?withHeldSince=true&watch=1",
+		"/api/v1/pods?withHeldSince=yes&groupBy=cluster",
+		"/api/v1/pods?groupBy=cluster&withHeldSince=true&labelSelector=app%3Dweb",
+		"/api/v1/pods?groupBy=label:app,cluster,namespace,field:status.phase&withHeldSince=true",
+		"/api/v1/pods?groupBy=field:status.podIP&withHeldSince=true",
+	} {
+		if code, _, body := getCounts(t, viewURL(cfg, path), "", ""); code != http.StatusBadRequest || body.Kind != "Status" || !strings.Contains(body.Message, "withHeldSince") {
+			t.Errorf("%s: %d %+v, want a 400 naming withHeldSince", path, code, body)
+		}
+	}
 }
 
 // TestFlatViewCounts: a count through the flat view counts what the same

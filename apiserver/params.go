@@ -36,8 +36,10 @@ type listOptions struct {
 	version        readVersion
 	allowBookmarks bool
 	timeout        time.Duration
-	// groupBy, when set, makes a list answer counts (counts.go).
-	groupBy []storage.GroupBy
+	// groupBy, when set, makes a list answer counts (counts.go);
+	// withHeldSince adds when each group's period began.
+	groupBy       []storage.GroupBy
+	withHeldSince bool
 	// asOf, when set, lists the state at a past revision or time, from
 	// the history (history.go).
 	asOf *asOf
@@ -188,6 +190,9 @@ type searchParam struct {
 	allOf bool
 }
 
+// notACount is why what is not a count refuses what only counts do.
+const notACount = "withHeldSince is for counts: add groupBy"
+
 // notForWatchOwners is why a watch refuses owner filters, one message
 // for every owner parameter: the watch cache, which serves every watch,
 // does not evaluate them.
@@ -214,6 +219,8 @@ var searchParams = []searchParam{
 	{name: "onlyMetadata", one: func(o *listOptions, s string) error { return applyBool(&o.onlyMetadata, "onlyMetadata", s) }},
 	{name: "groupBy", many: func(o *listOptions, vs []string) (err error) { o.groupBy, err = parseGroupBy(vs); return err },
 		refusedBy: map[readVerb]string{readWatch: "groupBy is not supported for watch"}},
+	{name: "withHeldSince", one: func(o *listOptions, s string) error { return applyBool(&o.withHeldSince, "withHeldSince", s) },
+		refusedBy: map[readVerb]string{readList: notACount, readWatch: notACount}},
 	{name: "images", many: func(o *listOptions, vs []string) error { o.query.Images = vs; return nil }},
 	{name: "q", many: func(o *listOptions, vs []string) (err error) {
 		o.query.Keywords, err = storage.ParseKeywords(vs)

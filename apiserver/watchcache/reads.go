@@ -142,9 +142,10 @@ func (r *Reads) checkReached(ctx context.Context, rev int64) error {
 // the store's latest revision. Else the store counts: from its summary
 // (Summarizable), or by going over the rows, which starts loading the
 // resource into the cache for the next counts if admitted (admission.go).
+// The groups' periods are the summary's alone.
 func (r *Reads) Count(ctx context.Context, q *storage.CountQuery, f Freshness) (*storage.CountResult, error) {
 	r.cache.reads.add(q.Query.GVR)
-	cacheable := !q.Summarizable() || r.cache.Holds(q.Query.GVR)
+	cacheable := !q.HeldSince && (!q.Summarizable() || r.cache.Holds(q.Query.GVR))
 	cached, current, _, err := r.cached(ctx, read{cacheable: cacheable, asIs: f.Any})
 	if err != nil {
 		return nil, err

@@ -51,6 +51,8 @@ var searchFlags = []searchFlag{
 		usage: "Only the objects' metadata (true or false), for -o json|yaml."},
 	{param: "groupBy", flag: "group-by", many: true, count: true,
 		usage: "Up to 4 terms to count by: cluster, namespace, label:<key>, field:<path> (default: cluster)."},
+	{param: "withHeldSince", flag: "with-held-since", count: true,
+		usage: "Give each group when it last went from no objects to some, since when a cluster runs an image say (true or false)."},
 	{param: "images", flag: "images", many: true, search: true, count: true,
 		usage: "Only objects running an image whose reference contains any of these."},
 	{param: "q", flag: "keywords", many: true, search: true, count: true,

@@ -129,6 +129,28 @@ func TestMCP(t *testing.T) {
 		if fmt.Sprint(got) != fmt.Sprint(want) || out.Sum != int64(len(memberPods)) {
 			t.Errorf("counts %v (sum %d), the members hold %v", got, out.Sum, want)
 		}
+
+		// Since when each cluster has pods: every group has a period, and
+		// a selector, which the summary cannot answer, is a tool error.
+		var periods struct {
+			Groups []struct {
+				Group     map[string]string
+				HeldSince *struct{ Revision int64 }
+			}
+		}
+		ada.mustCall(t, "count", map[string]any{"resource": "pods", "groupBy": []string{"cluster"}, "withHeldSince": true}, &periods)
+		for _, g := range periods.Groups {
+			if g.HeldSince == nil {
+				t.Errorf("cluster %s: no heldSince", g.Group["cluster"])
+			}
+		}
+		if len(periods.Groups) == 0 {
+			t.Error("no periods")
+		}
+		if msg := ada.callError(t, "count", map[string]any{"resource": "pods", "labelSelector": "app=mcp", "groupBy": []string{"cluster"},
+			"withHeldSince": true}); !strings.Contains(msg, "withHeldSince") {
+			t.Errorf("periods of a selection: %q, want an error naming withHeldSince", msg)
+		}
 	})
 
 	t.Run("get", func(t *testing.T) {

@@ -55,6 +55,18 @@ type Counts struct {
 type CountsGroup struct {
 	Group map[string]string `json:"group"`
 	Count int64             `json:"count"`
+	// HeldSince, asked for by withHeldSince, is when the group's current
+	// period began; absent from the group of objects lacking the label or
+	// field.
+	HeldSince *HeldSince `json:"heldSince,omitempty"`
+}
+
+// HeldSince is the write that took a group from no objects to some, after
+// which it has had some at every revision. Empty when that was before
+// Panorama kept track of periods.
+type HeldSince struct {
+	Revision int64             `json:"revision,omitempty"`
+	Time     *metav1.MicroTime `json:"time,omitempty"`
 }
 
 // History answers the history subresource of an object: its versions,
