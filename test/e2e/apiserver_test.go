@@ -326,6 +326,7 @@ func TestAPIServer(t *testing.T) {
 	t.Run("flat view", func(t *testing.T) { testFlatView(t, alice, carol, eastKube, westKube) })
 	t.Run("k9s", func(t *testing.T) { testK9s(t, host, dir, eastKube) }) // after the flat view, whose pods it shows
 	t.Run("images and indexed fields", func(t *testing.T) { testImages(t, host, dir, alice, eastKube, westKube) })
+	t.Run("held since", func(t *testing.T) { testHeldSince(t, alice, carol, eastKube) }) // heldsince_test.go
 }
 
 func waitLine(t *testing.T, lines <-chan string, want string) {
