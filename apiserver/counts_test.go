@@ -271,6 +271,12 @@ func TestCountsHeldSince(t *testing.T) {
 		t.Errorf("nsuser: %d %+v, want %s", code, body, want)
 	}
 
+	// The flat view sums its namespaces' groups: the earliest start.
+	code, _, body = getCounts(t, viewURL(cfg, "/clusters/"+searchv1alpha1.FlatClusters+"/api/v1/pods?groupBy=label:app&withHeldSince=true"), "", "")
+	if want := fmt.Sprintf("/db@%d /web@%d", westDB, eastWeb); code != http.StatusOK || periods(body) != want {
+		t.Errorf("flat view: %d %+v, want %s", code, body, want)
+	}
+
 	code, _, table := getCounts(t, viewURL(cfg, "/api/v1/pods?labelSelector=search.panorama.io/groupBy=label.app,search.panorama.io/withHeldSince=true"), "", tableContentType)
 	var cols, rows []string
 	for _, c := range table.ColumnDefinitions {

@@ -398,6 +398,7 @@ func (c *flatCount) translate(res *storage.CountResult, limit int) {
 		key := groupKey(g.Values)
 		if i, ok := merged[key]; ok {
 			groups[i].Count += g.Count
+			groups[i].HeldSince = groups[i].HeldSince.Earlier(g.HeldSince)
 			continue
 		}
 		merged[key] = len(groups)

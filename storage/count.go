@@ -179,21 +179,10 @@ func (q *CountQuery) Validate() error {
 	if q.Limit < 0 || q.Limit > MaxLimit {
 		return Invalid("limit", "a count returns between 1 and %d groups", MaxLimit)
 	}
-	if q.HeldSince && !q.Summarizable() {
-		return Invalid("withHeldSince", "periods are kept per cluster, namespace and value: select by clusters and namespaces only, "+
-			"and group by cluster, namespace and at most one label or field (not %s)", perObjectKeyNames())
+	if why := q.unsummarized(); q.HeldSince && why != "" {
+		return Invalid("withHeldSince", "periods are kept per cluster, namespace and value, which cannot answer this count: %s", why)
 	}
 	return nil
-}
-
-// perObjectKeyNames are PerObjectKeys as groupBy terms, for messages.
-func perObjectKeyNames() string {
-	keys := PerObjectKeys()
-	names := make([]string, len(keys))
-	for i, g := range keys {
-		names[i] = g.String()
-	}
-	return strings.Join(names, ", ")
 }
 
 // Summarizable reports whether q selects by resource, clusters and
@@ -202,7 +191,11 @@ func perObjectKeyNames() string {
 // the counts it keeps per cluster, namespace and value (sqlstore's count
 // summary), in milliseconds at any size, rather than by going over the
 // objects.
-func (q *CountQuery) Summarizable() bool {
+func (q *CountQuery) Summarizable() bool { return q.unsummarized() == "" }
+
+// unsummarized is why q is not Summarizable, "" when it is.
+func (q *CountQuery) unsummarized() string {
+	const filters = "it selects by more than clusters and namespaces"
 	rest := q.Query
 	// What selects no objects, and what the summary's cells select by.
 	rest.Limit, rest.OrderBy, rest.WithRemainingCount = 0, nil, false
@@ -211,24 +204,27 @@ func (q *CountQuery) Summarizable() bool {
 	// list (as a request without a field selector parses to) is none, but
 	// for Objects, where it selects no object.
 	if rest.Objects != nil {
-		return false
+		return filters
 	}
 	v := reflect.ValueOf(rest)
 	for i := range v.NumField() {
 		if f := v.Field(i); !f.IsZero() && (f.Kind() != reflect.Slice || f.Len() > 0) {
-			return false
+			return filters
 		}
 	}
 	attrs := 0
 	for _, g := range q.GroupBy {
 		if g.Kind == GroupLabel || g.Kind == GroupField {
 			if !g.Summarized() {
-				return false
+				return g.String() + " names about one object per value, which no summary is kept of"
 			}
 			attrs++
 		}
 	}
-	return attrs <= 1
+	if attrs > 1 {
+		return "it groups by more than one label or field"
+	}
+	return ""
 }
 
 // CountGroup is one group: its value of each GroupBy term, in order, nil
@@ -253,6 +249,20 @@ type HeldSince struct {
 	Revision int64
 	// Time the write was committed.
 	Time time.Time
+}
+
+// Earlier is the start of two parts' periods summed: the earlier one, the
+// unknown (zero) before any; nil where neither has one.
+func (h *HeldSince) Earlier(o *HeldSince) *HeldSince {
+	switch {
+	case h == nil:
+		return o
+	case o == nil || h.Revision == 0:
+		return h
+	case o.Revision < h.Revision:
+		return o
+	}
+	return h
 }
 
 // CountResult is a count's answer.

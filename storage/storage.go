@@ -56,6 +56,11 @@ type Change struct {
 	// stored in is not (fields dropped before storage changed). It is
 	// still skipped when older than the stored object.
 	Rewrite bool
+	// Listed is an upsert that a list of the member found, rather than a
+	// watch saw happen: the object may have held its labels and fields
+	// since before it, so no count period begins at it (HeldSince), unless
+	// it is a watch event's.
+	Listed bool
 }
 
 // Upsert makes a Change that stores obj.

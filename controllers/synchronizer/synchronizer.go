@@ -724,7 +724,7 @@ func (s *Synchronizer) listChanges(ctx context.Context, ri dynamic.ResourceInter
 			}
 			k := storage.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()}
 			change := upsert(u)
-			change.change.Rewrite = rewrite
+			change.change.Rewrite, change.change.Listed = rewrite, true
 			largest = max(largest, change.size.least)
 			v, ok := stored[k]
 			if !ok {

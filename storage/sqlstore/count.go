@@ -114,8 +114,8 @@ func (s *Store) Count(ctx context.Context, q *storage.CountQuery) (*storage.Coun
 }
 
 // grouping is where a count's groups come from: grouped selects and
-// groups the rows, each group's values are cols, its size count. The
-// summary's groups know which of cols is the attribute's, if any: attr.
+// groups the rows, each group's values are cols, its size count; attr is
+// the one of cols that is the summary's label or field, -1 for none.
 type grouping struct {
 	grouped func() *gorm.DB
 	cols    []string
@@ -166,7 +166,7 @@ func (s *Store) rowGrouping(tx *gorm.DB, q *storage.CountQuery, owners storage.O
 	if keys, err = resolveConds(tx, keys); err != nil {
 		return grouping{}, err
 	}
-	return grouping{cols: cols, count: "COUNT(*)", grouped: func() *gorm.DB {
+	return grouping{cols: cols, count: "COUNT(*)", attr: -1, grouped: func() *gorm.DB {
 		db := s.filter(tx.Table(resourcesTable), &q.Query, owners, conds, semiJoin)
 		for i, k := range keys {
 			db = db.Joins(fmt.Sprintf("LEFT JOIN %s a%d ON a%d.resource_revision = %s.revision AND a%d.key_id = ? LEFT JOIN %s v%d ON v%d.id = a%d.value_id",

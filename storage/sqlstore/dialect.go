@@ -109,8 +109,9 @@ type dialect struct {
 	// addExcluded is the count of a summary cell that an upsert found,
 	// plus the one it inserts (summary.go); keepPeriod, of a column %s of
 	// its period, the one it found while the cell held objects, else the
-	// one it inserts.
-	addExcluded, keepPeriod string
+	// one it inserts; forgetPeriod, NULL when the upsert adds objects,
+	// else the one it found.
+	addExcluded, keepPeriod, forgetPeriod string
 	// analyze refreshes planner statistics. PostgreSQL plans a selector on
 	// a table it thinks empty as a nested loop over everything, until
 	// autovacuum gets to it; after a large initial sync that is minutes.

@@ -64,6 +64,7 @@ func mysqlDialect(collation string) *dialect {
 		parenthesizedUnion: true,
 		addExcluded:        "n + VALUES(n)",
 		keepPeriod:         "IF(n > 0, %[1]s, VALUES(%[1]s))",
+		forgetPeriod:       "IF(VALUES(n) > 0, NULL, %[1]s)",
 		analyze:            "ANALYZE TABLE resources, " + attributesTable + ", " + attributeValuesTable + ", " + keywordsTable + ", events, " + summaryTable,
 		clusterRanges:      true,
 		forceWalk:          true,

@@ -98,6 +98,7 @@ var postgresDialect = &dialect{
 	parenthesizedUnion: true,
 	addExcluded:        summaryTable + ".n + excluded.n",
 	keepPeriod:         "CASE WHEN " + summaryTable + ".n > 0 THEN " + summaryTable + ".%[1]s ELSE excluded.%[1]s END",
+	forgetPeriod:       "CASE WHEN excluded.n > 0 THEN NULL ELSE " + summaryTable + ".%[1]s END",
 	analyze:            "VACUUM (ANALYZE) " + postgresMaintained,
 	vacuum:             "VACUUM " + postgresMaintained,
 	estimateRows:       "SELECT GREATEST(reltuples, 0)::bigint FROM pg_class WHERE oid = 'resources'::regclass",

@@ -52,6 +52,7 @@ var sqliteDialect = &dialect{
 	lookupLists:    1,
 	addExcluded:    summaryTable + ".n + excluded.n",
 	keepPeriod:     "CASE WHEN " + summaryTable + ".n > 0 THEN " + summaryTable + ".%[1]s ELSE excluded.%[1]s END",
+	forgetPeriod:   "CASE WHEN excluded.n > 0 THEN NULL ELSE " + summaryTable + ".%[1]s END",
 	moveAttributes: true,
 	clustered:      " WITHOUT ROWID",
 }

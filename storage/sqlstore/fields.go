@@ -274,7 +274,7 @@ func (s *Store) reindex(ctx context.Context, version int64) error {
 			if err := insertChunked(tx, s.dialect, keywords, func(r *keywordRow) int { return len(r.Words) }); err != nil {
 				return 0, err
 			}
-			var t tally
+			t := tally{reindexing: true}
 			t.attributes(keys, old, -1)
 			t.attributes(keys, attrs, 1)
 			if err := t.apply(tx, s.dialect); err != nil {

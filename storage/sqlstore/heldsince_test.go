@@ -248,3 +248,87 @@ func groupValues(p heldPod, groupBy []storage.GroupBy) []string {
 	}
 	return formatted
 }
+
+// TestHeldSinceUnknown: a period whose start the writes cannot know is
+// unknown (zero), never a write that found it under way: values of
+// objects a list found, which may have been held before, and of a field
+// declared after its objects were stored; a watched write begins a known
+// one.
+func TestHeldSinceUnknown(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
+		s := b.Open(t)
+		ctx := context.Background()
+		memberRV := 0
+		write := func(listed bool, name, image, tenant string) int64 {
+			t.Helper()
+			memberRV++
+			pod := object("Pod", "web", name, fmt.Sprint(memberRV), withHeldPod(heldPod{images: []string{image}}), func(u *unstructured.Unstructured) {
+				_ = unstructured.SetNestedField(u.Object, tenant, "spec", "tenant")
+			})
+			c := storage.Upsert(pod)
+			c.Listed = listed
+			rev, err := s.ForCluster("east", storage.Unfenced).Apply(ctx, podsGVR, []storage.Change{c})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return rev
+		}
+		periods := func(term string) map[string]int64 {
+			t.Helper()
+			g, err := storage.ParseGroupBy(term)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := s.Count(ctx, &storage.CountQuery{Query: storage.ListQuery{GVR: podsGVR}, GroupBy: []storage.GroupBy{g}, HeldSince: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := map[string]int64{}
+			for _, g := range res.Groups {
+				if g.HeldSince != nil {
+					out[formatValues(g.Values)] = g.HeldSince.Revision
+				}
+			}
+			return out
+		}
+		write(true, "listed", "nginx", "acme")
+		watched := write(false, "watched", "redis", "acme")
+		write(true, "listed-too", "redis", "acme") // a period under way goes on
+		want := map[string]int64{`"nginx"`: 0, `"redis"`: watched}
+		if got := periods("field:images"); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("images: %v, want %v", got, want)
+		}
+
+		// Declared after the pods: the reindex finds tenant's value on rows
+		// written before, some batches of them, while a pod is written
+		// again and again, indexed with the field as soon as it is
+		// declared: whichever comes first, the period is unknown.
+		var before []storage.Change
+		for i := range 1200 {
+			before = append(before, storage.Upsert(object("Pod", "web", fmt.Sprint("old-", i), "1", func(u *unstructured.Unstructured) {
+				_ = unstructured.SetNestedField(u.Object, "acme", "spec", "tenant")
+			})))
+		}
+		if _, err := s.ForCluster("east", storage.Unfenced).Apply(ctx, podsGVR, before); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error)
+		go func() {
+			done <- s.DeclareFields(ctx, []storage.FieldDeclaration{{Name: "tenant", Paths: []string{"spec.tenant"}}})
+		}()
+		for declaring := true; declaring; {
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatal(err)
+				}
+				declaring = false
+			default:
+				write(false, "after", "redis", "acme")
+			}
+		}
+		if got, want := periods("field:tenant"), map[string]int64{`"acme"`: 0}; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("a declared field: %v, want %v", got, want)
+		}
+	})
+}

@@ -36,8 +36,10 @@ type pending struct {
 	// bytes of objects, as stored, added since the group began; replacedRows
 	// counts the rows replaced or deleted since then.
 	bytes, replacedRows int
-	// committed is the group's time, in Unix microseconds.
+	// committed is the group's time, in Unix microseconds; listed are
+	// the revisions of rows whose values may be older (op.listed).
 	committed int64
+	listed    map[int64]bool
 }
 
 // add plans ops with revisions base+1, base+2, ...
@@ -69,6 +71,12 @@ func (p *pending) add(cluster string, gvr schema.GroupVersionResource, base int6
 			row := made[i].row
 			if o.old == nil {
 				ev.Created = row.Created
+			}
+			if o.listed {
+				if p.listed == nil {
+					p.listed = map[int64]bool{}
+				}
+				p.listed[rev] = true
 			}
 			p.bytes += len(row.Object)
 			p.rows = append(p.rows, row)
@@ -150,7 +158,8 @@ func (p *pending) holds(b *batch) bool {
 func (p *pending) flush(tx *gorm.DB, d *dialect) error {
 	old, replaced, rows, attrs, keywords, events := p.old, p.replaced, p.rows, p.attrs, p.keywords, p.events
 	p.old, p.replaced, p.rows, p.attrs, p.keywords, p.events, p.clusters, p.resources = nil, nil, nil, nil, nil, nil, nil, nil
-	t := tally{at: p.committed}
+	t := tally{at: p.committed, unknown: p.listed}
+	p.listed = nil
 	fresh := newAttributeWrites(attrs, replaced)
 	for start := 0; start < len(old); start += keyChunk {
 		chunk := old[start:min(start+keyChunk, len(old))]

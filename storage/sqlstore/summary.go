@@ -50,9 +50,11 @@ import (
 // revision and time of the write that took it from 0 to more, which an
 // upsert sets only when it finds the cell at 0 (or inserts it), and
 // leaves as it is while the cell holds objects. A cell counted without
-// knowing when (fillSummary, and a reindex, which finds new values of
-// rows written before) has none: its period began before the store kept
-// track.
+// knowing when has none (NULL), as if its period began before the store
+// kept track: counted by fillSummary; given objects by a reindex, which
+// finds new values of rows written before; or taken from 0 by objects a
+// list found (storage.Change.Listed), which may have held their values
+// since before.
 
 const summaryTable = "count_summary"
 
@@ -139,9 +141,14 @@ type tally struct {
 	// that added to each cell.
 	at      int64
 	started map[cell]int64
+	// unknown are the revisions of rows whose values may be older than
+	// their write: a cell at 0 that they add to begins no known period.
+	unknown map[int64]bool
 	// filling the summary afresh, perhaps before it had the columns of
-	// periods (fillSummary): the counts alone.
-	filling bool
+	// periods (fillSummary): the counts alone. reindexing: the rows added
+	// held their new values since before, so the cells they add to have
+	// no known period, whatever they held.
+	filling, reindexing bool
 }
 
 // cell is what a summary cell's id is the hash of.
@@ -164,6 +171,9 @@ func (t *tally) add(k *KeyColumns, rev int64, kind, key string, value *string, n
 	if t.cells == nil {
 		t.cells, t.started = map[cell]int64{}, map[cell]int64{}
 	}
+	if t.unknown[rev] {
+		rev = 0
+	}
 	c := cell{group: k.Group, version: k.Version, resource: k.Resource, cluster: k.Cluster, namespace: k.Namespace, kind: kind, key: key}
 	if value != nil {
 		c.value, c.hasValue = *value, true
@@ -175,6 +185,8 @@ func (t *tally) add(k *KeyColumns, rev int64, kind, key string, value *string, n
 	}
 }
 
+// count adds n to c, written at rev (0 when its values may be older,
+// which no later revision overrides).
 func (t *tally) count(c cell, rev, n int64) {
 	t.cells[c] += n
 	if first, ok := t.started[c]; n > 0 && (!ok || rev < first) {
@@ -259,8 +271,12 @@ func (t *tally) apply(tx *gorm.DB, d *dialect) error {
 		{Column: clause.Column{Name: "n"}, Value: gorm.Expr(d.addExcluded)},
 	}
 	omit := []string{clause.Associations}
-	if t.filling {
+	switch {
+	case t.filling:
 		updates, omit = updates[2:], append(omit, heldSinceColumn, heldSinceAtColumn)
+	case t.reindexing:
+		updates[0].Value = gorm.Expr(fmt.Sprintf(d.forgetPeriod, heldSinceColumn))
+		updates[1].Value = gorm.Expr(fmt.Sprintf(d.forgetPeriod, heldSinceAtColumn))
 	}
 	upsert := tx.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "id"}}, DoUpdates: updates})
 	return inChunks(rows, d.insertRows, func(*summaryRow) int { return 256 }, func(chunk []summaryRow) error {

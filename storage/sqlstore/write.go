@@ -35,6 +35,9 @@ type op struct {
 	old  *resourceRow               // MODIFIED, DELETED
 	ns   string
 	nm   string
+	// listed: the object's values may be older than the write
+	// (storage.Change.Listed).
+	listed bool
 }
 
 // clusterWriter writes one cluster's objects under one owner epoch, which
@@ -343,10 +346,10 @@ func plan(changes []storage.Change, descs []storage.Object, existing storedRows)
 				ops = append(ops, op{typ: watch.Deleted, old: old, ns: c.Namespace, nm: c.Name})
 			}
 		case old == nil:
-			ops = append(ops, op{typ: watch.Added, obj: c.Object, desc: &descs[i], ns: c.Namespace, nm: c.Name})
+			ops = append(ops, op{typ: watch.Added, obj: c.Object, desc: &descs[i], ns: c.Namespace, nm: c.Name, listed: c.Listed})
 		case older(c.Object.GetResourceVersion(), old.MemberResourceVersion):
 		case old.MemberResourceVersion != c.Object.GetResourceVersion() || c.Object.GetResourceVersion() == "" || c.Rewrite:
-			ops = append(ops, op{typ: watch.Modified, obj: c.Object, desc: &descs[i], old: old, ns: c.Namespace, nm: c.Name})
+			ops = append(ops, op{typ: watch.Modified, obj: c.Object, desc: &descs[i], old: old, ns: c.Namespace, nm: c.Name, listed: c.Listed})
 		}
 	}
 	return ops
