@@ -568,6 +568,55 @@ func TestSelectorPageReadsAboutWhatItShows(t *testing.T) {
 	})
 }
 
+// TestKeywordPageReadsAboutWhatItShows: a page of a keyword search reads
+// about as many rows as it must test to fill it on MariaDB, whose text
+// index finds every match of a word before the page's LIMIT applies: a
+// common word's page probes each row's document in the page's order, a
+// rare word's reads its matches by the index (probe.go).
+func TestKeywordPageReadsAboutWhatItShows(t *testing.T) {
+	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
+		s := b.Open(t)
+		rec := newQueryRecorder(t, s)
+		// Every other pod's note has the word half, every 300th's rare.
+		rev := costPods(t, s, func(j int, pod *unstructured.Unstructured) {
+			note := "deployed by ci"
+			if j%2 == 0 {
+				note += ", half of them"
+			}
+			if j%300 == 0 {
+				note += ", a rare one"
+			}
+			pod.SetAnnotations(map[string]string{"note": note})
+		})
+		for _, tc := range []struct {
+			terms   string
+			matches int
+			probes  string // on MariaDB
+		}{
+			{"half", costObjects / 2, "IS NOT NULL"},
+			{"hal*", costObjects / 2, "IS NOT NULL"},
+			{"rare", costObjects / 300, ""},
+			{"rare,half", costObjects / 300, ""},
+		} {
+			for _, order := range indexedOrders[:3] {
+				q := storage.ListQuery{GVR: podsGVR, Limit: 2, OrderBy: order, Keywords: keywords(tc.terms)}
+				if tc.matches > 100 {
+					q.Limit = costLimit
+				}
+				stmts := latePage(t, s, rec, q, rev, tc.matches/2)
+				if b.Name != "mysql" {
+					continue // their text indexes are read to the page's end
+				}
+				checkProbes(t, stmts, tc.probes)
+				tested := int(q.Limit+1) * costObjects / tc.matches
+				if n := rowsExamined(t, b, s, stmts, true); n >= int64(max(tested, tc.matches)) {
+					t.Errorf("q=%s, orderby %v: a page of %d of %d matches read %d rows, to test %d", tc.terms, order, q.Limit, tc.matches, n, tested)
+				}
+			}
+		}
+	})
+}
+
 // TestImageValuesReadTheirCells: an images search resolves the part of an
 // image it is given to the images that contain it by reading about one
 // row per cluster and image, not the images of every row: MariaDB read the

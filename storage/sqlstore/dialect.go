@@ -157,6 +157,10 @@ type dialect struct {
 	// text index.
 	keywordMatch string
 	keywordQuery func(keywords []storage.Keyword) string
+	// keywordFind, where a page may probe keywords (pagePlan), is true of
+	// a document that has the word ? takes, with the spaces around it
+	// that keywordNeedle gives.
+	keywordFind string
 }
 
 // knownDialects are the databases, the default first: the one list of

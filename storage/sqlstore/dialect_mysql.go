@@ -75,6 +75,7 @@ func mysqlDialect(collation string) *dialect {
 		keywordMatch: resourcesTable + ".revision IN (SELECT resource_revision FROM " + keywordsTable +
 			" WHERE MATCH (words) AGAINST (? IN BOOLEAN MODE))",
 		keywordQuery: func(keywords []storage.Keyword) string { return "+" + keywordTerms(keywords, "*", " +") },
+		keywordFind:  "LOCATE(?, CONCAT(' ', words, ' ')) > 0",
 	}
 }
 

@@ -48,6 +48,27 @@ func keywordRowOf(rev int64, words []string) (keywordRow, bool) {
 	return keywordRow{Revision: rev, Words: keywordDocument(words)}, len(words) > 0
 }
 
+// keywordNeedle is what a document holds, with a space before and after
+// it, where it has k: its word between spaces, or, a prefix, after one.
+func keywordNeedle(k storage.Keyword) string {
+	if k.Prefix {
+		return " " + keywordPrefix + k.Word
+	}
+	return " " + keywordPrefix + k.Word + " "
+}
+
+// keywordProbe is the condition that a resources row's document has
+// every one of keywords, read by the row's revision (dialect.keywordFind),
+// and its parameters: a scalar subquery, as attrPlan probes attributes.
+func (d *dialect) keywordProbe(keywords []storage.Keyword) (string, []any) {
+	finds, args := make([]string, len(keywords)), make([]any, len(keywords))
+	for i, k := range keywords {
+		finds[i], args[i] = d.keywordFind, keywordNeedle(k)
+	}
+	return "(SELECT 1 FROM " + keywordsTable + " WHERE resource_revision = " + resourcesTable + ".revision AND " +
+		strings.Join(finds, " AND ") + ") IS NOT NULL", args
+}
+
 // keywordTerms writes keywords as a text query: each word with the
 // prefix, then, with prefix, before star, and the terms joined by and.
 // Words are letters and digits only (ListQuery.Validate), which no

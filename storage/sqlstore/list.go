@@ -182,7 +182,11 @@ func (s *Store) List(ctx context.Context, q *storage.ListQuery) (*storage.ListRe
 // plan how they are tested (probe.go).
 func (s *Store) filter(db *gorm.DB, q *storage.ListQuery, owners storage.OwnerSet, conds []attrCond, plan attrPlan) *gorm.DB {
 	db = keyFilter(db, q)
-	if len(q.Keywords) > 0 {
+	switch {
+	case len(q.Keywords) > 0 && plan.probeKeywords:
+		probe, args := s.dialect.keywordProbe(q.Keywords)
+		db = db.Where(probe, args...)
+	case len(q.Keywords) > 0:
 		db = db.Where(s.dialect.keywordMatch, s.dialect.keywordQuery(q.Keywords))
 	}
 	if q.FuzzyName != "" {

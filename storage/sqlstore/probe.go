@@ -1,8 +1,10 @@
 package sqlstore
 
 import (
+	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"gorm.io/gorm"
 
@@ -18,7 +20,7 @@ import (
 // row's revision as a scalar subquery, which no database turns into a
 // join: rows are tested one by one, in the order the page's index reads
 // them, until the page is full.
-type attrPlan struct{ probeRequired, probeExcluded bool }
+type attrPlan struct{ probeRequired, probeExcluded, probeKeywords bool }
 
 var semiJoin attrPlan
 
@@ -65,6 +67,14 @@ func (p attrPlan) sql(c attrCond) (string, []any) {
 // one's matches up to the bound, in the attribute index (all resources':
 // an upper bound of the resource's), and the objects as the statistics
 // estimate them (all resources').
+//
+// Keywords are the same choice: MariaDB's text index finds every match
+// of a word before the page's LIMIT applies, so a word most objects have
+// made a page cost seconds (BenchmarkRelations, q=argocd), where probing
+// each row's document in the index's order reads about limit × objects /
+// matches of them. The text index cannot count a word's matches up to a
+// bound (it finds them all first), so commonKeywords estimates them from
+// a sample of the documents.
 func (s *Store) pagePlan(tx *gorm.DB, q *storage.ListQuery, order []storage.OrderBy, conds []attrCond) (attrPlan, error) {
 	if s.dialect.probeEstimate == "" || q.Limit <= 0 || !indexedOrder(order) {
 		return semiJoin, nil
@@ -76,7 +86,7 @@ func (s *Store) pagePlan(tx *gorm.DB, q *storage.ListQuery, order []storage.Orde
 			required = append(required, c)
 		}
 	}
-	if len(required) == 0 {
+	if len(required) == 0 && len(q.Keywords) == 0 {
 		return plan, nil
 	}
 	var objects int64
@@ -84,6 +94,12 @@ func (s *Store) pagePlan(tx *gorm.DB, q *storage.ListQuery, order []storage.Orde
 		return semiJoin, err
 	}
 	common := max(int64(math.Sqrt(float64((q.Limit+1)*objects))), q.Limit+1)
+	if len(q.Keywords) > 0 {
+		var err error
+		if plan.probeKeywords, err = s.commonKeywords(tx, q.Keywords, objects, common); err != nil {
+			return semiJoin, err
+		}
+	}
 	for _, c := range required {
 		var n int64
 		match, args := c.match()
@@ -99,12 +115,56 @@ func (s *Store) pagePlan(tx *gorm.DB, q *storage.ListQuery, order []storage.Orde
 	return plan, nil
 }
 
+// The sample of the keyword documents commonKeywords reads: keywordRuns
+// runs of keywordRunLength documents each, in order of the table's key,
+// from points spread evenly over it.
+const (
+	keywordRuns      = 8
+	keywordRunLength = 32
+)
+
+// commonKeywords reports whether the documents with every one of keywords
+// are likely to number common or more, of objects: whether a sample of
+// the documents holds that share of them. The sample is a few runs of
+// the primary key, each a few pages' read; an estimate this coarse errs
+// only about words near the bound, where either plan costs about what
+// the other does.
+func (s *Store) commonKeywords(tx *gorm.DB, keywords []storage.Keyword, objects, common int64) (bool, error) {
+	if s.dialect.keywordFind == "" || objects == 0 {
+		return false, nil
+	}
+	var bounds struct{ Lo, Hi *int64 }
+	if err := tx.Raw("SELECT MIN(resource_revision) AS lo, MAX(resource_revision) AS hi FROM " + keywordsTable).Scan(&bounds).Error; err != nil {
+		return false, err
+	}
+	if bounds.Lo == nil {
+		return false, nil
+	}
+	// The finds' parameters, then the runs', as the statement has them.
+	finds, args := make([]string, len(keywords)), make([]any, 0, len(keywords)+keywordRuns)
+	for i, k := range keywords {
+		finds[i] = s.dialect.keywordFind
+		args = append(args, keywordNeedle(k))
+	}
+	runs := make([]string, keywordRuns)
+	for i := range runs {
+		runs[i] = fmt.Sprintf("(SELECT words FROM %s WHERE resource_revision >= ? ORDER BY resource_revision LIMIT %d)", keywordsTable, keywordRunLength)
+		args = append(args, *bounds.Lo+(*bounds.Hi-*bounds.Lo)*int64(2*i+1)/(2*keywordRuns))
+	}
+	var sample struct{ Documents, Hits int64 }
+	if err := tx.Raw("SELECT COUNT(*) AS documents, COALESCE(SUM(CASE WHEN "+strings.Join(finds, " AND ")+" THEN 1 ELSE 0 END), 0) AS hits"+
+		" FROM ("+strings.Join(runs, " UNION ALL ")+") sample", args...).Scan(&sample).Error; err != nil {
+		return false, err
+	}
+	return sample.Documents > 0 && sample.Hits*objects >= common*sample.Documents, nil
+}
+
 // walkIndex is the index of resources that a page which seeks, in an
 // order an index serves, is told to walk on MariaDB (dialect.forceWalk):
 // the index of its order, when the page reads in that order whatever it
-// selects by, its attributes all probed and no names (or objects named),
-// owners, keywords (whose text index drives the join: forced to walk,
-// MariaDB joined each row against every match), namespaces of unnamed
+// selects by, its attributes and keywords all probed (a text index that
+// drives the join, forced to walk, MariaDB joined each row against every
+// match of) and no names (or objects named), owners, namespaces of unnamed
 // clusters or, in key order, creation times, which other indexes find
 // first; in creation order, no clusters or namespaces
 // either, which resources_created holds after the time (a cluster's page
@@ -120,7 +180,8 @@ func (s *Store) pagePlan(tx *gorm.DB, q *storage.ListQuery, order []storage.Orde
 // told the index (BenchmarkFleet).
 func (s *Store) walkIndex(q *storage.ListQuery, order []storage.OrderBy, plan attrPlan) string {
 	if !s.dialect.forceWalk || q.Limit <= 0 || !indexedOrder(order) || !plan.probeRequired ||
-		len(q.Names) > 0 || q.Objects != nil || q.HasOwnerFilter() || len(q.Keywords) > 0 || len(q.Namespaces) > 0 && len(q.Clusters) == 0 {
+		len(q.Keywords) > 0 && !plan.probeKeywords ||
+		len(q.Names) > 0 || q.Objects != nil || q.HasOwnerFilter() || len(q.Namespaces) > 0 && len(q.Clusters) == 0 {
 		return ""
 	}
 	for _, r := range q.Fields {
