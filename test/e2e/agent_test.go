@@ -324,11 +324,19 @@ func podKeys(out, prefix string) []string {
 
 func kubectlAs(t *testing.T, kubeconfig string, args ...string) string {
 	t.Helper()
-	out, stderr, err := testenv.Kubectl(kubeconfig, args...)
+	out, _ := kubectlOut(t, kubeconfig, args...)
+	return out
+}
+
+// kubectlOut runs kubectl as kubeconfig's user, failing t if it fails,
+// and returns what it printed and its warnings.
+func kubectlOut(t *testing.T, kubeconfig string, args ...string) (stdout, stderr string) {
+	t.Helper()
+	stdout, stderr, err := testenv.Kubectl(kubeconfig, args...)
 	if err != nil {
 		t.Fatalf("kubectl %v: %v\n%s", args, err, stderr)
 	}
-	return out
+	return stdout, stderr
 }
 
 // viewerKubeconfig is a host user's who may read every cluster through

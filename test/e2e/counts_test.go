@@ -15,14 +15,6 @@ import (
 // east has web-0..4 (app=web) and db-0 (app=db) in web, west api-0..2
 // (app=api) in default. carol may list pods in namespace web only.
 func testCounts(t *testing.T, alice, carol string) {
-	kubectl := func(kubeconfig string, args ...string) (string, string) {
-		t.Helper()
-		out, stderr, err := testenv.Kubectl(kubeconfig, args...)
-		if err != nil {
-			t.Fatalf("kubectl %v: %v\n%s", args, err, stderr)
-		}
-		return out, stderr
-	}
 	groups := func(raw string) string {
 		t.Helper()
 		var c searchv1alpha1.Counts
@@ -40,34 +32,34 @@ func testCounts(t *testing.T, alice, carol string) {
 		return strings.Join(out, " ")
 	}
 
-	raw, _ := kubectl(alice, "get", "--raw", "/api/v1/pods?groupBy=cluster,label:app")
+	raw, _ := kubectlOut(t, alice, "get", "--raw", "/api/v1/pods?groupBy=cluster,label:app")
 	if got := groups(raw); got != "east/web=5 west/api=3 east/db=1" {
 		t.Errorf("alice by cluster and app: %s", got)
 	}
-	raw, _ = kubectl(alice, "--context", "east", "get", "--raw", "/api/v1/pods?groupBy=namespace&labelSelector=app%3Dweb")
+	raw, _ = kubectlOut(t, alice, "--context", "east", "get", "--raw", "/api/v1/pods?groupBy=namespace&labelSelector=app%3Dweb")
 	if got := groups(raw); got != "web=5" {
 		t.Errorf("alice on east, app=web by namespace: %s", got)
 	}
 
 	// kubectl get can carry groupBy only as a search label; it prints the
 	// Table of the count (NAMESPACE is kubectl's own for -A, empty).
-	out, _ := kubectl(alice, "get", "pods", "-A", "-l", "search.panorama.io/groupBy=cluster,search.panorama.io/groupBy=label.app")
+	out, _ := kubectlOut(t, alice, "get", "pods", "-A", "-l", "search.panorama.io/groupBy=cluster,search.panorama.io/groupBy=label.app")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if strings.Join(strings.Fields(lines[0]), " ") != "NAMESPACE CLUSTER LABEL:APP COUNT" || len(lines) != 4 ||
 		strings.Join(strings.Fields(lines[1]), " ") != "east web 5" || strings.Join(strings.Fields(lines[3]), " ") != "east db 1" {
 		t.Errorf("kubectl get by cluster and app:\n%s", out)
 	}
-	out, _ = kubectl(alice, "--context", "west", "get", "pods", "-n", "default", "-l", "search.panorama.io/groupBy=label.app")
+	out, _ = kubectlOut(t, alice, "--context", "west", "get", "pods", "-n", "default", "-l", "search.panorama.io/groupBy=label.app")
 	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 2 || strings.Join(strings.Fields(lines[1]), " ") != "api 3" {
 		t.Errorf("kubectl get on west by app:\n%s", out)
 	}
 
 	// carol counts only what she may list: namespace web.
-	raw, _ = kubectl(carol, "get", "--raw", "/api/v1/namespaces/web/pods?groupBy=cluster")
+	raw, _ = kubectlOut(t, carol, "get", "--raw", "/api/v1/namespaces/web/pods?groupBy=cluster")
 	if got := groups(raw); got != "east=6" {
 		t.Errorf("carol in web by cluster: %s", got)
 	}
-	out, stderr := kubectl(carol, "get", "pods", "-A", "-l", "search.panorama.io/groupBy=namespace,search.panorama.io/namespaces in (web,default)")
+	out, stderr := kubectlOut(t, carol, "get", "pods", "-A", "-l", "search.panorama.io/groupBy=namespace,search.panorama.io/namespaces in (web,default)")
 	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 2 || !strings.Contains(lines[1], "web") ||
 		!strings.Contains(stderr, "1 namespaces left out of pods") {
 		t.Errorf("carol in web and default by namespace:\n%s\n%s", out, stderr)

@@ -37,14 +37,6 @@ const periodsBy = "groupBy=cluster,field:images&withHeldSince=true"
 // way since a time Panorama cannot know.
 func testHeldSince(t *testing.T, alice, carol string, east kubernetes.Interface) {
 	ctx := context.Background()
-	kubectl := func(kubeconfig string, args ...string) (string, string) {
-		t.Helper()
-		out, stderr, err := testenv.Kubectl(kubeconfig, args...)
-		if err != nil {
-			t.Fatalf("kubectl %v: %v\n%s", args, err, stderr)
-		}
-		return out, stderr
-	}
 	// periods reads the count of path by cluster and image, its groups
 	// keyed cluster/image, until ready accepts them, and its revision.
 	periods := func(kubeconfig, path string, ready func(map[string]searchv1alpha1.CountsGroup) error) (map[string]searchv1alpha1.CountsGroup, int64) {
@@ -94,7 +86,7 @@ func testHeldSince(t *testing.T, alice, carol string, east kubernetes.Interface)
 	// every version with its time.
 	versions := func(path string) []searchv1alpha1.HistoryItem {
 		t.Helper()
-		out, _ := kubectl(alice, "--context", "east", "get", "--raw", path+"/history")
+		out, _ := kubectlOut(t, alice, "--context", "east", "get", "--raw", path+"/history")
 		var h searchv1alpha1.History
 		if err := json.Unmarshal([]byte(out), &h); err != nil || len(h.Items) == 0 ||
 			slices.ContainsFunc(h.Items, func(v searchv1alpha1.HistoryItem) bool { return v.Time == nil }) {
@@ -177,12 +169,12 @@ func testHeldSince(t *testing.T, alice, carol string, east kubernetes.Interface)
 
 	// 2. kubectl get's Table: HELD SINCE, and SINCE REVISION with -o wide.
 	search := "search.panorama.io/groupBy=cluster,search.panorama.io/groupBy=field.images,search.panorama.io/withHeldSince=true"
-	out, _ := kubectl(alice, "get", "deployments", "-A", "-l", search)
+	out, _ := kubectlOut(t, alice, "get", "deployments", "-A", "-l", search)
 	since := patched.Time.UTC().Format(time.RFC3339)
 	if header, r := row(out, moved); header != "NAMESPACE CLUSTER FIELD:IMAGES COUNT HELD SINCE" || r != "east "+moved+" 1 "+since {
 		t.Errorf("kubectl get with periods, want east %s 1 %s:\n%s", moved, since, out)
 	}
-	out, _ = kubectl(alice, "get", "deployments", "-A", "-l", search, "-o", "wide")
+	out, _ = kubectlOut(t, alice, "get", "deployments", "-A", "-l", search, "-o", "wide")
 	if header, r := row(out, moved); header != "NAMESPACE CLUSTER FIELD:IMAGES COUNT HELD SINCE SINCE REVISION" ||
 		r != fmt.Sprintf("east %s 1 %s %d", moved, since, patched.Revision) {
 		t.Errorf("kubectl get -o wide with periods, want east %s 1 %s %d:\n%s", moved, since, patched.Revision, out)
@@ -214,13 +206,13 @@ func testHeldSince(t *testing.T, alice, carol string, east kubernetes.Interface)
 	// Narrowed by authorization from namespaces web and default to web.
 	webAndDefault := "search.panorama.io/groupBy=cluster,search.panorama.io/groupBy=field.images,search.panorama.io/withHeldSince=true," +
 		"search.panorama.io/namespaces in (default,web)"
-	out, stderr := kubectl(carol, "get", "pods", "-A", "-l", webAndDefault, "-o", "wide")
+	out, stderr := kubectlOut(t, carol, "get", "pods", "-A", "-l", webAndDefault, "-o", "wide")
 	if _, r := row(out, podImage); r != fmt.Sprintf("east %s 1 %s %d", podImage, inWeb.Time.UTC().Format(time.RFC3339), inWeb.Revision) ||
 		!strings.Contains(stderr, "1 namespaces left out of pods") {
 		t.Errorf("carol in web and default, want east %s 1 held since revision %d:\n%s\n%s", podImage, inWeb.Revision, out, stderr)
 	}
 	// The pods lacking label app (held-elsewhere) have no period.
-	out, _ = kubectl(alice, "--context", "east", "get", "pods", "-n", "default", "-o", "wide",
+	out, _ = kubectlOut(t, alice, "--context", "east", "get", "pods", "-n", "default", "-o", "wide",
 		"-l", "search.panorama.io/groupBy=label.app,search.panorama.io/withHeldSince=true")
 	if _, r := row(out, "<none>"); !strings.HasPrefix(r, "<none> ") || !strings.HasSuffix(r, " <none> <none>") {
 		t.Errorf("east's pods of default lacking label app, want no period:\n%s", out)
@@ -230,7 +222,7 @@ func testHeldSince(t *testing.T, alice, carol string, east kubernetes.Interface)
 	deletePod(t, east, "default", "held-elsewhere")
 	groups, _ = periods(alice, podsPath, has("east/"+podImage, 1))
 	beganAt("alice's east/"+podImage+" after default's pod went", groups["east/"+podImage], elsewhere)
-	out, _ = kubectl(alice, "get", "pods", "-A", "-l", webAndDefault, "-o", "wide")
+	out, _ = kubectlOut(t, alice, "get", "pods", "-A", "-l", webAndDefault, "-o", "wide")
 	if _, r := row(out, podImage); r != fmt.Sprintf("east %s 1 %s %d", podImage, inWeb.Time.UTC().Format(time.RFC3339), inWeb.Revision) {
 		t.Errorf("alice in web and default after default's pod went, want east %s 1 held since revision %d:\n%s", podImage, inWeb.Revision, out)
 	}
@@ -253,7 +245,7 @@ func testHeldSince(t *testing.T, alice, carol string, east kubernetes.Interface)
 		}
 	}
 	// Periods only when asked for.
-	out, _ = kubectl(alice, "get", "--raw", "/apis/apps/v1/deployments?groupBy=cluster,field:images")
+	out, _ = kubectlOut(t, alice, "get", "--raw", "/apis/apps/v1/deployments?groupBy=cluster,field:images")
 	if strings.Contains(out, "heldSince") {
 		t.Errorf("a count not asking for periods: %s", out)
 	}
