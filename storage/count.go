@@ -240,11 +240,13 @@ type CountGroup struct {
 
 // HeldSince is the start of a group's current period: the write that
 // took it from no objects to some, after which it has had some at every
-// revision (its objects may have been others): in one cluster, or in one
+// write (its objects may have been others): in one cluster, or in one
 // namespace when the count selects or groups by namespace, or groups by
 // no label or field. A group summed over those has the earliest of their
-// periods' starts: it has had objects since then at least. The zero value is a period that began before the
-// store kept track of periods (operations.md, "Upgrade").
+// periods' starts: it has had objects since then at least. The zero
+// value is a period whose start the store cannot know: begun before it
+// kept track of periods (operations.md, "Upgrade"), or found under way
+// (Change.Listed, a reindex).
 type HeldSince struct {
 	Revision int64
 	// Time the write was committed.

@@ -62,8 +62,9 @@ type CountsGroup struct {
 }
 
 // HeldSince is the write that took a group from no objects to some, after
-// which it has had some at every revision. Empty when that was before
-// Panorama kept track of periods.
+// which it has had some ever since. Empty when Panorama cannot know it:
+// the period began before it kept track, or its list of a member found
+// the period under way.
 type HeldSince struct {
 	Revision int64             `json:"revision,omitempty"`
 	Time     *metav1.MicroTime `json:"time,omitempty"`
