@@ -94,8 +94,7 @@ func plugin(ctx context.Context) {
 			return mcpCommand(ctx, args, os.Stderr)
 		}))
 	if err := cmd.ExecuteContext(ctx); err != nil && !errors.Is(err, pflag.ErrHelp) {
-		kubectlplugin.PrintError(os.Stderr, err)
-		os.Exit(1)
+		os.Exit(kubectlplugin.Exit(os.Stderr, err))
 	}
 }
 

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -85,19 +87,24 @@ func (c *countOptions) run(ctx context.Context, resource string) error {
 	if counts.RemainingItemCount != nil {
 		c.warn([]string{fmt.Sprintf("%d more groups left out", *counts.RemainingItemCount)})
 	}
-	return c.print.printTable(countsTable(&counts), false, c.streams.Out)
+	periods, _ := strconv.ParseBool(q.Get("withHeldSince")) // the server refused it if not a boolean
+	return c.print.printTable(countsTable(&counts, periods), false, c.streams.Out)
 }
 
 // countsTable is a Table of the groups: a column for each term, then
 // COUNT.
-func countsTable(counts *searchv1alpha1.Counts) *metav1.Table {
+func countsTable(counts *searchv1alpha1.Counts, periods bool) *metav1.Table {
 	t := &metav1.Table{}
 	for _, term := range counts.GroupBy {
 		t.ColumnDefinitions = append(t.ColumnDefinitions, metav1.TableColumnDefinition{Name: strings.ToUpper(term), Type: "string"})
 	}
 	t.ColumnDefinitions = append(t.ColumnDefinitions, metav1.TableColumnDefinition{Name: "COUNT", Type: "integer"})
+	if periods {
+		t.ColumnDefinitions = append(t.ColumnDefinitions, metav1.TableColumnDefinition{Name: "HELD SINCE", Type: "string"},
+			metav1.TableColumnDefinition{Name: "SINCE REVISION", Type: "string"})
+	}
 	for _, g := range counts.Items {
-		cells := make([]any, 0, len(counts.GroupBy)+1)
+		cells := make([]any, 0, len(counts.GroupBy)+3)
 		for _, term := range counts.GroupBy {
 			v, ok := g.Group[term]
 			if !ok {
@@ -105,7 +112,28 @@ func countsTable(counts *searchv1alpha1.Counts) *metav1.Table {
 			}
 			cells = append(cells, v)
 		}
-		t.Rows = append(t.Rows, metav1.TableRow{Cells: append(cells, g.Count)})
+		cells = append(cells, g.Count)
+		if periods {
+			cells = append(cells, periodCells(g.HeldSince)...)
+		}
+		t.Rows = append(t.Rows, metav1.TableRow{Cells: cells})
 	}
 	return t
+}
+
+// periodCells are a group's HELD SINCE and SINCE REVISION, as the
+// server's Table has them: <none> for the group lacking the key,
+// <unknown> for a period Panorama cannot date.
+func periodCells(h *searchv1alpha1.HeldSince) []any {
+	switch {
+	case h == nil:
+		return []any{"<none>", "<none>"}
+	case h.Revision == 0:
+		return []any{"<unknown>", "<unknown>"}
+	}
+	when := "<unknown>"
+	if h.Time != nil {
+		when = h.Time.UTC().Format(time.RFC3339)
+	}
+	return []any{when, strconv.FormatInt(h.Revision, 10)}
 }

@@ -3,6 +3,7 @@ package kubectlplugin
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"regexp"
@@ -16,6 +17,16 @@ import (
 	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
 	"github.com/panorama-io/panorama/internal/viewclient"
 )
+
+// errDiffers ends a diff that found differences, with nothing more to
+// print: kubectl diff's exit status 1, which scripts test for drift.
+var errDiffers = errors.New("the objects differ")
+
+// diffFailed is a diff's error: kubectl diff exits with more than 1 on
+// one, so that 1 says only that it found differences (Exit).
+type diffFailed struct{ error }
+
+func (e diffFailed) Unwrap() error { return e.error }
 
 // diffOptions are `kubectl panorama diff`'s.
 type diffOptions struct {
@@ -40,10 +51,15 @@ func newDiffCommand(o *options) *cobra.Command {
 		Args:              objectArgs,
 		ValidArgsFunction: o.completeResources,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			run := d.run
 			if d.against != "" {
-				return d.runAgainst(cmd.Context(), args)
+				run = d.runAgainst
 			}
-			return d.run(cmd.Context(), args)
+			err := run(cmd.Context(), args)
+			if err != nil && !errors.Is(err, errDiffers) {
+				return diffFailed{err}
+			}
+			return err
 		},
 	}
 	cmd.Flags().StringVar(&d.cluster, "cluster", "", "The object's cluster.")
@@ -172,8 +188,8 @@ const maxChangedLines = 10000
 // diffContext is the lines of context around each change, as diff -u's.
 const diffContext = 3
 
-// writeDiff writes the unified diff of a and b, as diff -u prints it;
-// nothing when they are equal. difflib reads only the lines from the first
+// writeDiff writes the unified diff of a and b, as diff -u prints it,
+// and then is errDiffers; nothing when they are equal. difflib reads only the lines from the first
 // difference to the last, with their context: the versions' common head
 // and tail, however long, cost no matching.
 func writeDiff(w io.Writer, a, b, fromName, toName string) error {
@@ -202,8 +218,13 @@ func writeDiff(w io.Writer, a, b, fromName, toName string) error {
 	}); err != nil {
 		return err
 	}
-	_, err := io.WriteString(w, shiftHunks(out.String(), from))
-	return err
+	if _, err := io.WriteString(w, shiftHunks(out.String(), from)); err != nil {
+		return err
+	}
+	if a != b {
+		return errDiffers
+	}
+	return nil
 }
 
 // hunkHeader is a unified diff's "@@ -l,s +l,s @@" line.

@@ -49,7 +49,7 @@ func TestDiffOfLongVersionsIsDifflibsOwn(t *testing.T) {
 		return "same"
 	})
 	var got bytes.Buffer
-	if err := writeDiff(&got, a, b, "a", "b"); err != nil {
+	if err := writeDiff(&got, a, b, "a", "b"); !errors.Is(err, errDiffers) {
 		t.Fatal(err)
 	}
 	want, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{A: lines(a), B: lines(b), FromFile: "a", ToFile: "b", Context: diffContext})
@@ -119,9 +119,23 @@ func TestErrorsPrintAsKubectls(t *testing.T) {
 		{errors.New("error: already prefixed"), "error: already prefixed\n"},
 	} {
 		var out bytes.Buffer
-		PrintError(&out, tc.err)
-		if out.String() != tc.want {
-			t.Errorf("PrintError(%v) = %q, want %q", tc.err, out.String(), tc.want)
+		if code := Exit(&out, tc.err); out.String() != tc.want || code != 1 {
+			t.Errorf("Exit(%v) = %d, printing %q, want 1, printing %q", tc.err, code, out.String(), tc.want)
+		}
+	}
+	// diff's, as kubectl diff's: 1 when it found differences, 2 when it
+	// failed.
+	for _, tc := range []struct {
+		err  error
+		code int
+		want string
+	}{
+		{errDiffers, 1, ""},
+		{diffFailed{viewclient.BadInput("no versions")}, 2, "error: no versions\n"},
+	} {
+		var out bytes.Buffer
+		if code := Exit(&out, tc.err); out.String() != tc.want || code != tc.code {
+			t.Errorf("Exit(%v) = %d, printing %q, want %d, printing %q", tc.err, code, out.String(), tc.code, tc.want)
 		}
 	}
 	// An InputError is still the BadRequest Status MCP answers with.

@@ -91,10 +91,26 @@ func NewCommand(streams genericiooptions.IOStreams, extra ...*cobra.Command) *co
 	return root
 }
 
-// PrintError prints err as kubectl does: a server's Status as "Error from
+// Exit prints a command's err to w, as printError does, and returns the
+// status to exit with, as kubectl's: 1, but for diff's, which exits 1 when
+// it found differences, printing nothing more, and 2 when it failed.
+func Exit(w io.Writer, err error) int {
+	var failed diffFailed
+	switch {
+	case errors.Is(err, errDiffers):
+		return 1
+	case errors.As(err, &failed):
+		printError(w, failed.error)
+		return 2
+	}
+	printError(w, err)
+	return 1
+}
+
+// printError prints err as kubectl does: a server's Status as "Error from
 // server (Reason): message", anything else, an argument refused before
 // any request among them, as "error: ...".
-func PrintError(w io.Writer, err error) {
+func printError(w io.Writer, err error) {
 	var input *viewclient.InputError
 	var status apierrors.APIStatus
 	if errors.As(err, &input) {

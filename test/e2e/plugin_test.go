@@ -170,9 +170,11 @@ func TestPlugin(t *testing.T) {
 		if first[2] != "ADDED" || second[2] != "MODIFIED" || !strings.Contains(second[len(second)-1], "spec.replicas") {
 			t.Fatalf("versions %q: want ADDED, then MODIFIED changing spec.replicas", rows)
 		}
-		diff := ada.mustRun(t, "diff", "deployments.apps", web.Name, "--cluster", "east", "-n", "shop")
-		if !strings.Contains(diff, "\n-  replicas: 1\n+  replicas: 3\n") || !strings.HasPrefix(diff, "--- east:") || strings.Contains(diff, "resourceVersion") {
-			t.Errorf("the last change's diff:\n%s", diff)
+		// As kubectl diff: exit status 1 when the versions differ.
+		diff, stderr, err := ada.run("diff", "deployments.apps", web.Name, "--cluster", "east", "-n", "shop")
+		if !strings.Contains(diff, "\n-  replicas: 1\n+  replicas: 3\n") || !strings.HasPrefix(diff, "--- east:") || strings.Contains(diff, "resourceVersion") ||
+			exitCode(err) != 1 || stderr != "" {
+			t.Errorf("the last change's diff (%v, %q):\n%s", err, stderr, diff)
 		}
 		if d := ada.mustRun(t, "diff", "deploy/"+web.Name, "--cluster", "east", "-n", "shop", "--from", first[0], "--to", first[0]); d != "" {
 			t.Errorf("a version against itself:\n%s", d)
@@ -193,8 +195,12 @@ func TestPlugin(t *testing.T) {
 		}
 		for _, args := range [][]string{{"history", "pods/cart-0"}, {"diff", "pods/cart-0"}, {"search", "pods", "-A", "-o", "name"}} {
 			out, stderr, err := eve.run(append(args, "--cluster", "west", "-n", "shop")...)
-			if err == nil || strings.Contains(out, "cart") || !strings.HasPrefix(stderr, "Error from server (") {
-				t.Errorf("eve's %v in west: %v %q %q", args, err, out, stderr)
+			want := 1
+			if args[0] == "diff" {
+				want = 2 // kubectl diff's failure, apart from its differences' 1
+			}
+			if exitCode(err) != want || strings.Contains(out, "cart") || !strings.HasPrefix(stderr, "Error from server (") {
+				t.Errorf("eve's %v in west: %v %q %q, want exit status %d", args, err, out, stderr, want)
 			}
 		}
 	})
