@@ -2,6 +2,7 @@ package storage
 
 import (
 	"iter"
+	"maps"
 	"slices"
 	"strings"
 
@@ -118,11 +119,12 @@ func KeywordsOf(u *unstructured.Unstructured, fields map[string][]string) []stri
 	}
 	sources := []string{u.GetName(), u.GetNamespace()}
 	labels := u.GetLabels()
-	for _, k := range sortedKeys(labels) {
+	labelKeys := slices.Sorted(maps.Keys(labels))
+	for _, k := range labelKeys {
 		sources = append(sources, labels[k])
 	}
-	sources = append(sources, sortedKeys(labels)...)
-	for _, name := range sortedKeys(fields) {
+	sources = append(sources, labelKeys...)
+	for _, name := range slices.Sorted(maps.Keys(fields)) {
 		sources = append(sources, fields[name]...)
 	}
 	annotations := u.GetAnnotations()
@@ -131,10 +133,11 @@ func KeywordsOf(u *unstructured.Unstructured, fields map[string][]string) []stri
 	for _, a := range []string{LastAppliedAnnotation, ClusterAnnotation, MemberResourceVersionAnnotation} {
 		delete(annotations, a)
 	}
-	for _, k := range sortedKeys(annotations) {
+	annotationKeys := slices.Sorted(maps.Keys(annotations))
+	for _, k := range annotationKeys {
 		sources = append(sources, annotations[k])
 	}
-	sources = append(sources, sortedKeys(annotations)...)
+	sources = append(sources, annotationKeys...)
 	for _, s := range sources {
 		if !add(s) {
 			break
@@ -142,15 +145,6 @@ func KeywordsOf(u *unstructured.Unstructured, fields map[string][]string) []stri
 	}
 	slices.Sort(words)
 	return words
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // wordsOf yields the words of s in turn, so that a caller that has enough

@@ -57,16 +57,22 @@ func keywordNeedle(k storage.Keyword) string {
 	return " " + keywordPrefix + k.Word + " "
 }
 
-// keywordProbe is the condition that a resources row's document has
-// every one of keywords, read by the row's revision (dialect.keywordFind),
-// and its parameters: a scalar subquery, as attrPlan probes attributes.
-func (d *dialect) keywordProbe(keywords []storage.Keyword) (string, []any) {
+// keywordFinds is the condition that a document (words) has every one of
+// keywords (dialect.keywordFind), and its parameters.
+func (d *dialect) keywordFinds(keywords []storage.Keyword) (string, []any) {
 	finds, args := make([]string, len(keywords)), make([]any, len(keywords))
 	for i, k := range keywords {
 		finds[i], args[i] = d.keywordFind, keywordNeedle(k)
 	}
-	return "(SELECT 1 FROM " + keywordsTable + " WHERE resource_revision = " + resourcesTable + ".revision AND " +
-		strings.Join(finds, " AND ") + ") IS NOT NULL", args
+	return strings.Join(finds, " AND "), args
+}
+
+// keywordProbe is the condition that a resources row's document has
+// every one of keywords, read by the row's revision, and its parameters:
+// a scalar subquery, as attrPlan probes attributes.
+func (d *dialect) keywordProbe(keywords []storage.Keyword) (string, []any) {
+	finds, args := d.keywordFinds(keywords)
+	return "(SELECT 1 FROM " + keywordsTable + " WHERE resource_revision = " + resourcesTable + ".revision AND " + finds + ") IS NOT NULL", args
 }
 
 // keywordTerms writes keywords as a text query: each word with the

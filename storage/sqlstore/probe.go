@@ -141,18 +141,14 @@ func (s *Store) commonKeywords(tx *gorm.DB, keywords []storage.Keyword, objects,
 		return false, nil
 	}
 	// The finds' parameters, then the runs', as the statement has them.
-	finds, args := make([]string, len(keywords)), make([]any, 0, len(keywords)+keywordRuns)
-	for i, k := range keywords {
-		finds[i] = s.dialect.keywordFind
-		args = append(args, keywordNeedle(k))
-	}
+	finds, args := s.dialect.keywordFinds(keywords)
 	runs := make([]string, keywordRuns)
 	for i := range runs {
 		runs[i] = fmt.Sprintf("(SELECT words FROM %s WHERE resource_revision >= ? ORDER BY resource_revision LIMIT %d)", keywordsTable, keywordRunLength)
 		args = append(args, *bounds.Lo+(*bounds.Hi-*bounds.Lo)*int64(2*i+1)/(2*keywordRuns))
 	}
 	var sample struct{ Documents, Hits int64 }
-	if err := tx.Raw("SELECT COUNT(*) AS documents, COALESCE(SUM(CASE WHEN "+strings.Join(finds, " AND ")+" THEN 1 ELSE 0 END), 0) AS hits"+
+	if err := tx.Raw("SELECT COUNT(*) AS documents, COALESCE(SUM(CASE WHEN "+finds+" THEN 1 ELSE 0 END), 0) AS hits"+
 		" FROM ("+strings.Join(runs, " UNION ALL ")+") sample", args...).Scan(&sample).Error; err != nil {
 		return false, err
 	}
