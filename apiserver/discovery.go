@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
@@ -34,7 +35,7 @@ func (h *Handler) serveDiscovery(w http.ResponseWriter, req *request) {
 		}
 	}
 	parts := strings.Split(strings.Trim(path, "/"), "/")
-	resources := append(h.registry.Resources(cluster), selfReviewResources...)
+	resources := discoverable(h.registry.ResourcesWith(cluster, selfReviewResources...))
 	aggregated := strings.Contains(r.Header.Get("Accept"), "apidiscovery.k8s.io")
 	switch {
 	case len(parts) == 1 && parts[0] == "api":
@@ -96,9 +97,37 @@ func isDiscovery(path string) bool {
 	return false
 }
 
+// discoverable leaves out of resources those of groups not Kubernetes'
+// own (see groupRank) named as a short name of Kubernetes' resources:
+// kubectl expands a short name only when no resource is named so, plural
+// or singular, so a member's `po` or Kind `Deploy` would take `kubectl get
+// po` of the view. Such a resource is still served by its path.
+func discoverable(resources []storage.Resource) []storage.Resource {
+	return slices.DeleteFunc(resources, func(res storage.Resource) bool {
+		return groupRank(res.GVR.Group) > kubernetesRank &&
+			(kubernetesShortNames[res.GVR.Resource] || kubernetesShortNames[singularName(res)])
+	})
+}
+
+// kubernetesShortNames are the short names of Kubernetes' resources
+// discovery gives.
+var kubernetesShortNames = func() map[string]bool {
+	out := map[string]bool{}
+	for gr, names := range shortNames {
+		if groupRank(gr.Group) <= kubernetesRank {
+			for _, n := range names {
+				out[n] = true
+			}
+		}
+	}
+	return out
+}()
+
+func singularName(res storage.Resource) string { return strings.ToLower(res.Kind) }
+
 func apiResource(res storage.Resource) metav1.APIResource {
 	return metav1.APIResource{
-		Name: res.GVR.Resource, SingularName: strings.ToLower(res.Kind), Namespaced: res.Namespaced,
+		Name: res.GVR.Resource, SingularName: singularName(res), Namespaced: res.Namespaced,
 		Kind: res.Kind, Verbs: verbsOf(res), ShortNames: shortNames[res.GVR.GroupResource()],
 	}
 }
@@ -165,7 +194,7 @@ func (h *Handler) writeAggregated(w http.ResponseWriter, resources []storage.Res
 				scope = apidiscoveryv2.ScopeNamespace
 			}
 			vd.Resources = append(vd.Resources, apidiscoveryv2.APIResourceDiscovery{
-				Resource: res.GVR.Resource, SingularResource: strings.ToLower(res.Kind), Scope: scope,
+				Resource: res.GVR.Resource, SingularResource: singularName(res), Scope: scope,
 				ResponseKind: &metav1.GroupVersionKind{Group: gv.Group, Version: gv.Version, Kind: res.Kind},
 				Verbs:        verbsOf(res), ShortNames: shortNames[res.GVR.GroupResource()],
 			})

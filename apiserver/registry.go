@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	clusterv1alpha1 "github.com/panorama-io/panorama/apis/cluster/v1alpha1"
+	"github.com/panorama-io/panorama/internal/builtin"
 	"github.com/panorama-io/panorama/storage"
 )
 
@@ -109,46 +110,109 @@ func (r *Registry) Cluster(name string) (exists, ready bool, message string) {
 }
 
 // Resources lists what cluster serves, or what any cluster serves when
-// cluster is "", sorted by group, version and resource. Across clusters
+// cluster is "", in discovery's order (see groupOrder). Across clusters
 // each resource has the kind and scope that most of the clusters serving
 // it claim (see ballot.go): whatever a member says of a resource, it does
 // not change how the view serves the others' objects of it, unless it is
 // the oldest of a tie.
 func (r *Registry) Resources(cluster string) []storage.Resource {
+	return r.ResourcesWith(cluster)
+}
+
+// ResourcesWith is Resources with the server's own resources among them,
+// as discovery lists them.
+func (r *Registry) ResourcesWith(cluster string, own ...storage.Resource) []storage.Resource {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	var out []storage.Resource
+	order := groupOrder{}
 	if cluster != "" {
 		if c := r.clusters[cluster]; c != nil {
 			out = slices.Collect(maps.Values(c.resources))
 		}
 	} else {
 		ballots := map[schema.GroupVersionResource]*ballot[storage.Resource]{}
-		for _, c := range r.seniority() {
+		for seniority, c := range r.seniority() {
+			groups := map[string]bool{}
 			for gvr, res := range c.resources {
 				if ballots[gvr] == nil {
 					ballots[gvr] = newBallot(sameResource)
 				}
 				ballots[gvr].cast(res)
+				groups[gvr.Group] = true
+			}
+			for g := range groups {
+				order.servedBy(g, seniority)
 			}
 		}
 		for _, b := range ballots {
 			out = append(out, b.winner())
 		}
 	}
+	out = append(out, own...)
 	slices.SortFunc(out, func(a, b storage.Resource) int {
-		if c := strings.Compare(a.GVR.Group, b.GVR.Group); c != 0 {
-			return c
-		}
-		if c := version.CompareKubeAwareVersionStrings(b.GVR.Version, a.GVR.Version); c != 0 {
-			return c
-		}
-		return strings.Compare(a.GVR.Resource, b.GVR.Resource)
+		return cmp.Or(order.compare(a.GVR.Group, b.GVR.Group),
+			version.CompareKubeAwareVersionStrings(b.GVR.Version, a.GVR.Version),
+			strings.Compare(a.GVR.Version, b.GVR.Version), // v1 and v01 compare equal above
+			strings.Compare(a.GVR.Resource, b.GVR.Resource))
 	})
 	return out
 }
 
 func sameResource(a, b storage.Resource) bool { return a == b }
+
+// groupOrder orders groups as discovery lists them: the core group, then
+// the groups Kubernetes itself serves, then the rest. Clients resolve a
+// name that several groups serve (a CRD's `deployments`, a short name) to
+// the group discovery lists first, as kube-apiserver's own discovery ranks
+// its groups above any CRD's: a member's group must not capture `kubectl
+// get deployments` of the view. Which groups are Kubernetes' own is
+// package builtin's to know, not the order a member claims. Within each,
+// across clusters, the groups more clusters serve come first, then those
+// of older clusters (see seniority), then by name: one member's CRD
+// `httproutes` does not take the name from the fleet's Gateway API.
+type groupOrder map[string]*groupServers
+
+type groupServers struct {
+	clusters int
+	eldest   int // the seniority of the oldest cluster serving the group
+}
+
+// servedBy counts a cluster, by its seniority (oldest first), as serving
+// group.
+func (o groupOrder) servedBy(group string, seniority int) {
+	if o[group] == nil {
+		o[group] = &groupServers{eldest: seniority}
+	}
+	o[group].clusters++
+}
+
+func (o groupOrder) compare(a, b string) int {
+	sa, sb := o[a], o[b]
+	if sa == nil {
+		sa = &groupServers{}
+	}
+	if sb == nil {
+		sb = &groupServers{}
+	}
+	return cmp.Or(cmp.Compare(groupRank(a), groupRank(b)), cmp.Compare(sb.clusters, sa.clusters),
+		cmp.Compare(sa.eldest, sb.eldest), strings.Compare(a, b))
+}
+
+// groupRank is a group's place in discovery: the core group, then
+// Kubernetes' own (kubernetesRank), then the rest.
+func groupRank(group string) int {
+	switch {
+	case group == "":
+		return 0
+	case builtin.Group(group):
+		return kubernetesRank
+	default:
+		return kubernetesRank + 1
+	}
+}
+
+const kubernetesRank = 1
 
 // Lookup finds a served resource by group, version and plural name, as
 // Resources has it.

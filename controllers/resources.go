@@ -14,6 +14,7 @@ import (
 
 	clusterv1alpha1 "github.com/panorama-io/panorama/apis/cluster/v1alpha1"
 	"github.com/panorama-io/panorama/controllers/synchronizer"
+	"github.com/panorama-io/panorama/internal/builtin"
 	"github.com/panorama-io/panorama/storage"
 )
 
@@ -60,7 +61,8 @@ func memberResourcesOf(groups []metav1.APIGroup, lists []*metav1.APIResourceList
 			continue
 		}
 		for _, r := range l.APIResources {
-			if !slices.Contains(r.Verbs, "list") || !slices.Contains(r.Verbs, "watch") || !wellNamedResource(&r) {
+			if !slices.Contains(r.Verbs, "list") || !slices.Contains(r.Verbs, "watch") || !wellNamedResource(&r) ||
+				(builtin.Group(gv.Group) && !builtin.Resource(gv.WithKind(r.Kind), r.Name)) {
 				continue
 			}
 			m.resources[gv] = append(m.resources[gv], r)

@@ -103,6 +103,37 @@ func TestResolveImpliedKeepsFilters(t *testing.T) {
 // TestMemberDiscoveryIsWellNamed: what a member's discovery claims goes
 // into the paths clients of the views build, so only resources named as
 // kube-apiserver names them are kept, and only such short names.
+// TestMemberCannotClaimKubernetesResources: in Kubernetes' own groups a
+// member's discovery holds only what kube-apiserver serves there; what
+// else it claims (a Deployment in the core group, an apps/v2, a Pod under
+// another name) would take kubectl's names of the views from every
+// cluster's objects of them, and is not synced.
+func TestMemberCannotClaimKubernetesResources(t *testing.T) {
+	listWatch := metav1.Verbs{"get", "list", "watch"}
+	resource := func(name, kind string) metav1.APIResource {
+		return metav1.APIResource{Name: name, Kind: kind, Verbs: listWatch}
+	}
+	lists := []*metav1.APIResourceList{
+		{GroupVersion: "v1", APIResources: []metav1.APIResource{resource("pods", "Pod"), resource("deployments", "Deployment"), resource("podz", "Pod")}},
+		{GroupVersion: "apps/v1", APIResources: []metav1.APIResource{resource("deployments", "Deployment")}},
+		{GroupVersion: "apps/v2", APIResources: []metav1.APIResource{resource("deployments", "Deployment")}},
+		{GroupVersion: "admissionregistration.k8s.io/v1", APIResources: []metav1.APIResource{resource("deployments", "Deployment")}},
+		{GroupVersion: "apiextensions.k8s.io/v1", APIResources: []metav1.APIResource{resource("customresourcedefinitions", "CustomResourceDefinition")}},
+		{GroupVersion: "example.com/v1", APIResources: []metav1.APIResource{resource("deployments", "Deployment")}},
+	}
+	var got []string
+	for gv, rs := range memberResourcesOf(nil, lists, false).resources {
+		for _, r := range rs {
+			got = append(got, gv.WithResource(r.Name).String())
+		}
+	}
+	slices.Sort(got)
+	want := []string{"/v1, Resource=pods", "apiextensions.k8s.io/v1, Resource=customresourcedefinitions", "apps/v1, Resource=deployments", "example.com/v1, Resource=deployments"}
+	if !slices.Equal(got, want) {
+		t.Errorf("resources kept: %q\nwant %q", got, want)
+	}
+}
+
 func TestMemberDiscoveryIsWellNamed(t *testing.T) {
 	listWatch := metav1.Verbs{"get", "list", "watch"}
 	lists := []*metav1.APIResourceList{

@@ -92,25 +92,22 @@ export function resources() {
   return discovered;
 }
 
-// builtIn reports whether group is one Kubernetes serves itself (core,
-// the unsuffixed groups, *.k8s.io): a short name several groups claim is
-// theirs first, so that a group a member adds and that sorts first cannot
-// capture kind:deploy.
-function builtIn(group) {
-  return ['', 'apps', 'batch', 'autoscaling', 'policy', 'extensions'].includes(group) || group.endsWith('.k8s.io');
-}
-
-// findResource resolves a kind word as kubectl does: resource.group, the
-// plural, singular, Kind or a short name, Kubernetes' own groups first.
+// findResource resolves a kind word as kubectl does: a plural or singular
+// name (also as resource.group or resource.version.group), else a short
+// name, each in the first group discovery lists that serves it (the
+// server lists Kubernetes' own groups first).
 export async function findResource(word) {
   const all = await resources();
   const w = word.toLowerCase();
-  const [name, ...group] = w.split('.');
-  const g = group.join('.');
-  const exact = all.filter((r) => r.name === name && (group.length === 0 || r.group === g));
-  const named = all.filter((r) => r.singularName === w || r.kind.toLowerCase() === w || (r.shortNames || []).includes(w));
-  const candidates = exact.length ? exact : named.length ? named : all.filter((r) => r.name === w);
-  return candidates.find((r) => builtIn(r.group)) || candidates[0];
+  const named = (r, name) => r.name === name || r.singularName === name;
+  const dot = w.indexOf('.');
+  if (dot > 0) {
+    const name = w.slice(0, dot), rest = w.slice(dot + 1);
+    const qualified = all.find((r) => named(r, name) && r.group === rest) ||
+      all.find((r) => named(r, name) && `${r.version}.${r.group}` === rest);
+    if (qualified) return qualified;
+  }
+  return all.find((r) => named(r, w)) || all.find((r) => (r.shortNames || []).includes(w));
 }
 
 // resourcePath is the member-style path of r in namespace ns ('' for all).

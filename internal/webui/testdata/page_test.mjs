@@ -50,15 +50,18 @@ test('what YAML cannot render is said as text', () => {
   assert.match(toYAML(cyclic), /^\(cannot show this object as YAML: /);
 });
 
-// api.js reads discovery from its view: a member's group that sorts first
-// and claims "deploy" does not capture it, and what discovery names is
+// api.js reads discovery from its view and resolves a word as kubectl
+// does: plural and singular names before short names, each in discovery's
+// order. The server lists Kubernetes' own groups first and leaves out of
+// discovery a member's resource named as their short names
+// (TestDiscoveryRanksKubernetesGroupsFirst). What discovery names is
 // encoded into paths.
-test('kind words prefer Kubernetes\' own groups; discovery names are encoded', async () => {
+test('kind words resolve in discovery\'s order; discovery names are encoded', async () => {
   const docs = {
     '/api/v1': { resources: [{ name: 'pods', singularName: 'pod', kind: 'Pod', namespaced: true, verbs: ['list'], shortNames: ['po'] }] },
     '/apis': { groups: [
-      { name: 'aaa.example.com', preferredVersion: { groupVersion: 'aaa.example.com/v1', version: 'v1' } },
       { name: 'apps', preferredVersion: { groupVersion: 'apps/v1', version: 'v1' } },
+      { name: 'aaa.example.com', preferredVersion: { groupVersion: 'aaa.example.com/v1', version: 'v1' } },
     ] },
     '/apis/aaa.example.com/v1': { resources: [
       { name: 'deploys', singularName: 'deploy', kind: 'Deploy', namespaced: true, verbs: ['list'], shortNames: ['dep'] },
@@ -76,9 +79,14 @@ test('kind words prefer Kubernetes\' own groups; discovery names are encoded', a
   try {
     globalThis.location = new URL(`http://127.0.0.1:${server.address().port}${view}/ui/`);
     const { findResource, resourcePath } = await import('../static/api.js');
-    assert.equal((await findResource('deploy')).group, 'apps');
+    assert.equal((await findResource('deploy')).group, 'aaa.example.com'); // its singular, as kubectl resolves it
+    assert.equal((await findResource('deployment')).group, 'apps');
+    assert.equal((await findResource('Deployment.apps')).name, 'deployments');
+    assert.equal((await findResource('deployments.v1.apps')).name, 'deployments');
     assert.equal((await findResource('po')).group, '');
+    assert.equal((await findResource('pod')).group, '');
     assert.equal((await findResource('dep')).group, 'aaa.example.com');
+    assert.equal((await findResource('hog')).name, 'hogs');
     assert.equal(resourcePath({ group: 'a/../b', version: 'v1?x', name: 'n#', namespaced: true }, 'ns/x'),
       'apis/a%2F..%2Fb/v1%3Fx/namespaces/ns%2Fx/n%23');
   } finally {
