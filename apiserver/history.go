@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	apirequest "k8s.io/apiserver/pkg/endpoints/request"
 
 	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
@@ -83,6 +84,9 @@ func (h *Handler) serveHistory(w http.ResponseWriter, req *request, cluster stri
 			Items: make([]searchv1alpha1.HistoryItem, len(versions))}
 		for i, v := range versions {
 			out.Items[i] = searchv1alpha1.HistoryItem{Revision: v.Revision, MemberResourceVersion: v.MemberResourceVersion, Type: v.Type, Patch: v.Patch}
+			if i == 0 && v.Type == watch.Modified {
+				out.Items[i].Object = v.Object
+			}
 			if !v.Time.IsZero() {
 				out.Items[i].Time = &metav1.MicroTime{Time: v.Time}
 			}

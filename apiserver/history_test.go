@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -87,7 +88,7 @@ func TestHistory(t *testing.T) {
 		} {
 			it := body.Items[i].HistoryItem
 			if it.Revision != want.rev || string(it.Type) != want.typ || !strings.Contains(string(it.Patch), want.patch) || it.Time == nil ||
-				it.MemberResourceVersion != fmt.Sprint(i+1) {
+				it.MemberResourceVersion != fmt.Sprint(i+1) || it.Object != nil {
 				t.Errorf("history as %s, version %d: %+v %s, want %d %s %s", user, i, it, it.Patch, want.rev, want.typ, want.patch)
 			}
 		}
@@ -96,8 +97,28 @@ func TestHistory(t *testing.T) {
 		len(body.Items) != 3 || body.Items[2].Revision != third {
 		t.Errorf("history on the flat view: %d %+v", code, body)
 	}
-	if code, body := getHistory(t, historyURL+"?limit=2", "", ""); code != http.StatusOK || len(body.Items) != 2 || body.Items[0].Revision != second {
-		t.Errorf("the last two versions: %d %+v", code, body)
+	// The first of the last versions is whole, from history rows and the
+	// log alike: its patch is from a version the answer leaves out.
+	for limit, want := range map[int]struct {
+		rev     int64
+		version string
+	}{2: {second, "v2"}, 1: {third, "v3"}} {
+		code, body := getHistory(t, fmt.Sprintf("%s?limit=%d", historyURL, limit), "", "")
+		if code != http.StatusOK || len(body.Items) != limit || body.Items[0].Revision != want.rev {
+			t.Fatalf("the last %d versions: %d %+v", limit, code, body)
+		}
+		var obj struct {
+			Metadata struct {
+				Name   string            `json:"name"`
+				Labels map[string]string `json:"labels"`
+			} `json:"metadata"`
+		}
+		if err := json.Unmarshal(body.Items[0].Object, &obj); err != nil || obj.Metadata.Name != "a" || obj.Metadata.Labels["version"] != want.version {
+			t.Errorf("the last %d versions begin with object %s (%v), want a at %s", limit, body.Items[0].Object, err, want.version)
+		}
+		if limit == 2 && body.Items[1].Object != nil {
+			t.Errorf("the last 2 versions: the second carries its object %s", body.Items[1].Object)
+		}
 	}
 	for _, bad := range []string{"-1", "x"} {
 		if code, body := getHistory(t, historyURL+"?limit="+bad, "", ""); code != http.StatusBadRequest || body.Kind != "Status" {

@@ -15,18 +15,25 @@ import (
 // VersionAt is the object as it was at revision: the state after the last
 // change at or before it, nil when it did not exist then. The History's
 // patches are applied in order: ADDED is the whole object, MODIFIED a
-// merge patch, DELETED nothing.
+// merge patch, DELETED nothing; a first MODIFIED item, whose previous
+// version the answer leaves out, carries the whole object. Before a first
+// item that is not ADDED the object existed, as the history does not say.
 func VersionAt(h *searchv1alpha1.History, revision int64) ([]byte, error) {
+	if len(h.Items) > 0 && revision < h.Items[0].Revision && h.Items[0].Type != watch.Added {
+		return nil, fmt.Errorf("the history kept begins at revision %d, after %d", h.Items[0].Revision, revision)
+	}
 	var state []byte
 	for _, it := range h.Items {
 		if it.Revision > revision {
 			break
 		}
-		switch it.Type {
-		case watch.Added:
+		switch {
+		case it.Type == watch.Added:
 			state = slices.Clone(it.Patch)
-		case watch.Deleted:
+		case it.Type == watch.Deleted:
 			state = nil
+		case it.Object != nil:
+			state = slices.Clone(it.Object)
 		default:
 			if state == nil {
 				return nil, fmt.Errorf("revision %d modifies an object the history does not hold before it", it.Revision)

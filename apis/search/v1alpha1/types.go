@@ -93,4 +93,11 @@ type HistoryItem struct {
 	// Patch is the JSON merge patch (RFC 7386) from the previous version:
 	// the whole object when ADDED, null when DELETED.
 	Patch json.RawMessage `json:"patch"`
+	// Object is the whole object after the change, on the first item only
+	// and only when that is a MODIFIED one: its previous version is not in
+	// the answer (beyond limit, or past the retention), so that clients
+	// rebuild the versions from it rather than from a patch they cannot
+	// apply.
+	// +optional
+	Object json.RawMessage `json:"object,omitempty"`
 }

@@ -388,16 +388,31 @@ async function loadEvents(place, row, obj, run) {
 
 let versionList = [];
 
-async function loadHistory(place, run) {
+// historyVersions bounds the versions read, and so the timeline and the
+// version pickers: a pod's status can change thousands of times a week.
+// The rest are a click away.
+const historyVersions = 100;
+
+async function loadHistory(place, run, all = false) {
   const from = $('diff-from'), to = $('diff-to');
+  const url = viewURL(place.path + '/history', place.view);
+  if (!all) url.searchParams.set('limit', String(historyVersions));
+  const more = $('history-more');
+  more.hidden = true;
   try {
-    const h = await getJSON(viewURL(place.path + '/history', place.view), { signal: run.signal });
+    const h = await getJSON(url, { signal: run.signal });
     versionList = versions(h.items || []);
   } catch (err) {
     if (run.signal.aborted) return;
     versionList = [];
     $('timeline').replaceChildren(text('li', `History: ${err.message}`));
     return;
+  }
+  more.hidden = all || versionList.length < historyVersions;
+  if (!more.hidden) {
+    const every = text('button', 'Show every version', { type: 'button' });
+    every.addEventListener('click', () => loadHistory(place, run, true));
+    more.replaceChildren(`The last ${historyVersions} versions. `, every);
   }
   const items = versionList.map((v, i) => {
     const li = document.createElement('li');

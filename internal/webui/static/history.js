@@ -28,12 +28,14 @@ function setKey(obj, k, v) {
 // versions rebuilds each version of the history's items in order, as
 // viewclient.VersionAt does: ADDED starts a new incarnation from its patch
 // (the whole object), MODIFIED merges its patch, and after DELETED there
-// is no object.
+// is no object. A first MODIFIED item, whose previous version the answer
+// leaves out (a limit, the retention), carries the whole object.
 export function versions(items) {
   let state = null;
   return items.map((item) => {
     if (item.type === 'DELETED') state = null;
     else if (item.type === 'ADDED') state = mergePatch(null, item.patch === undefined ? null : item.patch);
+    else if (item.object !== undefined) state = mergePatch(null, item.object);
     else if (item.patch !== undefined) state = mergePatch(state, item.patch);
     return { ...item, object: state };
   });

@@ -20,6 +20,15 @@ test('a re-created object shows none of its earlier incarnation', () => {
   assert.equal(toYAML(again[1].object), 'metadata:\n  name: x\n');
 });
 
+test('a history that leaves out the first versions starts from the object its first item carries', () => {
+  const v = versions([
+    { revision: 5, type: 'MODIFIED', patch: { spec: { replicas: 2 } }, object: { metadata: { name: 'web' }, spec: { replicas: 2, paused: true } } },
+    { revision: 7, type: 'MODIFIED', patch: { spec: { replicas: 3, paused: null } } },
+  ]);
+  assert.equal(toYAML(v[0].object), 'metadata:\n  name: web\nspec:\n  replicas: 2\n  paused: true\n');
+  assert.equal(toYAML(v[1].object), 'metadata:\n  name: web\nspec:\n  replicas: 3\n');
+});
+
 test('a __proto__ key is a key: its changes show and pollute nothing', () => {
   const v = versions([
     { revision: 1, type: 'ADDED', patch: JSON.parse('{"data":{"__proto__":"before","a":"1"}}') },
