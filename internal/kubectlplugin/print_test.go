@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
@@ -179,5 +182,65 @@ func TestDiffOfTwoVersions(t *testing.T) {
 	}
 	if _, err := revisionOf(h, "2026-11-30T00:00:00Z"); err == nil || !strings.Contains(err.Error(), "no version") {
 		t.Errorf("a time before every version: %v", err)
+	}
+}
+
+// TestCustomColumns: -o custom-columns and custom-columns-file print as
+// kubectl get's do, a member's terminal escapes escaped, and an unknown
+// -o names every format the plugin takes.
+func TestCustomColumns(t *testing.T) {
+	list := &unstructured.UnstructuredList{Object: map[string]any{"kind": "List", "apiVersion": "v1"}}
+	for _, pod := range []struct{ cluster, name, image string }{{"east", "web-1", "nginx:1.27"}, {"west", "web-2", "evil\x1b[31m\nforged\a\u009b2J"}} {
+		list.Items = append(list.Items, unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Pod",
+			"metadata": map[string]any{"name": pod.name, "annotations": map[string]any{"panorama.io/cluster": pod.cluster}},
+			"spec":     map[string]any{"containers": []any{map[string]any{"name": "c", "image": pod.image}, map[string]any{"name": "d", "image": "busybox"}}}}})
+	}
+	file := filepath.Join(t.TempDir(), "columns")
+	if err := os.WriteFile(file, []byte("NAME          IMAGES\n.metadata.name   .spec.containers[*].image\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	print := func(args ...string) (string, error) {
+		cmd := &cobra.Command{}
+		p := addPrintFlags(cmd, true)
+		if err := cmd.ParseFlags(args); err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		err := p.printObject(list, &out)
+		return out.String(), err
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-o", `custom-columns=CLUSTER:.metadata.annotations.panorama\.io/cluster,NAME:.metadata.name,IMAGES:.spec.containers[*].image`}, "" +
+			"CLUSTER   NAME    IMAGES\n" +
+			"east      web-1   nginx:1.27,busybox\n" +
+			"west      web-2   evil^[[31m?forged??2J,busybox\n"},
+		{[]string{"-o", "custom-columns=NAME:.metadata.name", "--no-headers"}, "web-1\nweb-2\n"},
+		{[]string{"-o", "custom-columns-file", "--template", file}, "" +
+			"NAME    IMAGES\n" +
+			"web-1   nginx:1.27,busybox\n" +
+			"web-2   evil^[[31m?forged??2J,busybox\n"},
+	} {
+		if got, err := print(tc.args...); err != nil || got != tc.want {
+			t.Errorf("%q: %v\n%s\nwant\n%s", tc.args, err, got, tc.want)
+		}
+	}
+	// Counts and History are decoded whole: their items are still rows.
+	counts := &unstructured.Unstructured{Object: map[string]any{"kind": "Counts", "apiVersion": "search.panorama.io/v1alpha1",
+		"items": []any{map[string]any{"group": map[string]any{"cluster": "east"}, "count": int64(3)}, map[string]any{"group": map[string]any{"cluster": "west\nforged"}, "count": int64(1)}}}}
+	cmd := &cobra.Command{}
+	p := addPrintFlags(cmd, false)
+	if err := cmd.ParseFlags([]string{"-o", "custom-columns=CLUSTER:.group.cluster,COUNT:.count"}); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := p.printObject(counts, &out); err != nil || out.String() != "CLUSTER       COUNT\neast          3\nwest?forged   1\n" {
+		t.Errorf("counts as custom columns: %v\n%s", err, out.String())
+	}
+	_, err := print("-o", "columns")
+	if err == nil || !strings.Contains(err.Error(), "custom-columns-file") || !strings.Contains(err.Error(), "jsonpath") {
+		t.Errorf("-o columns: %v", err)
 	}
 }

@@ -62,6 +62,16 @@ func TestPlugin(t *testing.T) {
 		if slices.Sort(got); !slices.Equal(got, memberPods) {
 			t.Errorf("rows without headers %v, the members %v", got, memberPods)
 		}
+		// -o custom-columns is kubectl get's printer over the objects.
+		columns := ada.mustRun(t, "search", "pods", "-A", "-l", "app=plug", "--no-headers",
+			`-o=custom-columns=CLUSTER:.metadata.annotations.panorama\.io/cluster,NAMESPACE:.metadata.namespace,NAME:.metadata.name`)
+		got = nil
+		for _, row := range strings.Split(strings.TrimSpace(columns), "\n") {
+			got = append(got, strings.Join(strings.Fields(row), "/"))
+		}
+		if slices.Sort(got); !slices.Equal(got, memberPods) {
+			t.Errorf("custom columns %v, the members %v", got, memberPods)
+		}
 		// -o name, json and yaml are kubectl's printers over the objects.
 		names := sortedLines(ada.mustRun(t, "search", "pods", "-A", "-l", "app=plug", "-o", "name"))
 		if want := []string{"pod/cart-0", "pod/cart-0", "pod/cart-1", "pod/cart-2"}; !slices.Equal(names, want) {
