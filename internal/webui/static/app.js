@@ -280,12 +280,29 @@ function select(i, focus = true) {
   if (state.rows.length === 0) return;
   i = Math.max(0, Math.min(state.rows.length - 1, i));
   state.selected = i;
+  const tbody = $('result-table').tBodies[0];
   if (i < state.windowStart || i >= state.windowStart + windowSize) {
     state.windowStart = Math.max(0, Math.min(i - Math.floor(windowSize / 2), state.rows.length - windowSize));
+    renderRows();
+  } else {
+    markSelected(tbody, i);
   }
-  renderRows();
-  const tr = $('result-table').tBodies[0].querySelector(`tr[data-index="${i}"]`);
+  const tr = tbody.querySelector(`tr[data-index="${i}"]`);
   if (tr && focus) { tr.focus(); tr.scrollIntoView({ block: 'nearest' }); }
+}
+
+// markSelected moves the selection within the window shown: two rows
+// change, where drawing the window again would lay out all of its rows
+// at every arrow key.
+function markSelected(tbody, i) {
+  const tr = tbody.querySelector(`tr[data-index="${i}"]`);
+  if (!tr) { renderRows(); return; }
+  for (const old of tbody.querySelectorAll('tr[tabindex="0"], tr[aria-selected]')) {
+    old.tabIndex = -1;
+    old.removeAttribute('aria-selected');
+  }
+  tr.tabIndex = 0;
+  tr.setAttribute('aria-selected', 'true');
 }
 
 $('result-table').tBodies[0].addEventListener('keydown', (e) => {
