@@ -6,22 +6,14 @@
 //
 // plan: {url, out, screenshots, query, groupBy, pickBar, liveName,
 // readyFile, asOf, open: [{cluster, namespace, name}], readme}.
-import { mkdtempSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium } from 'playwright-core';
+import { launch } from './chromium.mjs';
 
 const plan = JSON.parse(readFileSync(process.argv[2], 'utf8'));
 const out = { screens: [], dialogs: [], consoleErrors: [] };
-const userDataDir = mkdtempSync(join(tmpdir(), 'panorama-chromium-'));
 
-const context = await chromium.launchPersistentContext(userDataDir, {
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  headless: true,
-  viewport: { width: 1280, height: 800 },
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-});
+const { context, close } = await launch();
 try {
   const page = context.pages()[0] || await context.newPage();
   page.setDefaultTimeout(60000);
@@ -137,8 +129,7 @@ try {
   out.pwned = await page.evaluate(() => window.__pwned === undefined ? null : String(window.__pwned));
   out.images = await page.evaluate(() => document.querySelectorAll('img').length);
 } finally {
-  await context.close();
-  rmSync(userDataDir, { recursive: true, force: true });
+  await close();
   writeFileSync(plan.out, JSON.stringify(out, null, 1));
 }
 
