@@ -2,7 +2,9 @@
 // the history subresource answers (docs/usage.md, "History"), and line
 // diffs of their YAML (jsdiff).
 import { dump } from './vendor/js-yaml/js-yaml.esm.min.mjs';
-import { diffLines } from './vendor/diff/index.js';
+// jsdiff's line diff alone: its index imports all of jsdiff's modules,
+// each a request the page waits for before its first search.
+import { diffLines } from './vendor/diff/diff/line.js';
 
 // mergePatch applies an RFC 7386 JSON merge patch. Keys are members'
 // (untrusted): the objects it builds have no prototype and take keys by
