@@ -152,8 +152,10 @@ async function loadCounts(listURL, run) {
 }
 
 // loadPage loads the next page of the list and returns its Table (or
-// list), undefined when aborted.
-async function loadPage(run) {
+// list), undefined when aborted. With reveal, the window moves to the
+// first row loaded, which is selected.
+async function loadPage(run, reveal = false) {
+  const first = state.rows.length;
   const url = new URL(state.listURL);
   url.searchParams.set('limit', String(pageSize));
   if (state.continue) url.searchParams.set('continue', state.continue);
@@ -168,6 +170,10 @@ async function loadPage(run) {
   }
   state.continue = (body.metadata && body.metadata.continue) || '';
   state.remaining = (body.metadata && body.metadata.remainingItemCount) || 0;
+  if (reveal && state.rows.length > first) {
+    state.selected = first;
+    state.windowStart = windowAround(first);
+  }
   renderRows();
   return body;
 }
@@ -282,13 +288,18 @@ function select(i, focus = true) {
   state.selected = i;
   const tbody = $('result-table').tBodies[0];
   if (i < state.windowStart || i >= state.windowStart + windowSize) {
-    state.windowStart = Math.max(0, Math.min(i - Math.floor(windowSize / 2), state.rows.length - windowSize));
+    state.windowStart = windowAround(i);
     renderRows();
   } else {
     markSelected(tbody, i);
   }
   const tr = tbody.querySelector(`tr[data-index="${i}"]`);
   if (tr && focus) { tr.focus(); tr.scrollIntoView({ block: 'nearest' }); }
+}
+
+// windowAround is the start of the window of rows shown around row i.
+function windowAround(i) {
+  return Math.max(0, Math.min(i - Math.floor(windowSize / 2), state.rows.length - windowSize));
 }
 
 // markSelected moves the selection within the window shown: two rows
@@ -327,8 +338,10 @@ $('load-more').addEventListener('click', async () => {
   const run = state.run;
   if (!run) return;
   setStatus('Loading more…', 'loading');
+  const first = state.rows.length;
   try {
-    await loadPage(run);
+    await loadPage(run, true);
+    if (state.rows.length > first) select(first);
     setStatus(summary(), 'done');
   } catch (err) {
     if (!run.signal.aborted) setStatus(`Error: ${err.message}`, 'error');
