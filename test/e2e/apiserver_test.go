@@ -352,7 +352,7 @@ func eventuallyT(t *testing.T, f func() error) {
 	testenv.Eventually(t, waitFor, f)
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -361,10 +361,10 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-func waitReady(t *testing.T, port int) {
+func waitReady(t testing.TB, port int) {
 	t.Helper()
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, Timeout: 2 * time.Second}
-	eventuallyT(t, func() error {
+	testenv.Eventually(t, waitFor, func() error {
 		resp, err := client.Get(fmt.Sprintf("https://127.0.0.1:%d/readyz", port))
 		if err != nil {
 			return err

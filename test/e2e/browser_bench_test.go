@@ -2,16 +2,12 @@ package e2e
 
 import (
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,12 +15,11 @@ import (
 	"testing"
 	"time"
 
+	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
 	"github.com/panorama-io/panorama/storage"
 	"github.com/panorama-io/panorama/storage/sqlstore"
 	"github.com/panorama-io/panorama/storage/storagetest"
 	"github.com/panorama-io/panorama/test/testenv"
-
-	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
 )
 
 // BenchmarkSearchPage drives the search page in Debian's chromium
@@ -56,7 +51,7 @@ func BenchmarkSearchPage(b *testing.B) {
 			host := testenv.Start(b, testenv.WithAggregation(b))
 			registerPageClusters(b, host, dir, clusters)
 			api := startPageAPIServer(b, host, dir, opts)
-			proxy := startPageProxy(b, host.Kubeconfig)
+			proxy := kubectlProxy(b, host.Kubeconfig)
 			base := proxy + searchv1alpha1.ViewPath("")
 			waitListed(b, host, pods)
 			for range b.N {
@@ -125,12 +120,7 @@ func registerPageClusters(b *testing.B, host *testenv.Env, dir string, clusters 
 func startPageAPIServer(b *testing.B, host *testenv.Env, dir string, opts sqlstore.Options) *exec.Cmd {
 	_, apiserverKC := testenv.ShippedIdentities(b, host, dir)
 	serving := testenv.ChartServingCert(b, dir)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
+	port := freePort(b)
 	logFile, err := os.Create(filepath.Join(dir, "apiserver.log"))
 	if err != nil {
 		b.Fatal(err)
@@ -151,42 +141,9 @@ func startPageAPIServer(b *testing.B, host *testenv.Env, dir string, opts sqlsto
 			b.Logf("apiserver output:\n%s", out)
 		}
 	})
-	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, Timeout: 2 * time.Second}
-	testenv.Eventually(b, 2*time.Minute, func() error {
-		resp, err := client.Get(fmt.Sprintf("https://127.0.0.1:%d/readyz", port))
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("readyz: %s", resp.Status)
-		}
-		return nil
-	})
+	waitReady(b, port)
 	host.RegisterAPIService(b, serving.APIService, port)
 	return cmd
-}
-
-// startPageProxy runs the real `kubectl proxy` as kubeconfig's user
-// against the host, on a port it picks, and returns its URL.
-func startPageProxy(b *testing.B, kubeconfig string) string {
-	cmd := exec.Command(filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl"), "--kubeconfig", kubeconfig,
-		"proxy", "--address=127.0.0.1", "--port=0")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	line := make([]byte, 256)
-	n, err := out.Read(line) // "Starting to serve on 127.0.0.1:<port>"
-	addr := regexp.MustCompile(`127\.0\.0\.1:\d+`).Find(line[:n])
-	if err != nil || addr == nil {
-		b.Fatalf("kubectl proxy said %q: %v", line[:n], err)
-	}
-	return "http://" + string(addr)
 }
 
 // waitListed waits until the host serves the page's counts across

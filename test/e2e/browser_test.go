@@ -153,7 +153,7 @@ func TestBrowser(t *testing.T) {
 	}
 
 	t.Run("ada", func(t *testing.T) {
-		proxy := kubectlProxy(t, adaKC)
+		proxy := kubectlProxy(t, adaKC, "--context", "host")
 		ready := filepath.Join(dir, "ada.ready")
 		go func() { // the live pod, once the page watches
 			for range 600 {
@@ -254,7 +254,7 @@ func TestBrowser(t *testing.T) {
 	})
 
 	t.Run("eve", func(t *testing.T) {
-		proxy := kubectlProxy(t, eveKC)
+		proxy := kubectlProxy(t, eveKC, "--context", "host")
 		wantEast := f.memberPods(t, "web", "east")
 		for _, view := range []string{"", "east"} {
 			got := runPage(t, script, artifacts, "eve-"+cmp.Or(view, "all"), map[string]any{
@@ -403,13 +403,15 @@ func browserScript(t *testing.T) string {
 	return script
 }
 
-// kubectlProxy runs the real `kubectl proxy` as the user of kubeconfig,
-// against the host, and returns its URL.
-func kubectlProxy(t *testing.T, kubeconfig string) string {
+// kubectlProxy runs the real `kubectl proxy` as the user of kubeconfig
+// (and flags, such as its context), against the host, and returns its
+// URL.
+func kubectlProxy(t testing.TB, kubeconfig string, flags ...string) string {
 	t.Helper()
 	port := freePort(t)
-	cmd := exec.Command(filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl"), "--kubeconfig", kubeconfig, "--context", "host",
-		"proxy", "--address=127.0.0.1", "--port="+strconv.Itoa(port))
+	args := append([]string{"--kubeconfig", kubeconfig}, flags...)
+	cmd := exec.Command(filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl"),
+		append(args, "proxy", "--address=127.0.0.1", "--port="+strconv.Itoa(port))...)
 	out := &strings.Builder{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
@@ -417,7 +419,7 @@ func kubectlProxy(t *testing.T, kubeconfig string) string {
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	url := "http://127.0.0.1:" + strconv.Itoa(port)
-	eventuallyT(t, func() error {
+	testenv.Eventually(t, waitFor, func() error {
 		_, _, err := testenv.Kubectl(kubeconfig, "--server", url, "get", "--raw", "/version")
 		return err
 	})
