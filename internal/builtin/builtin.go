@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/panorama-io/panorama/storage"
 )
 
 // scheme is a copy of client-go's (every group of k8s.io/api) that no
@@ -22,22 +24,18 @@ var scheme = func() *runtime.Scheme {
 	return s
 }()
 
-// crds is the resource kube-apiserver serves CRDs as, without a type in
-// k8s.io/api.
-var crds = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-
 // Group reports whether group is Kubernetes' own: the core group, or one
-// of kube-apiserver's.
+// of kube-apiserver's (CRDs' too, which k8s.io/api has no type of).
 func Group(group string) bool {
-	return group == "" || group == crds.Group || scheme.IsGroupRegistered(group)
+	return group == "" || group == storage.CRDResource.Group || scheme.IsGroupRegistered(group)
 }
 
 // Resource reports whether resource, of kind gvk, is one of Kubernetes'
 // own: a kind of its group and version, and named as kube-apiserver names
 // that kind's resource.
 func Resource(gvk schema.GroupVersionKind, resource string) bool {
-	if gvk.Group == crds.Group {
-		return gvk.GroupVersion() == crds.GroupVersion() && gvk.Kind == "CustomResourceDefinition" && resource == crds.Resource
+	if gvk.Group == storage.CRDResource.Group {
+		return gvk == storage.CRDResource.GroupVersion().WithKind("CustomResourceDefinition") && resource == storage.CRDResource.Resource
 	}
 	plural, _ := meta.UnsafeGuessKindToResource(gvk)
 	return scheme.Recognizes(gvk) && plural.Resource == resource
