@@ -68,22 +68,29 @@ export async function watch(url, { accept, signal, onEvent }) {
   }
 }
 
+// aggregatedDiscovery asks for discovery in one document per root (/api,
+// /apis), as kubectl does, rather than a document per group version read
+// after the group list: the page's first list waits for it.
+const aggregatedDiscovery = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList';
+
 // Resources the view serves, from its discovery: core first, then every
-// group's preferred version, read once.
+// group's preferred version (the first listed), in discovery's order,
+// read once.
 let discovered;
 export function resources() {
   if (!discovered) {
     discovered = (async () => {
+      const roots = await Promise.all(['api', 'apis'].map((root) => getJSON(viewURL(root), { accept: aggregatedDiscovery })));
       const out = [];
-      const core = await getJSON(viewURL('api/v1'));
-      for (const r of core.resources) out.push({ ...r, group: '', version: 'v1' });
-      const groups = await getJSON(viewURL('apis'));
-      const lists = await Promise.allSettled(groups.groups.map((g) =>
-        getJSON(viewURL(`apis/${encodeURIComponent(g.name)}/${encodeURIComponent(g.preferredVersion.version)}`)).then((l) => [g, l])));
-      for (const s of lists) {
-        if (s.status !== 'fulfilled') continue;
-        const [g, l] = s.value;
-        for (const r of l.resources) out.push({ ...r, group: g.name, version: g.preferredVersion.version });
+      for (const g of roots.flatMap((root) => root.items || [])) {
+        const preferred = (g.versions || [])[0];
+        for (const r of (preferred && preferred.resources) || []) {
+          out.push({
+            name: r.resource, singularName: r.singularResource, kind: (r.responseKind && r.responseKind.kind) || '',
+            namespaced: r.scope === 'Namespaced', verbs: r.verbs || [], shortNames: r.shortNames || [],
+            group: (g.metadata && g.metadata.name) || '', version: preferred.version,
+          });
+        }
       }
       return out.filter((r) => !r.name.includes('/') && r.verbs.includes('list'));
     })();

@@ -66,21 +66,20 @@ test('what YAML cannot render is said as text', () => {
 // (TestDiscoveryRanksKubernetesGroupsFirst). What discovery names is
 // encoded into paths.
 test('kind words resolve in discovery\'s order; discovery names are encoded', async () => {
+  const resource = (name, singular, kind, shortNames = []) => ({ resource: name, singularResource: singular, responseKind: { kind },
+    scope: 'Namespaced', verbs: ['get', 'list', 'watch'], shortNames });
+  const group = (name, resources) => ({ metadata: { name }, versions: [{ version: 'v1', resources }, { version: 'v0', resources: [] }] });
+  // Aggregated discovery, as the view answers it to the page's Accept.
   const docs = {
-    '/api/v1': { resources: [{ name: 'pods', singularName: 'pod', kind: 'Pod', namespaced: true, verbs: ['list'], shortNames: ['po'] }] },
-    '/apis': { groups: [
-      { name: 'apps', preferredVersion: { groupVersion: 'apps/v1', version: 'v1' } },
-      { name: 'aaa.example.com', preferredVersion: { groupVersion: 'aaa.example.com/v1', version: 'v1' } },
+    '/api': { kind: 'APIGroupDiscoveryList', items: [group('', [resource('pods', 'pod', 'Pod', ['po'])])] },
+    '/apis': { kind: 'APIGroupDiscoveryList', items: [
+      group('apps', [resource('deployments', 'deployment', 'Deployment', ['deploy'])]),
+      group('aaa.example.com', [resource('deploys', 'deploy', 'Deploy', ['dep']), resource('hogs', 'hog', 'Hog', ['deploy', 'po'])]),
     ] },
-    '/apis/aaa.example.com/v1': { resources: [
-      { name: 'deploys', singularName: 'deploy', kind: 'Deploy', namespaced: true, verbs: ['list'], shortNames: ['dep'] },
-      { name: 'hogs', singularName: 'hog', kind: 'Hog', namespaced: true, verbs: ['list'], shortNames: ['deploy', 'po'] },
-    ] },
-    '/apis/apps/v1': { resources: [{ name: 'deployments', singularName: 'deployment', kind: 'Deployment', namespaced: true, verbs: ['list'], shortNames: ['deploy'] }] },
   };
   const view = '/apis/search.panorama.io/v1alpha1/clusters/_all/proxy';
   const server = createServer((req, res) => {
-    const doc = docs[req.url.slice(view.length)];
+    const doc = req.headers.accept.includes('g=apidiscovery.k8s.io;v=v2') && docs[req.url.slice(view.length)];
     res.writeHead(doc ? 200 : 404, { 'Content-Type': 'application/json' });
     res.end(JSON.stringify(doc || { kind: 'Status', message: 'not found' }));
   });
