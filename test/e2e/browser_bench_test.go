@@ -285,23 +285,8 @@ func (r *benchResult) report(b *testing.B, backend string, pods, clusters int) {
 
 // runBench runs bench.mjs with plan and returns what it measured.
 func runBench(b *testing.B, script, dir string, plan map[string]any) *benchResult {
-	plan["out"] = filepath.Join(dir, "bench.json")
-	planFile := filepath.Join(dir, "bench-plan.json")
-	data, _ := json.Marshal(plan)
-	if err := os.WriteFile(planFile, data, 0o600); err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", script, planFile)
-	cmd.Dir = filepath.Dir(script)
-	output, err := cmd.CombinedOutput()
 	var got benchResult
-	data, readErr := os.ReadFile(plan["out"].(string))
-	if err != nil || readErr != nil || json.Unmarshal(data, &got) != nil {
-		b.Fatalf("bench.mjs: %v %v\n%s\n%.2000s", err, readErr, output, data)
-	}
-	if len(output) > 0 {
+	if output := runScript(b, script, dir, plan, 30*time.Minute, &got); len(output) > 0 {
 		b.Logf("bench.mjs:\n%s", output)
 	}
 	return &got

@@ -433,22 +433,31 @@ func runPage(t *testing.T, script, artifacts, name string, plan map[string]any) 
 	if err := os.MkdirAll(shots, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	plan["out"] = filepath.Join(shots, "page.json")
 	plan["screenshots"] = shots
-	planFile := filepath.Join(shots, "plan.json")
+	var got pageResult
+	runScript(t, script, shots, plan, 5*time.Minute, &got)
+	return &got
+}
+
+// runScript runs a node script of test/e2e/browser with plan, written to
+// dir, and decodes into out the JSON it writes there; it returns what the
+// script printed.
+func runScript(t testing.TB, script, dir string, plan map[string]any, timeout time.Duration, out any) []byte {
+	t.Helper()
+	plan["out"] = filepath.Join(dir, "out.json")
+	planFile := filepath.Join(dir, "plan.json")
 	data, _ := json.Marshal(plan)
 	if err := os.WriteFile(planFile, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", script, planFile)
 	cmd.Dir = filepath.Dir(script)
 	output, err := cmd.CombinedOutput()
-	var got pageResult
 	data, readErr := os.ReadFile(plan["out"].(string))
-	if err != nil || readErr != nil || json.Unmarshal(data, &got) != nil {
-		t.Fatalf("drive.mjs %s: %v %v\n%s\n%s", name, err, readErr, output, data)
+	if err != nil || readErr != nil || json.Unmarshal(data, out) != nil {
+		t.Fatalf("%s %s: %v %v\n%s\n%.2000s", filepath.Base(script), planFile, err, readErr, output, data)
 	}
-	return &got
+	return output
 }
