@@ -552,20 +552,28 @@ func TestSelectorPageReadsAboutWhatItShows(t *testing.T) {
 				}
 				from := tc.matches / 2
 				stmts := latePage(t, s, rec, q, rev, from)
-				// The rows a page tests in order until it is full: about
-				// objects/matches a row it shows. A page reads fewer than
-				// the plan that does not suit its selection would: all the
-				// matches of a common label, those tested of a rare one.
-				tested := int(q.Limit+1) * costObjects / tc.matches
 				if b.Name == "mysql" {
 					checkProbes(t, stmts, tc.probes)
 				}
-				if n := rowsExamined(t, b, s, stmts, true); n >= int64(max(tested, tc.matches)) {
-					t.Errorf("%s, orderby %v: a page of %d of %d matches read %d rows, to test %d", tc.selector, order, q.Limit, tc.matches, n, tested)
-				}
+				// A page reads fewer than the plan that does not suit its
+				// selection would: all the matches of a common label,
+				// those tested of a rare one.
+				checkPageReads(t, b, s, stmts, tc.selector, order, q.Limit, tc.matches)
 			}
 		}
 	})
+}
+
+// checkPageReads fails t when a page of limit of matches (of costObjects),
+// read by stmts, read as many rows as all of its matches and as the rows
+// it must test in order until it is full, about objects/matches a row it
+// shows.
+func checkPageReads(t *testing.T, b storagetest.Backend, s *sqlstore.Store, stmts []statement, query string, order []storage.OrderBy, limit int64, matches int) {
+	t.Helper()
+	tested := int(limit+1) * costObjects / matches
+	if n := rowsExamined(t, b, s, stmts, true); n >= int64(max(tested, matches)) {
+		t.Errorf("%s, orderby %v: a page of %d of %d matches read %d rows, to test %d", query, order, limit, matches, n, tested)
+	}
 }
 
 // TestKeywordPageReadsAboutWhatItShows: a page of a keyword search reads
@@ -608,10 +616,7 @@ func TestKeywordPageReadsAboutWhatItShows(t *testing.T) {
 					continue // their text indexes are read to the page's end
 				}
 				checkProbes(t, stmts, tc.probes)
-				tested := int(q.Limit+1) * costObjects / tc.matches
-				if n := rowsExamined(t, b, s, stmts, true); n >= int64(max(tested, tc.matches)) {
-					t.Errorf("q=%s, orderby %v: a page of %d of %d matches read %d rows, to test %d", tc.terms, order, q.Limit, tc.matches, n, tested)
-				}
+				checkPageReads(t, b, s, stmts, "q="+tc.terms, order, q.Limit, tc.matches)
 			}
 		}
 	})
