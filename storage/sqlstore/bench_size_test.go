@@ -45,17 +45,8 @@ func BenchmarkBytesPerObject(b *testing.B) {
 			s := be.Open(b)
 			ctx := context.Background()
 			write := func(round int) {
-				rng := rand.New(rand.NewPCG(11, 11))
 				start := time.Now()
-				for i := 0; i < n; i += storagetest.BenchBatch {
-					changes := make([]storage.Change, 0, storagetest.BenchBatch)
-					for j := i; j < i+storagetest.BenchBatch; j++ {
-						changes = append(changes, storage.Upsert(storagetest.RealisticPod(rng, j, round)))
-					}
-					if _, err := s.ForCluster(storagetest.BenchCluster(i), storage.Unfenced).Apply(ctx, podsGVR, changes); err != nil {
-						b.Fatal(err)
-					}
-				}
+				storeRealisticPods(b, s, n, round)
 				rate := float64(n) / time.Since(start).Seconds()
 				b.ReportMetric(rate, fmt.Sprintf("round-%d-objects/s", round))
 				b.Logf("%s: round %d wrote %d pods at %.0f/s", be.Name, round, n, rate)
@@ -203,4 +194,20 @@ func sqliteTableBytes(b *testing.B, db *gorm.DB) map[string]int64 {
 		b.Fatal(err)
 	}
 	return out
+}
+
+// storeRealisticPods stores n storagetest.RealisticPods of round (the same
+// pods each round, changed), in batches as a synchronizer writes them.
+func storeRealisticPods(tb testing.TB, s storage.Interface, n, round int) {
+	tb.Helper()
+	rng := rand.New(rand.NewPCG(11, 11))
+	for i := 0; i < n; i += storagetest.BenchBatch {
+		changes := make([]storage.Change, 0, storagetest.BenchBatch)
+		for j := i; j < i+storagetest.BenchBatch; j++ {
+			changes = append(changes, storage.Upsert(storagetest.RealisticPod(rng, j, round)))
+		}
+		if _, err := s.ForCluster(storagetest.BenchCluster(i), storage.Unfenced).Apply(context.Background(), podsGVR, changes); err != nil {
+			tb.Fatal(err)
+		}
+	}
 }

@@ -733,7 +733,7 @@ func TestNamespacePageReadsItsRange(t *testing.T) {
 // estimated a label on a quarter of a million pods to match 338 of them:
 // a page that required it read and sorted all 251,100 (3.7 s).
 func TestPostgresPlansEachExecution(t *testing.T) {
-	s := postgres(t).Open(t)
+	s := backend(t, "postgres").Open(t)
 	upsertPods(t, s, 100, "1")
 	var plans struct{ Generic, Custom int }
 	// One connection: prepared statements are a session's.
@@ -759,7 +759,7 @@ func TestPostgresPlansEachExecution(t *testing.T) {
 // not from the three's shares multiplied (a tenth of the rows hold the key
 // and a tenth the value: a hundredth, where all of them are the label's).
 func TestPostgresEstimatesCommonLabels(t *testing.T) {
-	s := postgres(t).Open(t)
+	s := backend(t, "postgres").Open(t)
 	const pods = 2000
 	for i := 0; i < pods; i += 500 {
 		changes := make([]storage.Change, 0, 500)

@@ -18,7 +18,7 @@ import (
 // twenty thousand: until then its plans assume default selectivities
 // (a first sync's key lookups read whole namespaces).
 func TestNewTablesAnalyzedEarly(t *testing.T) {
-	s := postgres(t).Open(t)
+	s := backend(t, "postgres").Open(t)
 	upsertPods(t, s, 1500, "1")
 	testenv.Eventually(t, 30*time.Second, func() error {
 		// last_analyze: the store's analyze, not autovacuum's
@@ -41,7 +41,7 @@ func TestNewTablesAnalyzedEarly(t *testing.T) {
 // or once 20,000 were and ten minutes passed (churn).
 func TestLargeTablesAnalyzedAsTheyGrowByHalf(t *testing.T) {
 	const objects = 44000 // a refresh is due 22,000 rows on
-	opts := postgres(t).Options(t)
+	opts := backend(t, "postgres").Options(t)
 	first := storagetest.OpenStore(t, opts)
 	upsertPods(t, first, objects, "1")
 	db := sqlstore.GormDB(first)
@@ -118,13 +118,15 @@ func upsertPods(t *testing.T, s *sqlstore.Store, n int, memberRV string) {
 	}
 }
 
-func postgres(t *testing.T) storagetest.Backend {
+// backend is the storagetest backend of name, for a test of what one
+// database alone does.
+func backend(t *testing.T, name string) storagetest.Backend {
 	for _, b := range storagetest.Backends() {
-		if b.Name == "postgres" {
+		if b.Name == name {
 			return b
 		}
 	}
-	t.Fatal("no PostgreSQL backend")
+	t.Fatalf("no %s backend", name)
 	return storagetest.Backend{}
 }
 
@@ -132,7 +134,7 @@ func postgres(t *testing.T) storagetest.Backend {
 // rows were replaced or deleted, and not for rows only added (an initial
 // sync has nothing to vacuum).
 func TestVacuumedAfterReplaces(t *testing.T) {
-	s := postgres(t).Open(t)
+	s := backend(t, "postgres").Open(t)
 	// resources' analyzes, and its vacuums beyond those: VACUUM (ANALYZE)
 	// counts as both, the migrations' ANALYZE as an analyze.
 	maintained := func() (analyzes, vacuums int) {
