@@ -30,6 +30,7 @@ package watchcache
 
 import (
 	"errors"
+	"math"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -209,15 +210,49 @@ var errNoRoom = notCachedError("the watch cache's memory budget is taken by othe
 // touch marks r as used now, for evict's order.
 func (c *Cache) touch(r *resource) { r.used.Store(c.clock.Add(1)) }
 
-// DefaultMemoryBudget is the budget of a cache in a container whose cgroup
-// file system is at root: a quarter of its memory limit, 0 (unlimited)
-// when it has none. A quarter, because the heap the cache holds is about
-// its estimate, the garbage collector lets the heap grow to twice what is
-// live before it collects (GOGC), and requests, encoding and the rest of
-// the server need the remaining half. Without a limit the operator chose
-// none, and there is no figure to derive one from: the cache holds what
-// is read, as it did before budgets.
-func DefaultMemoryBudget(root string) int64 { return containermemory.Limit(root) / 4 }
+// DefaultMemoryBudget is the budget of the cache of an API server alone
+// in a container whose cgroup file system is at root: the one whose
+// GoMemoryLimit is nine tenths of the container's limit, so that Go's soft
+// limit is the same whichever of the two the operator sets; at least a
+// quarter of the limit, in a container too small for the server's own
+// memory beside it; 0 (unlimited) when it has no limit. Without a limit
+// the operator chose none, and there is no figure to derive one from: the
+// cache holds what is read, as it did before budgets.
+func DefaultMemoryBudget(root string) int64 {
+	limit := containermemory.Limit(root)
+	return max(SharedMemoryBudget(root), (limit/10*9-serverMemory)/13*10)
+}
+
+// SharedMemoryBudget is the default budget of a cache that shares its
+// container with the controller manager (panorama serve): a quarter of
+// the container's memory limit, the rest left to the controller's syncs,
+// the server and the collector, whose soft limit the budget then does not
+// set (it would not describe the controller's memory).
+func SharedMemoryBudget(root string) int64 { return containermemory.Limit(root) / 4 }
+
+// serverMemory is what an API server holds beside its watch cache: its
+// clients, informers, requests in flight and the runtime.
+const serverMemory = 300 << 20
+
+// GoMemoryLimit is Go's soft memory limit for an API server whose cache
+// has budget (0 when unlimited: none). The cache's estimate of its heap
+// is mostly above the heap (TestHeldBytesEstimate), and the live heap
+// peaked under the budget at scale; with the collector free to let the
+// heap grow to twice what is live, resident memory grew to about twice
+// the budget, while under this limit it stays within issue 35's bound,
+// 1.3 × the budget + serverMemory, at no cost in the latency of reads
+// (BenchmarkBudgetedCache, operations.md "Memory of the API server").
+// Past it (watched resources held beyond the budget), Go collects more
+// often and lets the heap grow on.
+func GoMemoryLimit(budget int64) int64 {
+	if budget <= 0 {
+		return 0
+	}
+	if budget > (math.MaxInt64-serverMemory)/13*10 {
+		return math.MaxInt64 // no bound in reach
+	}
+	return budget/10*13 + serverMemory
+}
 
 // The cache's metrics, measured here.
 var (

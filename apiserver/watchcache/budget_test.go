@@ -4,10 +4,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,18 +23,51 @@ import (
 	"github.com/panorama-io/panorama/storage/storagetest"
 )
 
-// TestDefaultMemoryBudget: a quarter of the container's memory limit
-// (containermemory.Limit reads it), none without one.
+// TestDefaultMemoryBudget: the budget whose Go soft limit is nine tenths
+// of the container's memory limit (containermemory.Limit reads it), at
+// least a quarter of the limit; none without one.
 func TestDefaultMemoryBudget(t *testing.T) {
-	limited := t.TempDir()
-	if err := os.WriteFile(filepath.Join(limited, "memory.max"), []byte("4294967296\n"), 0o644); err != nil {
+	budgetUnder := func(limit int64) int64 {
+		root := t.TempDir()
+		if err := os.WriteFile(filepath.Join(root, "memory.max"), []byte(strconv.FormatInt(limit, 10)+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return watchcache.DefaultMemoryBudget(root)
+	}
+	for _, limit := range []int64{1 << 30, 4 << 30, 64 << 30} {
+		budget := budgetUnder(limit)
+		// Rounded down to the budget's tenths.
+		if soft, nineTenths := watchcache.GoMemoryLimit(budget), limit/10*9; soft > nineTenths || soft < nineTenths-13 {
+			t.Errorf("under a %d MiB limit: budget %d MiB, whose soft limit %d is not nine tenths of the limit, %d", limit>>20, budget>>20, soft, nineTenths)
+		}
+	}
+	// 0.9 × 512 MiB leaves too little beside the server's 300 MiB.
+	if got := budgetUnder(512 << 20); got != 128<<20 {
+		t.Errorf("under a 512 MiB limit: budget %d MiB, want a quarter, 128 MiB", got>>20)
+	}
+	shared := t.TempDir()
+	if err := os.WriteFile(filepath.Join(shared, "memory.max"), []byte("4294967296\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if got := watchcache.DefaultMemoryBudget(limited); got != 1<<30 {
-		t.Errorf("under a 4 GiB limit: budget %d, want 1 GiB", got)
+	if got := watchcache.SharedMemoryBudget(shared); got != 1<<30 {
+		t.Errorf("beside the controller under a 4 GiB limit: budget %d MiB, want a quarter, 1024 MiB", got>>20)
 	}
 	if got := watchcache.DefaultMemoryBudget(t.TempDir()); got != 0 {
 		t.Errorf("without a limit: budget %d, want none", got)
+	}
+}
+
+// TestGoMemoryLimit: 1.3 times the budget and 300 MiB for the rest of the
+// server (issue 35's bound on its resident memory); none for no budget.
+func TestGoMemoryLimit(t *testing.T) {
+	for _, tc := range []struct{ budget, want int64 }{
+		{0, 0},
+		{1000 << 20, 1300<<20 + 300<<20},
+		{math.MaxInt64, math.MaxInt64}, // --watch-cache-memory-budget=8Ei
+	} {
+		if got := watchcache.GoMemoryLimit(tc.budget); got != tc.want {
+			t.Errorf("budget %d: soft limit %d, want %d", tc.budget, got, tc.want)
+		}
 	}
 }
 

@@ -81,8 +81,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Most watches one user has open at once; beyond, a watch is refused with 429 Too Many Requests. 0 means unlimited.")
 	fs.Var(quantityBytes{&o.MemoryBudget}, "watch-cache-memory-budget",
 		"Memory the watch cache's resources may hold (a quantity: 4Gi, 500M). Past it, the least recently read resources without watches are evicted, "+
-			"and what the cache does not hold is read from the database. The default is a quarter of the container's memory limit (cgroup memory.max), "+
-			"unlimited when it has none. 0 means unlimited.")
+			"and what the cache does not hold is read from the database. The API server's Go soft memory limit follows it (1.3 times the budget and 300Mi, "+
+			"at most nine tenths of the container's memory limit; GOMEMLIMIT overrides). The default, under a container memory limit (cgroup memory.max), "+
+			"is the budget whose soft limit is nine tenths of it, at least a quarter of it (a quarter in panorama serve, beside the controller), "+
+			"and unlimited without one. 0 means unlimited.")
 }
 
 // quantityBytes binds a flag given as a resource.Quantity to a count of

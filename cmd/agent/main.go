@@ -41,7 +41,7 @@ func main() {
 	if err := logsapi.ValidateAndApply(logOpts, nil); err != nil {
 		fail("invalid flags", err)
 	}
-	containermemory.FitGo(containermemory.CgroupRoot)
+	containermemory.FitGo(containermemory.CgroupRoot, 0)
 	member, err := memberConfig(kubeconfig)
 	if err != nil {
 		fail("configuring access to the member (--kubeconfig)", err)

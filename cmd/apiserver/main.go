@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/panorama-io/panorama/apiserver"
+	"github.com/panorama-io/panorama/apiserver/watchcache"
 	"github.com/panorama-io/panorama/internal/containermemory"
 	"github.com/panorama-io/panorama/storage/sqlstore"
 )
@@ -44,13 +45,13 @@ func main() {
 	if err := logsapi.ValidateAndApply(logOpts, nil); err != nil {
 		fail("invalid flags", err)
 	}
-	containermemory.FitGo(containermemory.CgroupRoot)
 	storageOpts.DSN = cmp.Or(storageOpts.DSN, os.Getenv(dsnEnv))
 	storageOpts.ReadDSN = cmp.Or(storageOpts.ReadDSN, os.Getenv(readDSNEnv))
 	opts.Complete()
 	if err := errors.Join(opts.Validate(), storageOpts.Validate()); err != nil {
 		fail("invalid flags", err)
 	}
+	containermemory.FitGo(containermemory.CgroupRoot, watchcache.GoMemoryLimit(opts.WatchCache.MemoryBudget))
 	ctx := genericapiserver.SetupSignalContext()
 	store, err := sqlstore.OpenForReads(ctx, storageOpts)
 	if err != nil {

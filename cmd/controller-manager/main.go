@@ -57,7 +57,7 @@ func main() {
 		fail("invalid flags", err)
 	}
 	ctrl.SetLogger(klog.NewKlogr())
-	containermemory.FitGo(containermemory.CgroupRoot)
+	containermemory.FitGo(containermemory.CgroupRoot, 0)
 	storageOpts.DSN = cmp.Or(storageOpts.DSN, os.Getenv(dsnEnv))
 	opts.Sharding.Namespace = leaderNamespace
 	if err := opts.Validate(); err != nil {

@@ -108,7 +108,9 @@ func exitOn(err error) {
 
 func serve() {
 	opts := allinone.ParseFlags(nil)
-	containermemory.FitGo(containermemory.CgroupRoot)
+	// The controller syncs beside the cache: its budget does not say what
+	// the process needs (watchcache.SharedMemoryBudget).
+	containermemory.FitGo(containermemory.CgroupRoot, 0)
 	ctx := ctrl.SetupSignalHandler()
 
 	host, err := clientcmd.BuildConfigFromFlags("", opts.Server.Recommended.CoreAPI.CoreAPIKubeconfigPath)

@@ -19,7 +19,9 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/panorama-io/panorama/apiserver"
+	"github.com/panorama-io/panorama/apiserver/watchcache"
 	"github.com/panorama-io/panorama/controllers"
+	"github.com/panorama-io/panorama/internal/containermemory"
 	"github.com/panorama-io/panorama/storage/sqlstore"
 )
 
@@ -39,8 +41,14 @@ type Options struct {
 }
 
 // NewOptions returns the defaults.
-func NewOptions() *Options {
-	return &Options{Server: apiserver.NewOptions(), Logs: logs.NewOptions()}
+func NewOptions() *Options { return newOptions(containermemory.CgroupRoot) }
+
+// newOptions are the defaults in a container whose cgroup file system is
+// at root.
+func newOptions(root string) *Options {
+	o := &Options{Server: apiserver.NewOptions(), Logs: logs.NewOptions()}
+	o.Server.WatchCache.MemoryBudget = watchcache.SharedMemoryBudget(root)
+	return o
 }
 
 // AddFlags binds every flag of both components and the logging flags.

@@ -37,26 +37,35 @@ func Limit(root string) int64 {
 	return 0
 }
 
-// FitGo sets Go's soft memory limit (GOMEMLIMIT) to nine tenths of the
-// limit of the container whose cgroup file system is at root, unless the
-// environment sets GOMEMLIMIT or the container has no limit, and returns
-// what it set (0 when nothing). Without it, the collector lets the heap
-// grow to twice what is live before it collects, whatever the container
-// allows, and a process whose live heap is over half its limit (a watch
-// cache at its budget, a controller syncing a fleet) is killed rather
-// than made to collect sooner. The tenth left is for what the runtime
-// does not count against it: memory freed but not yet returned, and the
-// collector's reaction time.
-func FitGo(root string) int64 {
+// FitGo sets Go's soft memory limit (GOMEMLIMIT), unless the environment
+// sets it, to nine tenths of the limit of the container whose cgroup file
+// system is at root, or to most when that is above 0 and smaller, and
+// returns what it set (0 when nothing: no GOMEMLIMIT, container limit or
+// most). Without it, the collector lets the heap grow to twice what is
+// live before it collects, whatever the container allows, and a process
+// whose live heap is over half its limit (a watch cache at its budget, a
+// controller syncing a fleet) is killed rather than made to collect
+// sooner. The tenth left is for what the runtime does not count against
+// it: memory freed but not yet returned, and the collector's reaction
+// time. most is what the process needs by its own settings (an API
+// server's watch cache budget): memory it takes as a setting, not as
+// whatever its container allows.
+func FitGo(root string, most int64) int64 {
 	if _, set := os.LookupEnv("GOMEMLIMIT"); set {
 		return 0
 	}
 	limit := Limit(root)
-	if limit == 0 {
+	soft := limit / 10 * 9
+	switch {
+	case most > 0 && (soft == 0 || most < soft):
+		soft = most
+	case most > soft:
+		klog.InfoS("The process's settings need more memory than its container's limit allows: it may be killed for running out of memory", "settings", most, "container", limit)
+	}
+	if soft == 0 {
 		return 0
 	}
-	soft := limit / 10 * 9
 	debug.SetMemoryLimit(soft)
-	klog.InfoS("Go's soft memory limit set to nine tenths of the container's (GOMEMLIMIT overrides)", "limit", soft, "container", limit)
+	klog.InfoS("Go's soft memory limit set (GOMEMLIMIT overrides): nine tenths of the container's limit, or what the process's settings need if less", "limit", soft, "container", limit, "settings", most)
 	return soft
 }

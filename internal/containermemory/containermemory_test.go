@@ -48,26 +48,39 @@ func TestLimit(t *testing.T) {
 	}
 }
 
-// TestFitGo: Go's soft limit becomes nine tenths of the container's,
-// unless GOMEMLIMIT is set, even empty, or the container has no limit.
+// TestFitGo: Go's soft limit becomes nine tenths of the container's, or
+// what the process's settings need when that is less, unless GOMEMLIMIT
+// is set, even empty; nothing without a container limit or settings.
 func TestFitGo(t *testing.T) {
 	before := debug.SetMemoryLimit(-1)
 	t.Cleanup(func() { debug.SetMemoryLimit(before) })
 	limited := cgroup(t, map[string]string{"memory.max": "1073741824\n"})
+	unlimited := cgroup(t, map[string]string{"memory.max": "max\n"})
 
 	t.Setenv("GOMEMLIMIT", "")
-	if got := containermemory.FitGo(limited); got != 0 || debug.SetMemoryLimit(-1) != before {
+	if got := containermemory.FitGo(limited, 256<<20); got != 0 || debug.SetMemoryLimit(-1) != before {
 		t.Fatalf("with GOMEMLIMIT set: set %d, Go's limit %d, want it left at %d", got, debug.SetMemoryLimit(-1), before)
 	}
 	if err := os.Unsetenv("GOMEMLIMIT"); err != nil {
 		t.Fatal(err)
 	}
 	debug.SetMemoryLimit(math.MaxInt64)
-	if got := containermemory.FitGo(cgroup(t, map[string]string{"memory.max": "max\n"})); got != 0 || debug.SetMemoryLimit(-1) != math.MaxInt64 {
-		t.Fatalf("without a container limit: set %d, Go's limit %d", got, debug.SetMemoryLimit(-1))
+	if got := containermemory.FitGo(unlimited, 0); got != 0 || debug.SetMemoryLimit(-1) != math.MaxInt64 {
+		t.Fatalf("without a container limit or settings: set %d, Go's limit %d", got, debug.SetMemoryLimit(-1))
 	}
-	want := int64(1<<30) / 10 * 9
-	if got := containermemory.FitGo(limited); got != want || debug.SetMemoryLimit(-1) != want {
-		t.Fatalf("under 1 GiB: set %d, Go's limit %d, want %d", got, debug.SetMemoryLimit(-1), want)
+	nineTenths := int64(1<<30) / 10 * 9
+	for _, tc := range []struct {
+		name       string
+		root       string
+		most, want int64
+	}{
+		{"under 1 GiB", limited, 0, nineTenths},
+		{"under 1 GiB, settings needing less", limited, 256 << 20, 256 << 20},
+		{"under 1 GiB, settings needing more", limited, 2 << 30, nineTenths},
+		{"without a container limit, settings", unlimited, 256 << 20, 256 << 20},
+	} {
+		if got := containermemory.FitGo(tc.root, tc.most); got != tc.want || debug.SetMemoryLimit(-1) != tc.want {
+			t.Errorf("%s: set %d, Go's limit %d, want %d", tc.name, got, debug.SetMemoryLimit(-1), tc.want)
+		}
 	}
 }
