@@ -220,7 +220,7 @@ func (c *Cache) touch(r *resource) { r.used.Store(c.clock.Add(1)) }
 // cache holds what is read, as it did before budgets.
 func DefaultMemoryBudget(root string) int64 {
 	limit := containermemory.Limit(root)
-	return max(SharedMemoryBudget(root), (limit/10*9-serverMemory)/13*10)
+	return max(sharedBudget(limit), (limit/10*9-serverMemory)/13*10)
 }
 
 // SharedMemoryBudget is the default budget of a cache that shares its
@@ -228,7 +228,10 @@ func DefaultMemoryBudget(root string) int64 {
 // the container's memory limit, the rest left to the controller's syncs,
 // the server and the collector, whose soft limit the budget then does not
 // set (it would not describe the controller's memory).
-func SharedMemoryBudget(root string) int64 { return containermemory.Limit(root) / 4 }
+func SharedMemoryBudget(root string) int64 { return sharedBudget(containermemory.Limit(root)) }
+
+// sharedBudget is SharedMemoryBudget under a container memory limit.
+func sharedBudget(limit int64) int64 { return limit / 4 }
 
 // serverMemory is what an API server holds beside its watch cache: its
 // clients, informers, requests in flight and the runtime.

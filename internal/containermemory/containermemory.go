@@ -40,8 +40,8 @@ func Limit(root string) int64 {
 // FitGo sets Go's soft memory limit (GOMEMLIMIT), unless the environment
 // sets it, to nine tenths of the limit of the container whose cgroup file
 // system is at root, or to most when that is above 0 and smaller, and
-// returns what it set (0 when nothing: no GOMEMLIMIT, container limit or
-// most). Without it, the collector lets the heap grow to twice what is
+// returns what it set (0 when nothing: GOMEMLIMIT is set, or there is
+// neither a container limit nor most). Without it, the collector lets the heap grow to twice what is
 // live before it collects, whatever the container allows, and a process
 // whose live heap is over half its limit (a watch cache at its budget, a
 // controller syncing a fleet) is killed rather than made to collect
