@@ -45,16 +45,7 @@ func BenchmarkBudgetedCache(b *testing.B) {
 			for r := range resources {
 				gvr := schema.GroupVersionResource{Group: fmt.Sprintf("r%d.example.com", r), Version: "v1", Resource: "pods"}
 				gvrs = append(gvrs, gvr)
-				rng := rand.New(rand.NewPCG(uint64(r), 7))
-				for i := 0; i < n; i += page {
-					var changes []storage.Change
-					for j := i; j < min(i+page, n); j++ {
-						changes = append(changes, storage.Upsert(storagetest.RealisticPod(rng, j, 0)))
-					}
-					if _, err := s.ForCluster("east", storage.Unfenced).Apply(ctx, gvr, changes); err != nil {
-						b.Fatal(err)
-					}
-				}
+				storagetest.StoreRealisticPods(b, s, gvr, rand.New(rand.NewPCG(uint64(r), 7)), n, 0, storagetest.InCluster("east"))
 				q := storage.ListQuery{GVR: gvr, Limit: page}
 				for {
 					p, err := s.List(ctx, &q)

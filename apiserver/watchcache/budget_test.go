@@ -597,14 +597,7 @@ func TestHeldBytesEstimate(t *testing.T) {
 	s := storagetest.Backends()[0].Open(t)
 	ctx := context.Background()
 	for round := range 2 {
-		rng := rand.New(rand.NewPCG(11, 11))
-		var changes []storage.Change
-		for i := range n {
-			changes = append(changes, storage.Upsert(storagetest.RealisticPod(rng, i, round)))
-		}
-		if _, err := s.ForCluster("east", storage.Unfenced).Apply(ctx, pods, changes); err != nil {
-			t.Fatal(err)
-		}
+		storagetest.StoreRealisticPods(t, s, pods, rand.New(rand.NewPCG(11, 11)), n, round, storagetest.InCluster("east"))
 	}
 	before := liveHeap()
 	c := run(t, s, watchcache.Options{})

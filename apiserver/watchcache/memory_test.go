@@ -30,19 +30,10 @@ func BenchmarkCachedObjectMemory(b *testing.B) {
 }
 
 func benchmarkCachedObjectMemory(b *testing.B, s storage.Interface) {
-	const n, batch = 10_000, 500
+	const n = 10_000
 	ctx := context.Background()
 	for round := range 2 {
-		rng := rand.New(rand.NewPCG(11, 11))
-		for i := 0; i < n; i += batch {
-			changes := make([]storage.Change, 0, batch)
-			for j := i; j < i+batch; j++ {
-				changes = append(changes, storage.Upsert(storagetest.RealisticPod(rng, j, round)))
-			}
-			if _, err := s.ForCluster("east", storage.Unfenced).Apply(ctx, pods, changes); err != nil {
-				b.Fatal(err)
-			}
-		}
+		storagetest.StoreRealisticPods(b, s, pods, rand.New(rand.NewPCG(11, 11)), n, round, storagetest.InCluster("east"))
 		heapBefore, rssBefore := memory(b)
 		cctx, cancel := context.WithCancel(ctx)
 		c := watchcache.New(s, watchcache.Options{})

@@ -46,7 +46,7 @@ func BenchmarkBytesPerObject(b *testing.B) {
 			ctx := context.Background()
 			write := func(round int) {
 				start := time.Now()
-				storeRealisticPods(b, s, n, round)
+				storagetest.StoreRealisticPods(b, s, podsGVR, rand.New(rand.NewPCG(11, 11)), n, round, storagetest.BenchCluster)
 				rate := float64(n) / time.Since(start).Seconds()
 				b.ReportMetric(rate, fmt.Sprintf("round-%d-objects/s", round))
 				b.Logf("%s: round %d wrote %d pods at %.0f/s", be.Name, round, n, rate)
@@ -194,20 +194,4 @@ func sqliteTableBytes(b *testing.B, db *gorm.DB) map[string]int64 {
 		b.Fatal(err)
 	}
 	return out
-}
-
-// storeRealisticPods stores n storagetest.RealisticPods of round (the same
-// pods each round, changed), in batches as a synchronizer writes them.
-func storeRealisticPods(tb testing.TB, s storage.Interface, n, round int) {
-	tb.Helper()
-	rng := rand.New(rand.NewPCG(11, 11))
-	for i := 0; i < n; i += storagetest.BenchBatch {
-		changes := make([]storage.Change, 0, storagetest.BenchBatch)
-		for j := i; j < i+storagetest.BenchBatch; j++ {
-			changes = append(changes, storage.Upsert(storagetest.RealisticPod(rng, j, round)))
-		}
-		if _, err := s.ForCluster(storagetest.BenchCluster(i), storage.Unfenced).Apply(context.Background(), podsGVR, changes); err != nil {
-			tb.Fatal(err)
-		}
-	}
 }

@@ -2,6 +2,7 @@ package sqlstore_test
 
 import (
 	"context"
+	"math/rand/v2"
 	"testing"
 
 	"gorm.io/gorm"
@@ -119,7 +120,7 @@ func TestDictionaryAfterRestore(t *testing.T) {
 // How full pages are is InnoDB's own account: the test is MariaDB's.
 func TestAttributeRowsFillTheirPages(t *testing.T) {
 	s := backend(t, "mysql").Open(t)
-	storeRealisticPods(t, s, 2_000, 0)
+	storagetest.StoreRealisticPods(t, s, podsGVR, rand.New(rand.NewPCG(11, 11)), 2_000, 0, storagetest.BenchCluster)
 	db := sqlstore.GormDB(s)
 	for _, stmt := range []string{
 		"CREATE TABLE filled LIKE object_attributes",

@@ -85,6 +85,26 @@ func IngestPods(b *testing.B, backend string, s storage.Interface, n int) []*sto
 	return mem
 }
 
+// StoreRealisticPods stores RealisticPods 0..n-1 of round, drawn from
+// rng, under gvr, BenchBatch at a time as a synchronizer writes them: the
+// batch that begins with pod i in the cluster that cluster(i) names.
+func StoreRealisticPods(tb testing.TB, s storage.Interface, gvr schema.GroupVersionResource, rng *rand.Rand, n, round int, cluster func(i int) string) {
+	tb.Helper()
+	for i := 0; i < n; i += BenchBatch {
+		changes := make([]storage.Change, 0, BenchBatch)
+		for j := i; j < min(i+BenchBatch, n); j++ {
+			changes = append(changes, storage.Upsert(RealisticPod(rng, j, round)))
+		}
+		if _, err := s.ForCluster(cluster(i), storage.Unfenced).Apply(context.Background(), gvr, changes); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
+// InCluster is a cluster function of StoreRealisticPods that puts every
+// batch in the one cluster named.
+func InCluster(name string) func(int) string { return func(int) string { return name } }
+
 // BenchCountObjects is how many pods the count benchmarks count:
 // PANORAMA_BENCH_COUNT_OBJECTS when set (make bench-count-1m), else def.
 func BenchCountObjects(b *testing.B, def int) int {

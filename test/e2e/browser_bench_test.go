@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -16,7 +15,6 @@ import (
 	"time"
 
 	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
-	"github.com/panorama-io/panorama/storage"
 	"github.com/panorama-io/panorama/storage/sqlstore"
 	"github.com/panorama-io/panorama/storage/storagetest"
 	"github.com/panorama-io/panorama/test/testenv"
@@ -76,17 +74,10 @@ func benchPageCluster(i int) string { return fmt.Sprintf("cluster-%02d", i) }
 func seedPages(b *testing.B, opts sqlstore.Options, n, clusters int) {
 	store := storagetest.OpenStore(b, opts)
 	defer store.Close()
-	rng := rand.New(rand.NewPCG(7, 7))
 	start := time.Now()
-	for i, batch := 0, 0; i < n; i, batch = i+storagetest.BenchBatch, batch+1 {
-		changes := make([]storage.Change, 0, storagetest.BenchBatch)
-		for j := i; j < min(i+storagetest.BenchBatch, n); j++ {
-			changes = append(changes, storage.Upsert(storagetest.RealisticPod(rng, j, 0)))
-		}
-		if _, err := store.ForCluster(benchPageCluster(batch%clusters), storage.Unfenced).Apply(context.Background(), storagetest.Pods, changes); err != nil {
-			b.Fatal(err)
-		}
-	}
+	storagetest.StoreRealisticPods(b, store, storagetest.Pods, rand.New(rand.NewPCG(7, 7)), n, 0, func(i int) string {
+		return benchPageCluster(i / storagetest.BenchBatch % clusters)
+	})
 	b.Logf("seeded %d pods over %d clusters in %v", n, clusters, time.Since(start).Round(time.Millisecond))
 }
 
