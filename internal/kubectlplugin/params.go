@@ -2,6 +2,7 @@ package kubectlplugin
 
 import (
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -15,6 +16,8 @@ type searchFlag struct {
 	usage string
 	// many takes a comma-separated list, or the flag repeated.
 	many bool
+	// boolean is a flag that, like kubectl's, is true when given alone.
+	boolean bool
 	// search and count say which commands take the flag: the server
 	// refuses asOf and orderby on counts, and groupBy is what a count is.
 	search, count bool
@@ -45,14 +48,14 @@ var searchFlags = []searchFlag{
 		usage: "Only objects created before this time (RFC3339, a date or Unix seconds)."},
 	{param: "orderby", flag: "order-by", many: true, search: true,
 		usage: "Order by cluster, namespace, name or created_at, each optionally followed by ' desc'."},
-	{param: "withRemainingCount", flag: "with-remaining-count", search: true,
-		usage: "Have the server count the objects left after each page (true or false)."},
-	{param: "onlyMetadata", flag: "only-metadata", search: true,
-		usage: "Only the objects' metadata (true or false), for -o json|yaml."},
+	{param: "withRemainingCount", flag: "with-remaining-count", search: true, boolean: true,
+		usage: "Have the server count the objects left after each page."},
+	{param: "onlyMetadata", flag: "only-metadata", search: true, boolean: true,
+		usage: "Only the objects' metadata, for -o json|yaml."},
 	{param: "groupBy", flag: "group-by", many: true, count: true,
 		usage: "Up to 4 terms to count by: cluster, namespace, label:<key>, field:<path> (default: cluster)."},
-	{param: "withHeldSince", flag: "with-held-since", count: true,
-		usage: "Give each group when it last went from no objects to some, since when a cluster runs an image say (true or false)."},
+	{param: "withHeldSince", flag: "with-held-since", count: true, boolean: true,
+		usage: "Give each group when it last went from no objects to some, since when a cluster runs an image say."},
 	{param: "images", flag: "images", many: true, search: true, count: true,
 		usage: "Only objects running an image whose reference contains any of these."},
 	{param: "q", flag: "keywords", many: true, search: true, count: true,
@@ -89,10 +92,33 @@ func addSearchFlags(fs *pflag.FlagSet, forCount bool) *searchValues {
 		if f.many {
 			v.many[f.param] = fs.StringSlice(f.flag, nil, f.usage)
 		} else {
-			v.one[f.param] = fs.String(f.flag, "", f.usage)
+			v.one[f.param] = new(string)
+			if f.boolean {
+				fs.Var(boolParam{v.one[f.param]}, f.flag, f.usage)
+				fs.Lookup(f.flag).NoOptDefVal = "true"
+			} else {
+				fs.StringVar(v.one[f.param], f.flag, "", f.usage)
+			}
 		}
 	}
 	return v
+}
+
+// boolParam is a boolean parameter's flag: kept as the parameter's text,
+// left out of the query while not set, and typed bool for pflag, which
+// then neither asks for a value nor shows one in the help.
+type boolParam struct{ s *string }
+
+func (b boolParam) String() string { return *b.s }
+func (b boolParam) Type() string   { return "bool" }
+
+func (b boolParam) Set(v string) error {
+	on, err := strconv.ParseBool(v)
+	if err != nil {
+		return err
+	}
+	*b.s = strconv.FormatBool(on)
+	return nil
 }
 
 // query is the values set as URL parameters of a view.

@@ -89,6 +89,35 @@ func TestSearchQuery(t *testing.T) {
 	}
 }
 
+// TestBooleanFlags: a boolean parameter's flag is true alone, as
+// kubectl's are, false when it says so, and refuses what is neither.
+func TestBooleanFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want url.Values
+	}{
+		{[]string{"--with-remaining-count", "--only-metadata=false"}, url.Values{"withRemainingCount": {"true"}, "onlyMetadata": {"false"}}},
+		{[]string{"--with-remaining-count=1", "--only-metadata=F"}, url.Values{"withRemainingCount": {"true"}, "onlyMetadata": {"false"}}},
+	} {
+		fs := pflag.NewFlagSet("search", pflag.ContinueOnError)
+		s := addSearchFlags(fs, false)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		if got := s.query(); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%v: query %v, want %v", tc.args, got, tc.want)
+		}
+	}
+	fs := pflag.NewFlagSet("count", pflag.ContinueOnError)
+	c := addSearchFlags(fs, true)
+	if err := fs.Parse([]string{"--with-held-since", "pods"}); err != nil || !reflect.DeepEqual(c.query(), url.Values{"withHeldSince": {"true"}}) || !slices.Equal(fs.Args(), []string{"pods"}) {
+		t.Errorf("--with-held-since pods: %v, query %v, args %v", err, c.query(), fs.Args())
+	}
+	if err := fs.Parse([]string{"--with-held-since=maybe"}); err == nil {
+		t.Error("--with-held-since=maybe was taken")
+	}
+}
+
 func TestCountTakesGroupByNotAsOf(t *testing.T) {
 	cmd := newCountCommand(&options{})
 	if cmd.Flags().Lookup("group-by") == nil || cmd.Flags().Lookup("as-of") != nil {
