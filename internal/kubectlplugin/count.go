@@ -2,14 +2,9 @@ package kubectlplugin
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"strconv"
-	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	searchv1alpha1 "github.com/panorama-io/panorama/apis/search/v1alpha1"
 	"github.com/panorama-io/panorama/internal/viewclient"
@@ -68,72 +63,28 @@ func (c *countOptions) run(ctx context.Context, resource string) error {
 	if q.Get("groupBy") == "" {
 		q.Set("groupBy", "cluster")
 	}
-	body, warnings, err := views.Get(ctx, searchv1alpha1.ViewPath(c.cluster)+viewclient.ResourcePath(m.Resource, ns), q, false)
-	c.warn(warnings)
-	if err != nil {
-		return err
-	}
+	path := searchv1alpha1.ViewPath(c.cluster) + viewclient.ResourcePath(m.Resource, ns)
 	if !c.print.humanReadable() {
+		body, warnings, err := views.Get(ctx, path, q, false)
+		c.warn(warnings)
+		if err != nil {
+			return err
+		}
 		u, err := asUnstructured(body)
 		if err != nil {
 			return err
 		}
 		return c.print.printObject(u, c.streams.Out)
 	}
-	var counts searchv1alpha1.Counts
-	if err := json.Unmarshal(body, &counts); err != nil {
-		return fmt.Errorf("decoding the counts: %w", err)
+	// The server's Table, as kubectl get prints it: SINCE REVISION with
+	// -o wide.
+	t, warnings, err := views.GetTable(ctx, path, q)
+	c.warn(warnings)
+	if err != nil {
+		return err
 	}
-	if counts.RemainingItemCount != nil {
-		c.warn([]string{fmt.Sprintf("%d more groups left out", *counts.RemainingItemCount)})
+	if t.RemainingItemCount != nil {
+		c.warn([]string{fmt.Sprintf("%d more groups left out", *t.RemainingItemCount)})
 	}
-	periods, _ := strconv.ParseBool(q.Get("withHeldSince")) // the server refused it if not a boolean
-	return c.print.printTable(countsTable(&counts, periods), false, c.streams.Out)
-}
-
-// countsTable is a Table of the groups: a column for each term, then
-// COUNT.
-func countsTable(counts *searchv1alpha1.Counts, periods bool) *metav1.Table {
-	t := &metav1.Table{}
-	for _, term := range counts.GroupBy {
-		t.ColumnDefinitions = append(t.ColumnDefinitions, metav1.TableColumnDefinition{Name: strings.ToUpper(term), Type: "string"})
-	}
-	t.ColumnDefinitions = append(t.ColumnDefinitions, metav1.TableColumnDefinition{Name: "COUNT", Type: "integer"})
-	if periods {
-		t.ColumnDefinitions = append(t.ColumnDefinitions, metav1.TableColumnDefinition{Name: "HELD SINCE", Type: "string"},
-			metav1.TableColumnDefinition{Name: "SINCE REVISION", Type: "string"})
-	}
-	for _, g := range counts.Items {
-		cells := make([]any, 0, len(counts.GroupBy)+3)
-		for _, term := range counts.GroupBy {
-			v, ok := g.Group[term]
-			if !ok {
-				v = "<none>"
-			}
-			cells = append(cells, v)
-		}
-		cells = append(cells, g.Count)
-		if periods {
-			cells = append(cells, periodCells(g.HeldSince)...)
-		}
-		t.Rows = append(t.Rows, metav1.TableRow{Cells: cells})
-	}
-	return t
-}
-
-// periodCells are a group's HELD SINCE and SINCE REVISION, as the
-// server's Table has them: <none> for the group lacking the key,
-// <unknown> for a period Panorama cannot date.
-func periodCells(h *searchv1alpha1.HeldSince) []any {
-	switch {
-	case h == nil:
-		return []any{"<none>", "<none>"}
-	case h.Revision == 0:
-		return []any{"<unknown>", "<unknown>"}
-	}
-	when := "<unknown>"
-	if h.Time != nil {
-		when = h.Time.UTC().Format(time.RFC3339)
-	}
-	return []any{when, strconv.FormatInt(h.Revision, 10)}
+	return c.print.printTable(t, false, c.streams.Out)
 }

@@ -83,35 +83,6 @@ func TestPrintTable(t *testing.T) {
 	}
 }
 
-func TestCountsTable(t *testing.T) {
-	counts := &searchv1alpha1.Counts{GroupBy: []string{"cluster", "field:status.phase"}, Items: []searchv1alpha1.CountsGroup{
-		{Group: map[string]string{"cluster": "east", "field:status.phase": "Running"}, Count: 12},
-		{Group: map[string]string{"cluster": "west"}, Count: 3},
-	}}
-	want := "" +
-		"CLUSTER   FIELD:STATUS.PHASE   COUNT\n" +
-		"east      Running              12\n" +
-		"west      <none>               3\n"
-	if got := printed(t, countsTable(counts, false), false); got != want {
-		t.Errorf("got\n%s\nwant\n%s", got, want)
-	}
-
-	// With periods: a time and revision, unknown, none for the group
-	// lacking the field.
-	at := metav1.NewMicroTime(time.Date(2026, 12, 1, 8, 14, 2, 0, time.UTC))
-	counts.Items[0].HeldSince = &searchv1alpha1.HeldSince{Revision: 812, Time: &at}
-	counts.Items = append(counts.Items, searchv1alpha1.CountsGroup{Group: map[string]string{"cluster": "north", "field:status.phase": "Failed"},
-		Count: 1, HeldSince: &searchv1alpha1.HeldSince{}})
-	want = "" +
-		"CLUSTER   FIELD:STATUS.PHASE   COUNT   HELD SINCE             SINCE REVISION\n" +
-		"east      Running              12      2026-12-01T08:14:02Z   812\n" +
-		"west      <none>               3       <none>                 <none>\n" +
-		"north     Failed               1       <unknown>              <unknown>\n"
-	if got := printed(t, countsTable(counts, true), false); got != want {
-		t.Errorf("got\n%s\nwant\n%s", got, want)
-	}
-}
-
 // history is an object's History: created with one replica, scaled to 3.
 func history(t *testing.T) *searchv1alpha1.History {
 	t.Helper()

@@ -152,6 +152,35 @@ func TestPlugin(t *testing.T) {
 		if head := ada.mustRun(t, "count", "pods", "-A", "--group-by", "cluster,namespace"); !strings.HasPrefix(head, "CLUSTER") || !strings.Contains(strings.Split(head, "\n")[0], "NAMESPACE") {
 			t.Errorf("count by cluster and namespace:\n%s", head)
 		}
+		// The server's Table, as kubectl get prints it: the period's
+		// revision with -o wide only. Periods are kept per cluster and
+		// value, so these count every pod.
+		every := map[string]string{}
+		for _, row := range strings.Split(strings.TrimSpace(ada.mustRun(t, "count", "pods", "-A", "--no-headers")), "\n") {
+			if f := strings.Fields(row); len(f) == 2 {
+				every[f[0]] = f[1]
+			}
+		}
+		for _, tc := range []struct {
+			args   []string
+			header string
+			cells  int
+		}{
+			{nil, "CLUSTER COUNT HELD SINCE", 3},
+			{[]string{"-o", "wide"}, "CLUSTER COUNT HELD SINCE SINCE REVISION", 4},
+		} {
+			out := ada.mustRun(t, append([]string{"count", "pods", "-A", "--with-held-since"}, tc.args...)...)
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			if strings.Join(strings.Fields(lines[0]), " ") != tc.header || len(lines) != len(every)+1 || len(every) < 2 {
+				t.Errorf("count %v:\n%s\nwithout periods %v", tc.args, out, every)
+				continue
+			}
+			for _, row := range lines[1:] {
+				if f := strings.Fields(row); len(f) != tc.cells || f[1] != every[f[0]] {
+					t.Errorf("count %v: row %q, without periods %v", tc.args, row, every)
+				}
+			}
+		}
 	})
 
 	t.Run("history and diff", func(t *testing.T) {
