@@ -2,7 +2,6 @@ package kubectlplugin
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -77,14 +76,11 @@ func (c *countOptions) run(ctx context.Context, resource string) error {
 		return c.print.printObject(u, c.streams.Out)
 	}
 	// The server's Table, as kubectl get prints it: SINCE REVISION with
-	// -o wide.
+	// -o wide. The groups left out, the server warns of.
 	t, warnings, err := views.GetTable(ctx, path, q)
 	c.warn(warnings)
 	if err != nil {
 		return err
-	}
-	if t.RemainingItemCount != nil {
-		c.warn([]string{fmt.Sprintf("%d more groups left out", *t.RemainingItemCount)})
 	}
 	return c.print.printTable(t, false, c.streams.Out)
 }

@@ -1,7 +1,6 @@
 package kubectlplugin
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -12,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -61,7 +61,7 @@ func (p *printFlags) printTable(t *metav1.Table, withNamespace bool, out io.Writ
 			continue
 		}
 		var u unstructured.Unstructured
-		if err := json.Unmarshal(raw, &u.Object); err != nil {
+		if err := utiljson.Unmarshal(raw, &u.Object); err != nil {
 			return err
 		}
 		t.Rows[i].Object.Object = &u
@@ -173,8 +173,10 @@ func (p *printFlags) toPrinter() (printers.ResourcePrinter, error) {
 	return printer, err
 }
 
-// asUnstructured decodes an answer of the views for a printer.
+// asUnstructured decodes an answer of the views for a printer, whole
+// numbers as integers, as kubectl decodes them: -o jsonpath would print a
+// float64 count of 1234567 as 1.234567e+06.
 func asUnstructured(body []byte) (*unstructured.Unstructured, error) {
 	u := &unstructured.Unstructured{}
-	return u, json.Unmarshal(body, &u.Object)
+	return u, utiljson.Unmarshal(body, &u.Object)
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -238,8 +239,10 @@ func (c *Client) GetTable(ctx context.Context, path string, query url.Values) (*
 	if err != nil {
 		return nil, warnings, err
 	}
+	// As kubectl decodes it: whole numbers stay integers, which a
+	// printer would otherwise write as floats (1.234567e+06).
 	var t metav1.Table
-	if err := json.Unmarshal(body, &t); err != nil {
+	if err := utiljson.Unmarshal(body, &t); err != nil {
 		return nil, warnings, fmt.Errorf("decoding the table of %s: %w", path, err)
 	}
 	if t.Kind != "Table" {
