@@ -106,7 +106,7 @@ bench-fleet-2m: ## Issue 35's run by hand (hours; not in bench or CI), on MariaD
 	go test -v -run '^$$' -bench 'BenchmarkFleet$$/(mysql|postgres)' -benchtime 1x -timeout 480m ./controllers/ && \
 	PANORAMA_BENCH_RECONCILE_CLUSTERS=1,100 \
 	go test -v -run '^$$' -bench 'BenchmarkFleetReconcile/(mysql|postgres)' -benchtime 1x -timeout 120m ./controllers/ && \
-	PANORAMA_BENCH_COUNT_OBJECTS=250000 \
+	PANORAMA_BENCH_COUNT_OBJECTS=62500 PANORAMA_BENCH_BUDGET_RESOURCES=32 \
 	go test -v -run '^$$' -bench 'BenchmarkBudgetedCache/(mysql|postgres)' -benchtime 1x -timeout 480m ./apiserver/watchcache/ && \
 	PANORAMA_BENCH_TENANTS=1000 PANORAMA_BENCH_TENANT_CLUSTERS=100 \
 	go test -v -run '^$$' -bench 'BenchmarkTenantReads' -benchtime 1x -timeout 120m ./apiserver/
