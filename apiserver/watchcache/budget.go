@@ -220,7 +220,7 @@ func (c *Cache) touch(r *resource) { r.used.Store(c.clock.Add(1)) }
 // cache holds what is read, as it did before budgets.
 func DefaultMemoryBudget(root string) int64 {
 	limit := containermemory.Limit(root)
-	return max(sharedBudget(limit), (limit/10*9-serverMemory)/13*10)
+	return max(sharedBudget(limit), (containermemory.SoftLimit(limit)-serverMemory)/13*10)
 }
 
 // SharedMemoryBudget is the default budget of a cache that shares its

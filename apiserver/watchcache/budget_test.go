@@ -27,13 +27,14 @@ import (
 // of the container's memory limit (containermemory.Limit reads it), at
 // least a quarter of the limit; none without one.
 func TestDefaultMemoryBudget(t *testing.T) {
-	budgetUnder := func(limit int64) int64 {
+	limited := func(limit int64) string {
 		root := t.TempDir()
 		if err := os.WriteFile(filepath.Join(root, "memory.max"), []byte(strconv.FormatInt(limit, 10)+"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		return watchcache.DefaultMemoryBudget(root)
+		return root
 	}
+	budgetUnder := func(limit int64) int64 { return watchcache.DefaultMemoryBudget(limited(limit)) }
 	for _, limit := range []int64{1 << 30, 4 << 30, 64 << 30} {
 		budget := budgetUnder(limit)
 		// Rounded down to the budget's tenths.
@@ -45,11 +46,7 @@ func TestDefaultMemoryBudget(t *testing.T) {
 	if got := budgetUnder(512 << 20); got != 128<<20 {
 		t.Errorf("under a 512 MiB limit: budget %d MiB, want a quarter, 128 MiB", got>>20)
 	}
-	shared := t.TempDir()
-	if err := os.WriteFile(filepath.Join(shared, "memory.max"), []byte("4294967296\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if got := watchcache.SharedMemoryBudget(shared); got != 1<<30 {
+	if got := watchcache.SharedMemoryBudget(limited(4 << 30)); got != 1<<30 {
 		t.Errorf("beside the controller under a 4 GiB limit: budget %d MiB, want a quarter, 1024 MiB", got>>20)
 	}
 	if got := watchcache.DefaultMemoryBudget(t.TempDir()); got != 0 {

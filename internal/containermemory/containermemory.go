@@ -37,6 +37,11 @@ func Limit(root string) int64 {
 	return 0
 }
 
+// SoftLimit is the Go soft memory limit FitGo gives a process in a
+// container whose memory limit is limit (0, none: 0), nine tenths of it,
+// for processes whose settings derive from it too.
+func SoftLimit(limit int64) int64 { return limit / 10 * 9 }
+
 // FitGo sets Go's soft memory limit (GOMEMLIMIT), unless the environment
 // sets it, to nine tenths of the limit of the container whose cgroup file
 // system is at root, or to most when that is above 0 and smaller, and
@@ -55,7 +60,7 @@ func FitGo(root string, most int64) int64 {
 		return 0
 	}
 	limit := Limit(root)
-	soft := limit / 10 * 9
+	soft := SoftLimit(limit)
 	switch {
 	case most > 0 && (soft == 0 || most < soft):
 		soft = most
