@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 	"gorm.io/gorm/schema"
 )
 
@@ -17,7 +18,7 @@ import (
 // time of the initial sync's inserts (BenchmarkInitialSync, statement
 // log). An array is decoded in one call, and the statement's plan is the
 // same whatever the number of rows.
-func insertArrays[T any](tx *gorm.DB, rows []T) error {
+func insertArrays[T any](tx *gorm.DB, rows []T, conflict *clause.OnConflict) error {
 	stmt := &gorm.Statement{DB: tx}
 	if err := stmt.Parse(&rows[0]); err != nil {
 		return err
@@ -56,9 +57,26 @@ func insertArrays[T any](tx *gorm.DB, rows []T) error {
 		args[j] = values[j].Interface()
 	}
 	sql := "INSERT INTO " + stmt.Table + " (" + strings.Join(names, ", ") + ") SELECT * FROM unnest(" + strings.Join(params, ", ") + ")"
+	if conflict != nil {
+		sql += onConflict(conflict)
+	}
 	// The pool, not tx.Exec: gorm would expand each slice into a list.
 	begin := time.Now()
 	_, err := tx.Statement.ConnPool.ExecContext(ctx, sql, args...)
 	tx.Logger.Trace(ctx, begin, func() (string, int64) { return sql, int64(len(rows)) }, err)
 	return err
+}
+
+// onConflict is PostgreSQL's ON CONFLICT of c, which may only name its
+// columns and update some from the row inserted.
+func onConflict(c *clause.OnConflict) string {
+	keys := make([]string, len(c.Columns))
+	for i, col := range c.Columns {
+		keys[i] = col.Name
+	}
+	sets := make([]string, len(c.DoUpdates))
+	for i, set := range c.DoUpdates {
+		sets[i] = set.Column.Name + " = excluded." + set.Column.Name
+	}
+	return " ON CONFLICT (" + strings.Join(keys, ", ") + ") DO UPDATE SET " + strings.Join(sets, ", ")
 }

@@ -62,7 +62,7 @@ func TestRowsAsWritten(t *testing.T) {
 		}
 		var attrs []attribute
 		if err := db.Raw("SELECT k.kind, k.name AS attr_key, v.value AS attr_value, a.seq FROM object_attributes a JOIN attribute_keys k ON k.id = a.key_id "+
-			"JOIN attribute_values v ON v.id = a.value_id WHERE a.resource_revision = ? AND (k.kind = 'l' OR k.name = 'images') ORDER BY k.kind, k.name, a.seq", rev).
+			"JOIN attribute_values v ON v.id = a.value_id JOIN resources r ON r.object_id = a.object_id WHERE r.revision = ? AND (k.kind = 'l' OR k.name = 'images') ORDER BY k.kind, k.name, a.seq", rev).
 			Scan(&attrs).Error; err != nil {
 			t.Fatal(err)
 		}

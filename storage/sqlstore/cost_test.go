@@ -788,7 +788,7 @@ func TestPostgresEstimatesCommonLabels(t *testing.T) {
 		Scan(&ids).Error; err != nil || ids.Value == 0 {
 		t.Fatalf("ids of k0=web: %+v, %v", ids, err)
 	}
-	if err := db.Raw(fmt.Sprintf("EXPLAIN (FORMAT JSON) SELECT resource_revision FROM object_attributes WHERE key_id = %d AND value_id = %d", ids.Key, ids.Value)).Scan(&out).Error; err != nil {
+	if err := db.Raw(fmt.Sprintf("EXPLAIN (FORMAT JSON) SELECT object_id FROM object_attributes WHERE key_id = %d AND value_id = %d", ids.Key, ids.Value)).Scan(&out).Error; err != nil {
 		t.Fatal(err)
 	}
 	if err := json.Unmarshal([]byte(out), &plan); err != nil || len(plan) != 1 {

@@ -169,7 +169,7 @@ func (s *Store) rowGrouping(tx *gorm.DB, q *storage.CountQuery, owners storage.O
 	return grouping{cols: cols, count: "COUNT(*)", attr: -1, grouped: func() *gorm.DB {
 		db := s.filter(tx.Table(resourcesTable), &q.Query, owners, conds, semiJoin)
 		for i, k := range keys {
-			db = db.Joins(fmt.Sprintf("LEFT JOIN %s a%d ON a%d.resource_revision = %s.revision AND a%d.key_id = ? LEFT JOIN %s v%d ON v%d.id = a%d.value_id",
+			db = db.Joins(fmt.Sprintf("LEFT JOIN %s a%d ON a%d.object_id = %s.object_id AND a%d.key_id = ? LEFT JOIN %s v%d ON v%d.id = a%d.value_id",
 				attributesTable, i, i, resourcesTable, i, attributeValuesTable, i, i, i), k.keyID)
 		}
 		return db.Group(strings.Join(cols, ", "))

@@ -58,6 +58,14 @@ type dialect struct {
 	// rekeyAttributes adds seq to the attributes' primary key
 	// (attributesKey) in one transaction (schema.go, migration 4).
 	rekeyAttributes []string
+	// renameColumn renames a column from to to, whose type it restates
+	// where the database needs that (MySQL before 8 and MariaDB before
+	// 10.5 have no RENAME COLUMN).
+	renameColumn func(table, from, to, typ string) string
+	// keyByObject are the statements that key resources by object_id once
+	// it is filled (schema version 19, resourcesByObject), in one
+	// transaction where the database's DDL is transactional.
+	keyByObject func(d *dialect) []string
 	// migrations are the database's own statements of a schema version,
 	// run after those of every database (schema.go).
 	migrations map[int64][]string
@@ -97,15 +105,6 @@ type dialect struct {
 	// derived table, which MariaDB would materialize, a temporary table
 	// each (laterEntries).
 	parenthesizedUnion bool
-	// moveAttributes rekeys the attribute rows that an update leaves as
-	// they were to its new row, rather than deleting and inserting them.
-	// That is cheaper only where no index of the table holds the key:
-	// SQLite's lookup index holds the rowid. InnoDB's secondary index and
-	// each of PostgreSQL's get a new entry for a moved row as for a new
-	// one, and the update cost them more: moving is slower than deleting
-	// and inserting on MariaDB and PostgreSQL, faster on SQLite
-	// (BenchmarkUpdateChurn).
-	moveAttributes bool
 	// addExcluded is the count of a summary cell that an upsert found,
 	// plus the one it inserts (summary.go); keepPeriod, of a column %s of
 	// its period, the one it found while the cell held objects, else the

@@ -45,6 +45,14 @@ func mysqlDialect(collation string) *dialect {
 		rekeyAttributes: []string{
 			"ALTER TABLE " + legacyAttributesTable + " ADD COLUMN seq INT NOT NULL DEFAULT 0, DROP PRIMARY KEY, ADD " + attributesKey,
 		},
+		renameColumn: func(table, from, to, typ string) string {
+			return "ALTER TABLE " + table + " CHANGE " + from + " " + to + " " + typ + " NOT NULL"
+		},
+		// One statement, one rebuild of the table.
+		keyByObject: func(*dialect) []string {
+			return []string{"ALTER TABLE " + resourcesTable + " MODIFY object_id BIGINT NOT NULL, DROP PRIMARY KEY, ADD PRIMARY KEY (object_id), " +
+				"ADD UNIQUE KEY " + resourcesRevisionIndex + " (revision)"}
+		},
 		migrations: map[int64][]string{
 			// Version 1 had MySQL compare text under utf8mb4_bin, which pads:
 			// "a" and "a " were equal. Converting to a NO PAD collation fails
@@ -72,7 +80,7 @@ func mysqlDialect(collation string) *dialect {
 		// MySQL cannot push: a reader reads the revision counter, one
 		// primary-key row, every probe interval.
 		probeRevision: true,
-		keywordMatch: resourcesTable + ".revision IN (SELECT resource_revision FROM " + keywordsTable +
+		keywordMatch: resourcesTable + ".object_id IN (SELECT object_id FROM " + keywordsTable +
 			" WHERE MATCH (words) AGAINST (? IN BOOLEAN MODE))",
 		keywordQuery: func(keywords []storage.Keyword) string { return "+" + keywordTerms(keywords, "*", " +") },
 		keywordFind:  "LOCATE(?, CONCAT(' ', words, ' ')) > 0",

@@ -38,7 +38,7 @@ var postgresDialect = &dialect{
 	textIndex: func(table, index, column string) []string {
 		return []string{"CREATE INDEX IF NOT EXISTS " + index + " ON " + table + " USING gin (to_tsvector('simple', " + column + "))"}
 	},
-	keywordMatch: resourcesTable + ".revision IN (SELECT resource_revision FROM " + keywordsTable +
+	keywordMatch: resourcesTable + ".object_id IN (SELECT object_id FROM " + keywordsTable +
 		" WHERE to_tsvector('simple', words) @@ to_tsquery('simple', ?))",
 	keywordQuery: func(keywords []storage.Keyword) string { return keywordTerms(keywords, ":*", " & ") },
 	// Without waiting for the table's exclusive lock, behind which every
@@ -46,6 +46,13 @@ var postgresDialect = &dialect{
 	dropIndex: func(_, index string) string { return "DROP INDEX CONCURRENTLY IF EXISTS " + index },
 	rekeyAttributes: []string{
 		"ALTER TABLE " + legacyAttributesTable + " ADD COLUMN seq INTEGER NOT NULL DEFAULT 0, DROP CONSTRAINT attributes_pkey, ADD " + attributesKey,
+	},
+	renameColumn: renameColumn,
+	keyByObject: func(*dialect) []string {
+		return []string{
+			"ALTER TABLE " + resourcesTable + " ALTER COLUMN object_id SET NOT NULL, DROP CONSTRAINT resources_pkey, ADD PRIMARY KEY (object_id)",
+			"CREATE UNIQUE INDEX " + resourcesRevisionIndex + " ON " + resourcesTable + " (revision)",
+		}
 	},
 	migrations: map[int64][]string{
 		// PostgreSQL takes a namespace and a name for independent, so that

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/libtnb/sqlite"
@@ -30,7 +31,7 @@ var sqliteDialect = &dialect{
 		"text": "TEXT",
 	},
 	textIndex: sqliteTextIndex,
-	keywordMatch: resourcesTable + ".revision IN (SELECT rowid FROM " + keywordsIndex +
+	keywordMatch: resourcesTable + ".object_id IN (SELECT rowid FROM " + keywordsIndex +
 		" WHERE " + keywordsIndex + " MATCH ?)",
 	keywordQuery: func(keywords []storage.Keyword) string { return keywordTerms(keywords, "*", " ") },
 	dropIndex:    func(_, index string) string { return "DROP INDEX " + index },
@@ -43,18 +44,41 @@ var sqliteDialect = &dialect{
 		"ALTER TABLE attributes_rekeyed RENAME TO " + legacyAttributesTable,
 		"CREATE INDEX attributes_lookup ON " + legacyAttributesTable + " (kind, attr_key, attr_value)",
 	},
-	contains:   func(c string) string { return "INSTR(" + c + ", ?) > 0" },
-	rowValues:  true,
-	insertRows: 500,
+	renameColumn: renameColumn,
+	keyByObject:  sqliteKeyByObject,
+	contains:     func(c string) string { return "INSTR(" + c + ", ?) > 0" },
+	rowValues:    true,
+	insertRows:   500,
 	// SQLite seeks a key whole only when a statement has one list of
 	// names: given two, it reads the whole resource (3.54).
-	lookupKeys:     keyChunk,
-	lookupLists:    1,
-	addExcluded:    summaryTable + ".n + excluded.n",
-	keepPeriod:     "CASE WHEN " + summaryTable + ".n > 0 THEN " + summaryTable + ".%[1]s ELSE excluded.%[1]s END",
-	forgetPeriod:   "CASE WHEN excluded.n > 0 THEN NULL ELSE " + summaryTable + ".%[1]s END",
-	moveAttributes: true,
-	clustered:      " WITHOUT ROWID",
+	lookupKeys:   keyChunk,
+	lookupLists:  1,
+	addExcluded:  summaryTable + ".n + excluded.n",
+	keepPeriod:   "CASE WHEN " + summaryTable + ".n > 0 THEN " + summaryTable + ".%[1]s ELSE excluded.%[1]s END",
+	forgetPeriod: "CASE WHEN excluded.n > 0 THEN NULL ELSE " + summaryTable + ".%[1]s END",
+	clustered:    " WITHOUT ROWID",
+}
+
+// sqliteKeyByObject copies resources into a table keyed by object_id,
+// SQLite's only way to change a primary key. The object's id becomes the
+// rowid, which every index's entries end with, as they did with the
+// revision: a probe of a row's attributes reads it from the index, not
+// from the row, where a column added after the object lies past its
+// overflow pages.
+func sqliteKeyByObject(d *dialect) []string {
+	const old = resourcesTable + "_by_revision"
+	stmts := []string{"ALTER TABLE " + resourcesTable + " RENAME TO " + old}
+	for _, ix := range resourcesV1.indexes {
+		stmts = append(stmts, "DROP INDEX "+ix.name)
+	}
+	t := resourcesByObject()
+	stmts = append(stmts, d.ddl(t)...)
+	columns := make([]string, len(t.columns))
+	for i, c := range t.columns {
+		columns[i] = c.name
+	}
+	list := strings.Join(columns, ", ")
+	return append(stmts, "INSERT INTO "+resourcesTable+" ("+list+") SELECT "+list+" FROM "+old, "DROP TABLE "+old)
 }
 
 // sqliteTextIndex makes index an FTS5 table of table's column that reads

@@ -69,7 +69,7 @@ func (attributeValueRow) TableName() string { return attributeValuesTable }
 
 // storedAttributeRow is an attribute row as stored: ids of the dictionary.
 type storedAttributeRow struct {
-	Revision int64 `gorm:"column:resource_revision;primaryKey;autoIncrement:false"`
+	ObjectID int64 `gorm:"column:object_id;primaryKey;autoIncrement:false"`
 	KeyID    int64 `gorm:"column:key_id;primaryKey;autoIncrement:false"`
 	ValueID  int64 `gorm:"column:value_id"`
 	// Seq numbers the values of a multi-valued field.
@@ -201,7 +201,7 @@ func (dt *dictionaryTx) store(tx *gorm.DB, d *dialect, attrs []attributeRow) ([]
 	out := make([]storedAttributeRow, len(attrs))
 	for i, a := range attrs {
 		key := dt.keys[attrKey{a.Kind, a.Key}]
-		out[i] = storedAttributeRow{Revision: a.Revision, KeyID: key, Seq: a.Seq, ValueID: dt.values[attrValue{key, a.Value}]}
+		out[i] = storedAttributeRow{ObjectID: a.ObjectID, KeyID: key, Seq: a.Seq, ValueID: dt.values[attrValue{key, a.Value}]}
 	}
 	// In the primary key's order, InnoDB appends each row to the last page
 	// and fills it before it starts the next; in the order of the labels'
@@ -213,7 +213,7 @@ func (dt *dictionaryTx) store(tx *gorm.DB, d *dialect, attrs []attributeRow) ([]
 
 // compareStoredAttributes orders rows by the primary key of attributesTable.
 func compareStoredAttributes(a, b storedAttributeRow) int {
-	return cmp.Or(cmp.Compare(a.Revision, b.Revision), cmp.Compare(a.KeyID, b.KeyID), cmp.Compare(a.Seq, b.Seq))
+	return cmp.Or(cmp.Compare(a.ObjectID, b.ObjectID), cmp.Compare(a.KeyID, b.KeyID), cmp.Compare(a.Seq, b.Seq))
 }
 
 // insert writes attrs as the rows that store them (store).
@@ -342,7 +342,7 @@ func findKeys(tx *gorm.DB, keys []attrKey, ids map[attrKey]int64) error {
 func attributesOf(tx *gorm.DB, where string, args ...any) ([]attributeRow, error) {
 	var out []attributeRow
 	err := tx.Table(attributesTable+" a").
-		Select("a.resource_revision, a.key_id, a.seq, k.kind, k.name AS attr_key, v.value AS attr_value").
+		Select("a.object_id, a.key_id, a.seq, k.kind, k.name AS attr_key, v.value AS attr_value").
 		Joins("JOIN "+attributeKeysTable+" k ON k.id = a.key_id").
 		Joins("JOIN "+attributeValuesTable+" v ON v.id = a.value_id").
 		Where(where, args...).Find(&out).Error
@@ -353,7 +353,8 @@ func attributesOf(tx *gorm.DB, where string, args ...any) ([]attributeRow, error
 // schema version 15) of the objects at revisions in (after, last].
 func legacyAttributes(tx *gorm.DB, after, last int64) ([]attributeRow, error) {
 	var attrs []attributeRow
-	err := tx.Table(legacyAttributesTable).Where("resource_revision > ? AND resource_revision <= ?", after, last).Find(&attrs).Error
+	err := tx.Table(legacyAttributesTable).Select("resource_revision AS object_id, kind, attr_key, seq, attr_value").
+		Where("resource_revision > ? AND resource_revision <= ?", after, last).Find(&attrs).Error
 	return attrs, err
 }
 
@@ -430,12 +431,16 @@ func (s *Store) sweep(db *gorm.DB, table, unused, where string, args ...any) err
 // (migration 15), a page of objects a transaction holding the revision
 // counter, then drops the legacy table, and refreshes the statistics. It
 // goes on after the last object an earlier conversion, cut short,
-// converted (the pages commit in order), and keeps what another store
-// converted meanwhile (GET_LOCK is a Galera node's own).
+// converted (the pages commit in order; a binary from before version 19
+// named their column otherwise, renameObjectIDs), and keeps what another
+// store converted meanwhile (GET_LOCK is a Galera node's own).
 func (s *Store) convertAttributes(db *gorm.DB) error {
 	const page = 5000
+	if err := s.renameObjectIDs(db); err != nil {
+		return err
+	}
 	var after int64
-	if err := db.Raw("SELECT COALESCE(MAX(resource_revision), 0) FROM " + attributesTable).Scan(&after).Error; err != nil {
+	if err := db.Raw("SELECT COALESCE(MAX(object_id), 0) FROM " + attributesTable).Scan(&after).Error; err != nil {
 		return err
 	}
 	for {

@@ -124,7 +124,7 @@ func TestAttributeRowsFillTheirPages(t *testing.T) {
 	db := sqlstore.GormDB(s)
 	for _, stmt := range []string{
 		"CREATE TABLE filled LIKE object_attributes",
-		"INSERT INTO filled SELECT * FROM object_attributes ORDER BY resource_revision, key_id, seq",
+		"INSERT INTO filled SELECT * FROM object_attributes ORDER BY object_id, key_id, seq",
 		// Both tables' pages in the buffer pool, where their rows are counted,
 		// even if other tests' pages pushed some out meanwhile.
 		"SELECT COUNT(*) FROM object_attributes FORCE INDEX (PRIMARY)",

@@ -227,15 +227,15 @@ func (s *Store) reindex(ctx context.Context, version int64) error {
 				return 0, err
 			}
 			var rows []resourceRow
-			if err := tx.Select("revision", "cluster", "api_group", "version", "resource", "namespace", "object").Where("revision > ? AND revision <= ?", after, upTo).
+			if err := tx.Select("object_id", "revision", "cluster", "api_group", "version", "resource", "namespace", "object").Where("revision > ? AND revision <= ?", after, upTo).
 				Order("revision").Limit(reindexBatch).Find(&rows).Error; err != nil {
 				return 0, err
 			}
 			if len(rows) == 0 {
 				return 0, tx.Model(&metaRow{}).Where("name = ?", metaFieldsIndexed).Update("value", version).Error
 			}
-			revs := make([]int64, len(rows))
-			keys := make(map[int64]*KeyColumns, len(rows))
+			ids := make([]int64, len(rows))
+			keys := make(map[int64]counted, len(rows))
 			var attrs []attributeRow
 			var keywords []keywordRow
 			for i := range rows {
@@ -248,19 +248,19 @@ func (s *Store) reindex(ctx context.Context, version int64) error {
 				if err := u.UnmarshalJSON(data); err != nil {
 					return 0, err
 				}
-				revs[i], keys[r.Revision] = r.Revision, &r.KeyColumns
+				ids[i], keys[r.ObjectID] = r.ObjectID, counted{key: &r.KeyColumns}
 				fields := fs.Extract(schema.GroupResource{Group: r.Group, Resource: r.Resource}, u.Object)
-				attrs = fieldRows(attrs, r.Revision, fields)
-				if k, ok := keywordRowOf(r.Revision, storage.KeywordsOf(u, fields)); ok {
+				attrs = fieldRows(attrs, r.ObjectID, fields)
+				if k, ok := keywordRowOf(r.ObjectID, storage.KeywordsOf(u, fields)); ok {
 					keywords = append(keywords, k)
 				}
 			}
 			// The count summary trades the old field values for the new.
-			old, err := attributesOf(tx, "resource_revision IN ? AND k.kind = ?", revs, attrKindField)
+			old, err := attributesOf(tx, "object_id IN ? AND k.kind = ?", ids, attrKindField)
 			if err != nil {
 				return 0, err
 			}
-			if err := tx.Where("resource_revision IN ? AND key_id IN (SELECT id FROM "+attributeKeysTable+" WHERE kind = ?)", revs, attrKindField).
+			if err := tx.Where("object_id IN ? AND key_id IN (SELECT id FROM "+attributeKeysTable+" WHERE kind = ?)", ids, attrKindField).
 				Delete(&storedAttributeRow{}).Error; err != nil {
 				return 0, err
 			}
@@ -268,7 +268,7 @@ func (s *Store) reindex(ctx context.Context, version int64) error {
 				return 0, err
 			}
 			// An object's words are its fields' values too.
-			if err := tx.Where("resource_revision IN ?", revs).Delete(&keywordRow{}).Error; err != nil {
+			if err := tx.Where("object_id IN ?", ids).Delete(&keywordRow{}).Error; err != nil {
 				return 0, err
 			}
 			if err := insertChunked(tx, s.dialect, keywords, func(r *keywordRow) int { return len(r.Words) }); err != nil {
@@ -280,7 +280,7 @@ func (s *Store) reindex(ctx context.Context, version int64) error {
 			if err := t.apply(tx, s.dialect); err != nil {
 				return 0, err
 			}
-			next, stop = revs[len(revs)-1], false
+			next, stop = rows[len(rows)-1].Revision, false
 			return 0, nil
 		})
 		if err != nil {

@@ -404,8 +404,8 @@ func TestGaleraStaleOwnerFenced(t *testing.T) {
 	}
 	hold := sqlstore.GormDB(stores[0]).Begin()
 	defer hold.Rollback()
-	if err := hold.Exec("INSERT INTO resources (revision, cluster, api_group, version, resource, namespace, name, kind, uid, owner_uid, created_at, member_resource_version, object)"+
-		" VALUES (?, 'hold', '', 'v1', 'pods', 'default', 'hold', 'Pod', '', '', 0, '1', ?)", rev+1, []byte("{}")).Error; err != nil {
+	if err := hold.Exec("INSERT INTO resources (object_id, revision, cluster, api_group, version, resource, namespace, name, kind, uid, owner_uid, created_at, member_resource_version, object)"+
+		" VALUES (?, ?, 'hold', '', 'v1', 'pods', 'default', 'hold', 'Pod', '', '', 0, '1', ?)", rev+1, rev+1, []byte("{}")).Error; err != nil {
 		t.Fatal(err)
 	}
 	stale := make(chan error, 1)

@@ -270,12 +270,61 @@ func withImages(rng *rand.Rand, path ...string) func(*unstructured.Unstructured)
 	}
 }
 
-// toLegacyAttributes takes the attribute rows back to the table they were
-// in before the dictionary (schema version 15), with or without seq, its
+// toRevisionKeyed takes the rows back to keys of the revision that wrote
+// them, as they were before schema version 19, and forgets version 19: a
+// store opened next migrates them again.
+func toRevisionKeyed(t testing.TB, backend string, db *gorm.DB) {
+	t.Helper()
+	stmts := []string{
+		"UPDATE object_attributes SET object_id = (SELECT revision FROM resources r WHERE r.object_id = object_attributes.object_id)",
+		"UPDATE object_keywords SET object_id = (SELECT revision FROM resources r WHERE r.object_id = object_keywords.object_id)",
+	}
+	switch backend {
+	case "mysql":
+		stmts = append(stmts,
+			"ALTER TABLE object_attributes CHANGE object_id resource_revision BIGINT NOT NULL",
+			"ALTER TABLE object_keywords CHANGE object_id resource_revision BIGINT NOT NULL",
+			"ALTER TABLE resources DROP PRIMARY KEY, ADD PRIMARY KEY (revision), DROP INDEX resources_revision, DROP COLUMN object_id")
+	case "postgres":
+		stmts = append(stmts,
+			"ALTER TABLE object_attributes RENAME COLUMN object_id TO resource_revision",
+			"ALTER TABLE object_keywords RENAME COLUMN object_id TO resource_revision",
+			"ALTER TABLE resources DROP CONSTRAINT resources_pkey, ADD PRIMARY KEY (revision)",
+			"DROP INDEX resources_revision",
+			"ALTER TABLE resources DROP COLUMN object_id")
+	default:
+		// SQLite changes a key by copying the table.
+		columns := "revision, cluster, api_group, version, resource, namespace, name, kind, uid, owner_uid, created_at, member_resource_version, object, delta_chain"
+		stmts = append(stmts,
+			// The text index has the documents by rowid, which moved.
+			"INSERT INTO object_keywords_words (object_keywords_words) VALUES ('rebuild')",
+			"ALTER TABLE object_attributes RENAME COLUMN object_id TO resource_revision",
+			"ALTER TABLE object_keywords RENAME COLUMN object_id TO resource_revision",
+			"ALTER TABLE resources RENAME TO resources_by_object",
+			"DROP INDEX resources_key", "DROP INDEX resources_namespace_name", "DROP INDEX resources_created",
+			"DROP INDEX resources_name", "DROP INDEX resources_owner", "DROP INDEX resources_revision",
+			"CREATE TABLE resources (revision INTEGER NOT NULL, cluster TEXT NOT NULL, api_group TEXT NOT NULL, version TEXT NOT NULL, "+
+				"resource TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL, kind TEXT NOT NULL, uid TEXT NOT NULL, owner_uid TEXT NOT NULL, "+
+				"created_at INTEGER NOT NULL, member_resource_version TEXT NOT NULL, object BLOB NOT NULL, delta_chain INTEGER NULL, PRIMARY KEY (revision))",
+			"CREATE UNIQUE INDEX resources_key ON resources (api_group, version, resource, cluster, namespace, name)",
+			"CREATE INDEX resources_namespace_name ON resources (api_group, version, resource, namespace, name)",
+			"CREATE INDEX resources_created ON resources (api_group, version, resource, created_at, cluster, namespace, name)",
+			"CREATE INDEX resources_name ON resources (name)",
+			"CREATE INDEX resources_owner ON resources (owner_uid)",
+			"INSERT INTO resources ("+columns+") SELECT "+columns+" FROM resources_by_object",
+			"DROP TABLE resources_by_object")
+	}
+	execAll(t, db, append(stmts, "DELETE FROM panorama_schema_migrations WHERE version = 19")...)
+}
+
+// toLegacyAttributes takes the rows back to keys of their revision
+// (toRevisionKeyed) and the attribute rows to the table they were in
+// before the dictionary (schema version 15), with or without seq, its
 // text in collation where given (MySQL), and forgets version 15 and
 // forget: a store opened next migrates them again.
 func toLegacyAttributes(t testing.TB, backend string, db *gorm.DB, withSeq bool, collation string, forget ...int) {
 	t.Helper()
+	toRevisionKeyed(t, backend, db)
 	columns := "resource_revision BIGINT NOT NULL, kind VARCHAR(1) NOT NULL, attr_key VARCHAR(317) NOT NULL, attr_value VARCHAR(512) NOT NULL"
 	key, from, selected := "resource_revision, kind, attr_key", "", "a.resource_revision, k.kind, k.name, v.value"
 	if withSeq {

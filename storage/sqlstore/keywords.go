@@ -15,9 +15,9 @@ const keywordsTable = "object_keywords"
 // keywordsIndex is the text index of keywordsTable: on SQLite, a table.
 const keywordsIndex = "object_keywords_words"
 
-// keywordRow is the keyword document of the row of Revision.
+// keywordRow is the keyword document of the object of ObjectID.
 type keywordRow struct {
-	Revision int64  `gorm:"column:resource_revision;primaryKey;autoIncrement:false"`
+	ObjectID int64  `gorm:"column:object_id;primaryKey;autoIncrement:false"`
 	Words    string `gorm:"column:words"`
 }
 
@@ -42,10 +42,10 @@ func keywordDocument(words []string) string {
 	return b.String()
 }
 
-// keywordRowOf is the keyword row of the row of rev, and whether it has
-// one: an object without words has none.
-func keywordRowOf(rev int64, words []string) (keywordRow, bool) {
-	return keywordRow{Revision: rev, Words: keywordDocument(words)}, len(words) > 0
+// keywordRowOf is the keyword row of the object of id, and whether it
+// has one: an object without words has none.
+func keywordRowOf(id int64, words []string) (keywordRow, bool) {
+	return keywordRow{ObjectID: id, Words: keywordDocument(words)}, len(words) > 0
 }
 
 // keywordNeedle is what a document holds, with a space before and after
@@ -68,11 +68,11 @@ func (d *dialect) keywordFinds(keywords []storage.Keyword) (string, []any) {
 }
 
 // keywordProbe is the condition that a resources row's document has
-// every one of keywords, read by the row's revision, and its parameters:
+// every one of keywords, read by the row's object id, and its parameters:
 // a scalar subquery, as attrPlan probes attributes.
 func (d *dialect) keywordProbe(keywords []storage.Keyword) (string, []any) {
 	finds, args := d.keywordFinds(keywords)
-	return "(SELECT 1 FROM " + keywordsTable + " WHERE resource_revision = " + resourcesTable + ".revision AND " + finds + ") IS NOT NULL", args
+	return "(SELECT 1 FROM " + keywordsTable + " WHERE object_id = " + resourcesTable + ".object_id AND " + finds + ") IS NOT NULL", args
 }
 
 // keywordTerms writes keywords as a text query: each word with the

@@ -26,9 +26,9 @@ import (
 // (storedElsewhere) and found where it is:
 //
 //   - ADDED or MODIFIED: in the resources row of the entry's revision
-//     while that row is current (resources is keyed by the revision that
-//     wrote it), else in the prev_object of the key's next entry, which
-//     replaced it.
+//     while that row is current (a row is found by the revision that
+//     wrote it, which the next change of its object rewrites), else in
+//     the prev_object of the key's next entry, which replaced it.
 //   - DELETED: its prev_object, with resourceVersion set to the entry's
 //     revision.
 //

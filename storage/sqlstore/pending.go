@@ -6,6 +6,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 
@@ -18,10 +19,10 @@ import (
 // batch), before the counter is updated, and before a batch reads rows
 // that are here (holds).
 type pending struct {
-	// old are the rows replaced or deleted; replaced maps the revision of
-	// each one replaced to the revision of the row that replaces it.
+	// old are the rows replaced or deleted; updated are the objects of
+	// those replaced, by id: their rows are rewritten in place.
 	old      []*resourceRow
-	replaced map[int64]int64
+	updated  map[int64]bool
 	rows     []resourceRow
 	attrs    []attributeRow
 	keywords []keywordRow
@@ -57,10 +58,10 @@ func (p *pending) add(cluster string, gvr schema.GroupVersionResource, base int6
 			p.old = append(p.old, o.old)
 			p.replacedRows++
 			if o.typ != watch.Deleted {
-				if p.replaced == nil {
-					p.replaced = map[int64]int64{}
+				if p.updated == nil {
+					p.updated = map[int64]bool{}
 				}
-				p.replaced[o.old.Revision] = rev
+				p.updated[o.old.ObjectID] = true
 			}
 			ev.PrevObject, ev.Created = o.old.Object, o.old.Created
 			if kept := made[i].keptPreImage; kept != nil {
@@ -152,50 +153,71 @@ func (p *pending) holds(b *batch) bool {
 // flush writes what is pending in tx, old rows out first, and forgets it.
 // The count summary loses the old rows, read with their attributes (which
 // may have been indexed with other fields than the new rows), and gains
-// the new ones. Where the dialect moves attributes, those that a
-// replacing row has as they were move to it rather than being written
-// again: an update mostly leaves its labels and fields as they were.
+// the new ones. An updated object's row is rewritten in place, and of its
+// attribute and keyword rows only those that changed: an update mostly
+// leaves its labels and fields as they were.
 func (p *pending) flush(tx *gorm.DB, d *dialect) error {
-	old, replaced, rows, attrs, keywords, events := p.old, p.replaced, p.rows, p.attrs, p.keywords, p.events
-	p.old, p.replaced, p.rows, p.attrs, p.keywords, p.events, p.clusters, p.resources = nil, nil, nil, nil, nil, nil, nil, nil
+	old, updated, rows, attrs, keywords, events := p.old, p.updated, p.rows, p.attrs, p.keywords, p.events
+	p.old, p.updated, p.rows, p.attrs, p.keywords, p.events, p.clusters, p.resources = nil, nil, nil, nil, nil, nil, nil, nil
 	t := tally{at: p.committed, unknown: p.listed}
 	p.listed = nil
-	fresh := newAttributeWrites(attrs, replaced)
+	fresh := newAttributeWrites(attrs, updated)
+	words := newKeywordWrites(keywords, updated)
 	for start := 0; start < len(old); start += keyChunk {
 		chunk := old[start:min(start+keyChunk, len(old))]
-		revs := make([]int64, len(chunk))
-		keys := make(map[int64]*KeyColumns, len(chunk))
+		ids := make([]int64, len(chunk))
+		var gone []int64 // objects deleted
+		keys := make(map[int64]counted, len(chunk))
 		for i, r := range chunk {
-			revs[i], keys[r.Revision] = r.Revision, &r.KeyColumns
+			ids[i], keys[r.ObjectID] = r.ObjectID, counted{key: &r.KeyColumns}
+			if !updated[r.ObjectID] {
+				gone = append(gone, r.ObjectID)
+			}
 		}
-		oldAttrs, err := attributesOf(tx, "resource_revision IN ?", revs)
+		oldAttrs, err := attributesOf(tx, "object_id IN ?", ids)
 		if err != nil {
 			return err
 		}
 		t.objects(keys, -1)
 		t.attributes(keys, oldAttrs, -1)
-		if err := fresh.replace(tx, d, revs, oldAttrs); err != nil {
+		if err := fresh.replace(tx, d, gone, oldAttrs); err != nil {
 			return err
 		}
-		if err := tx.Where("revision IN ?", revs).Delete(&resourceRow{}).Error; err != nil {
+		if err := words.replace(tx, ids); err != nil {
 			return err
 		}
-		if err := tx.Where("resource_revision IN ?", revs).Delete(&keywordRow{}).Error; err != nil {
-			return err
+		if len(gone) > 0 {
+			if err := tx.Where("object_id IN ?", gone).Delete(&resourceRow{}).Error; err != nil {
+				return err
+			}
 		}
 	}
-	if err := insertChunked(tx, d, rows, func(r *resourceRow) int { return len(r.Object) }); err != nil {
+	// New objects' rows are inserted, so that a key stored twice is
+	// refused as before rather than taken for an update.
+	var inserted, rewritten []resourceRow
+	for _, r := range rows {
+		if updated[r.ObjectID] {
+			rewritten = append(rewritten, r)
+		} else {
+			inserted = append(inserted, r)
+		}
+	}
+	size := func(r *resourceRow) int { return len(r.Object) }
+	if err := insertChunked(tx, d, inserted, size); err != nil {
 		return err
 	}
-	if err := insertChunked(tx, d, keywords, func(r *keywordRow) int { return len(r.Words) }); err != nil {
+	if err := upsertChunked(tx, d, rewritten, size, &rewriteRow); err != nil {
+		return err
+	}
+	if err := insertChunked(tx, d, words.rows(), func(r *keywordRow) int { return len(r.Words) }); err != nil {
 		return err
 	}
 	if err := p.dict.insert(tx, d, fresh.rows()); err != nil {
 		return err
 	}
-	keys := make(map[int64]*KeyColumns, len(rows))
+	keys := make(map[int64]counted, len(rows))
 	for i := range rows {
-		keys[rows[i].Revision] = &rows[i].KeyColumns
+		keys[rows[i].ObjectID] = counted{key: &rows[i].KeyColumns, rev: rows[i].Revision}
 	}
 	t.objects(keys, 1)
 	t.attributes(keys, attrs, 1)
@@ -205,77 +227,62 @@ func (p *pending) flush(tx *gorm.DB, d *dialect) error {
 	return insertChunked(tx, d, events, func(e *eventRow) int { return len(e.Object) + len(e.PrevObject) })
 }
 
+// rewriteRow has an updated object's row rewritten: every column but its
+// id and its key, which are the object's.
+var rewriteRow = clause.OnConflict{
+	Columns: []clause.Column{{Name: "object_id"}},
+	DoUpdates: clause.AssignmentColumns([]string{"revision", "kind", "uid", "owner_uid", "created_at",
+		"member_resource_version", "object", "delta_chain"}),
+}
+
 // attrID is an attribute row's primary key.
 type attrID struct {
-	rev       int64
+	id        int64
 	kind, key string
 	seq       int
 }
 
-// attributeWrites are the attribute rows of new rows, those of replacing
-// rows by primary key, and which of them the rows they replace have as
-// they are.
+// attributeWrites are the attribute rows of new rows, those of updated
+// objects by primary key, and which of them are stored as they are.
 type attributeWrites struct {
-	all      []attributeRow
-	replaced map[int64]int64
-	values   map[attrID]string
-	kept     map[attrID]bool
+	all     []attributeRow
+	updated map[int64]bool
+	values  map[attrID]string
+	kept    map[attrID]bool
 }
 
-func newAttributeWrites(attrs []attributeRow, replaced map[int64]int64) *attributeWrites {
-	a := &attributeWrites{all: attrs, replaced: replaced, values: map[attrID]string{}, kept: map[attrID]bool{}}
-	replacing := make(map[int64]bool, len(replaced))
-	for _, rev := range replaced {
-		replacing[rev] = true
-	}
+func newAttributeWrites(attrs []attributeRow, updated map[int64]bool) *attributeWrites {
+	a := &attributeWrites{all: attrs, updated: updated, values: map[attrID]string{}, kept: map[attrID]bool{}}
 	for _, r := range attrs {
-		if replacing[r.Revision] {
-			a.values[attrID{r.Revision, r.Kind, r.Key, r.Seq}] = r.Value
+		if updated[r.ObjectID] {
+			a.values[attrID{r.ObjectID, r.Kind, r.Key, r.Seq}] = r.Value
 		}
 	}
 	return a
 }
 
-// replace deletes the attribute rows of the rows at revs, old, but, where
-// the dialect moves attributes, for those that the rows replacing them
-// have as they are, which it moves to them: the rows of an object that the
-// update changed go, then what is left of its rows moves, one statement
-// for each.
-func (a *attributeWrites) replace(tx *gorm.DB, d *dialect, revs []int64, old []attributeRow) error {
-	if !d.moveAttributes {
-		return tx.Where("resource_revision IN ?", revs).Delete(&storedAttributeRow{}).Error
-	}
-	moving := map[int64]bool{}
+// replace deletes the attribute rows of the objects gone, and of old, the
+// stored rows of the objects whose rows it read, those that their update
+// changed or removed.
+func (a *attributeWrites) replace(tx *gorm.DB, d *dialect, gone []int64, old []attributeRow) error {
 	var changed []attributeRow
 	for _, r := range old {
-		to, ok := a.replaced[r.Revision]
-		id := attrID{to, r.Kind, r.Key, r.Seq}
-		if v, same := a.values[id]; ok && same && v == r.Value {
-			a.kept[id], moving[r.Revision] = true, true
-		} else if ok {
+		if !a.updated[r.ObjectID] {
+			continue // gone, with every row of its object below
+		}
+		id := attrID{r.ObjectID, r.Kind, r.Key, r.Seq}
+		if v, ok := a.values[id]; ok && v == r.Value {
+			a.kept[id] = true
+		} else {
 			changed = append(changed, r)
 		}
 	}
-	// The changed rows of an object none of whose rows move go with all
-	// of its rows, below.
-	changed = slices.DeleteFunc(changed, func(r attributeRow) bool { return !moving[r.Revision] })
-	var gone, moved []int64
-	for _, rev := range revs {
-		if moving[rev] {
-			moved = append(moved, rev)
-		} else {
-			gone = append(gone, rev)
-		}
-	}
 	if len(gone) > 0 {
-		if err := tx.Where("resource_revision IN ?", gone).Delete(&storedAttributeRow{}).Error; err != nil {
+		if err := tx.Where("object_id IN ?", gone).Delete(&storedAttributeRow{}).Error; err != nil {
 			return err
 		}
 	}
-	if err := deleteAttributes(tx, d, changed); err != nil {
-		return err
-	}
-	return a.move(tx, d, moved)
+	return deleteAttributes(tx, d, changed)
 }
 
 // deleteAttributes deletes rows, read by attributesOf, by their primary
@@ -286,8 +293,8 @@ func deleteAttributes(tx *gorm.DB, d *dialect, rows []attributeRow) error {
 		terms := make([]string, len(chunk))
 		args := make([]any, 0, 3*len(chunk))
 		for i, r := range chunk {
-			terms[i] = "(resource_revision = ? AND key_id = ? AND seq = ?)"
-			args = append(args, r.Revision, r.KeyID, r.Seq)
+			terms[i] = "(object_id = ? AND key_id = ? AND seq = ?)"
+			args = append(args, r.ObjectID, r.KeyID, r.Seq)
 		}
 		if err := tx.Where(strings.Join(terms, " OR "), args...).Delete(&storedAttributeRow{}).Error; err != nil {
 			return err
@@ -296,37 +303,63 @@ func deleteAttributes(tx *gorm.DB, d *dialect, rows []attributeRow) error {
 	return nil
 }
 
-// move rekeys the attribute rows of the rows at revs to the rows that
-// replace them, d.insertRows rows' a statement. Each is moved by the
-// difference of the revisions, which types its parameter as the column's
-// (a parameter alone is text to PostgreSQL).
-func (a *attributeWrites) move(tx *gorm.DB, d *dialect, revs []int64) error {
-	for start := 0; start < len(revs); start += d.insertRows {
-		chunk := revs[start:min(start+d.insertRows, len(revs))]
-		args := make([]any, 0, 2*len(chunk)+1)
-		for _, rev := range chunk {
-			args = append(args, rev, a.replaced[rev]-rev)
-		}
-		args = append(args, chunk)
-		stmt := "UPDATE " + attributesTable + " SET resource_revision = CASE resource_revision" +
-			strings.Repeat(" WHEN ? THEN resource_revision + ?", len(chunk)) + " END WHERE resource_revision IN ?"
-		if err := tx.Exec(stmt, args...).Error; err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// rows are the attribute rows to insert: those not moved.
+// rows are the attribute rows to insert: those not stored as they are.
 func (a *attributeWrites) rows() []attributeRow {
 	if len(a.kept) == 0 {
 		return a.all
 	}
 	out := make([]attributeRow, 0, len(a.all)-len(a.kept))
 	for _, r := range a.all {
-		if !a.kept[attrID{r.Revision, r.Kind, r.Key, r.Seq}] {
+		if !a.kept[attrID{r.ObjectID, r.Kind, r.Key, r.Seq}] {
 			out = append(out, r)
 		}
 	}
 	return out
+}
+
+// keywordWrites are the keyword rows of new rows, and which of them are
+// stored as they are: rows are never updated (sqliteTextIndex).
+type keywordWrites struct {
+	all     []keywordRow
+	updated map[int64]bool
+	kept    map[int64]bool
+}
+
+func newKeywordWrites(rows []keywordRow, updated map[int64]bool) *keywordWrites {
+	return &keywordWrites{all: rows, updated: updated, kept: map[int64]bool{}}
+}
+
+// replace deletes the keyword rows of the objects of ids, read, but those
+// of updated objects whose words are as they were.
+func (k *keywordWrites) replace(tx *gorm.DB, ids []int64) error {
+	var stored []keywordRow
+	if err := tx.Where("object_id IN ?", ids).Find(&stored).Error; err != nil {
+		return err
+	}
+	words := make(map[int64]string, len(k.all))
+	for _, r := range k.all {
+		if k.updated[r.ObjectID] {
+			words[r.ObjectID] = r.Words
+		}
+	}
+	var changed []int64
+	for _, r := range stored {
+		if w, ok := words[r.ObjectID]; ok && w == r.Words {
+			k.kept[r.ObjectID] = true
+		} else {
+			changed = append(changed, r.ObjectID)
+		}
+	}
+	if len(changed) == 0 {
+		return nil
+	}
+	return tx.Where("object_id IN ?", changed).Delete(&keywordRow{}).Error
+}
+
+// rows are the keyword rows to insert: those not stored as they are.
+func (k *keywordWrites) rows() []keywordRow {
+	if len(k.kept) == 0 {
+		return k.all
+	}
+	return slices.DeleteFunc(slices.Clone(k.all), func(r keywordRow) bool { return k.kept[r.ObjectID] })
 }

@@ -73,13 +73,16 @@ var updateKinds = []struct {
 // TestUpdatesKeepAttributes updates stored pods in every way of
 // updateKinds, each pod a different one each round, some pods twice in a
 // write and one deleted and created again beside the updates: after each
-// round the attribute rows are exactly those of the rows as stored (an
-// update moves the unchanged ones to its new row and rewrites the others:
-// none is left at a replaced revision, none is missing), and selectors and
-// counts by labels and images answer as brute force does.
+// round the attribute and keyword rows are exactly those of the rows as
+// stored (an update keeps the unchanged ones and rewrites the others: none
+// is left of a deleted object, none is missing), and selectors, keywords
+// and counts by labels and images answer as brute force does. Halfway,
+// the rows are taken back to keys of their revision, as before schema
+// version 19, and migrated again, from version 15.
 func TestUpdatesKeepAttributes(t *testing.T) {
 	storagetest.ForEach(t, func(t *testing.T, b storagetest.Backend) {
-		s := b.Open(t)
+		opts := b.Options(t)
+		s := storagetest.OpenStore(t, opts)
 		ctx := context.Background()
 		w := &world{objects: map[storage.Key]*storage.Object{}}
 		pods := 2 * len(updateKinds)
@@ -93,6 +96,15 @@ func TestUpdatesKeepAttributes(t *testing.T) {
 			}
 		}
 		for round := range 2 * len(updateKinds) {
+			if round == len(updateKinds) {
+				toRevisionKeyed(t, b.Name, sqlstore.GormDB(s))
+				// And the dictionary's conversion (15), which a binary of
+				// before cut short after its last page, runs again.
+				execAll(t, sqlstore.GormDB(s), "DELETE FROM panorama_schema_migrations WHERE version = 15")
+				_ = s.Close()
+				s = storagetest.OpenStore(t, opts)
+				checkAttributeRows(t, s, "migrated")
+			}
 			for _, c := range clusters[:2] {
 				var changes []storage.Change
 				var written []*unstructured.Unstructured
@@ -131,6 +143,8 @@ func TestUpdatesKeepAttributes(t *testing.T) {
 				{GVR: podsGVR, Fields: fields.ParseSelectorOrDie("images=busybox").Requirements()},
 				{GVR: podsGVR, Images: []string{fmt.Sprint("img-", round)}},
 				{GVR: podsGVR, Images: []string{"nginx"}, Clusters: clusters[1:2]},
+				{GVR: podsGVR, Keywords: keywords(fmt.Sprint("t", round))},
+				{GVR: podsGVR, Keywords: keywords("web", "busybox")},
 			} {
 				got, _, _ := listAll(t, s, q, nil)
 				if want := w.expect(&q); fmt.Sprint(got) != fmt.Sprint(want) {
@@ -145,7 +159,8 @@ func TestUpdatesKeepAttributes(t *testing.T) {
 }
 
 // checkAttributeRows fails unless the attribute rows are exactly those of
-// the pods as stored, described with the indexed fields.
+// the pods as stored, described with the indexed fields, and every
+// keyword row is of a stored object.
 func checkAttributeRows(t *testing.T, s *sqlstore.Store, step string) {
 	t.Helper()
 	fs, err := s.Fields(context.Background())
@@ -176,8 +191,9 @@ func checkAttributeRows(t *testing.T, s *sqlstore.Store, step string) {
 		AttrValue        string
 	}
 	db := sqlstore.GormDB(s)
-	if err := db.Table("object_attributes a").Select("a.resource_revision, k.kind, k.name AS attr_key, a.seq, v.value AS attr_value").
-		Joins("JOIN attribute_keys k ON k.id = a.key_id").Joins("JOIN attribute_values v ON v.id = a.value_id").Find(&attrs).Error; err != nil {
+	if err := db.Table("object_attributes a").Select("r.revision AS resource_revision, k.kind, k.name AS attr_key, a.seq, v.value AS attr_value").
+		Joins("JOIN attribute_keys k ON k.id = a.key_id").Joins("JOIN attribute_values v ON v.id = a.value_id").
+		Joins("LEFT JOIN resources r ON r.object_id = a.object_id").Find(&attrs).Error; err != nil {
 		t.Fatal(err)
 	}
 	got := make([]string, len(attrs))
@@ -188,6 +204,11 @@ func checkAttributeRows(t *testing.T, s *sqlstore.Store, step string) {
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Fatalf("%s: the attribute rows are not those of the resource rows:\n got %q\nwant %q", step, got, want)
+	}
+	var orphans int64
+	if err := db.Table("object_keywords k").Joins("LEFT JOIN resources r ON r.object_id = k.object_id").Where("r.object_id IS NULL").
+		Count(&orphans).Error; err != nil || orphans != 0 {
+		t.Fatalf("%s: %d keyword rows of no object (%v)", step, orphans, err)
 	}
 	var negative int64
 	if err := db.Table("count_summary").Where("n < 0").Count(&negative).Error; err != nil || negative != 0 {

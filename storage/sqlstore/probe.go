@@ -32,9 +32,9 @@ func (p attrPlan) sql(c attrCond) (string, []any) {
 	const from = " FROM " + attributesTable + " WHERE "
 	match, args := c.match()
 	// A row's attribute of a key is one row, or several for a multi-valued
-	// field (images): the primary key's prefix (resource_revision, key_id)
-	// finds them, LIMIT 1 keeps a scalar subquery scalar.
-	own := "(SELECT 1" + from + "resource_revision = " + resourcesTable + ".revision AND " + match + " LIMIT 1)"
+	// field (images): the primary key's prefix (object_id, key_id) finds
+	// them, LIMIT 1 keeps a scalar subquery scalar.
+	own := "(SELECT 1" + from + "object_id = " + resourcesTable + ".object_id AND " + match + " LIMIT 1)"
 	switch {
 	case c.lacks && p.probeExcluded:
 		return own + " IS NULL", args
@@ -43,7 +43,7 @@ func (p attrPlan) sql(c attrCond) (string, []any) {
 	case p.probeRequired:
 		return own + " IS NOT NULL", args
 	default:
-		return "revision IN (SELECT resource_revision" + from + match + ")", args
+		return resourcesTable + ".object_id IN (SELECT object_id" + from + match + ")", args
 	}
 }
 
@@ -134,7 +134,7 @@ func (s *Store) commonKeywords(tx *gorm.DB, keywords []storage.Keyword, objects,
 		return false, nil
 	}
 	var bounds struct{ Lo, Hi *int64 }
-	if err := tx.Raw("SELECT MIN(resource_revision) AS lo, MAX(resource_revision) AS hi FROM " + keywordsTable).Scan(&bounds).Error; err != nil {
+	if err := tx.Raw("SELECT MIN(object_id) AS lo, MAX(object_id) AS hi FROM " + keywordsTable).Scan(&bounds).Error; err != nil {
 		return false, err
 	}
 	if bounds.Lo == nil {
@@ -144,7 +144,7 @@ func (s *Store) commonKeywords(tx *gorm.DB, keywords []storage.Keyword, objects,
 	finds, args := s.dialect.keywordFinds(keywords)
 	runs := make([]string, keywordRuns)
 	for i := range runs {
-		runs[i] = fmt.Sprintf("(SELECT words FROM %s WHERE resource_revision >= ? ORDER BY resource_revision LIMIT %d)", keywordsTable, keywordRunLength)
+		runs[i] = fmt.Sprintf("(SELECT words FROM %s WHERE object_id >= ? ORDER BY object_id LIMIT %d)", keywordsTable, keywordRunLength)
 		args = append(args, *bounds.Lo+(*bounds.Hi-*bounds.Lo)*int64(2*i+1)/(2*keywordRuns))
 	}
 	var sample struct{ Documents, Hits int64 }

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -76,28 +77,7 @@ var migrations = []struct {
 }{{
 	version: 1,
 	tables: []table{
-		{
-			// One row per live object, keyed by the revision that wrote it:
-			// an update deletes the old row and inserts a new one, so the
-			// attributes of a row never change and need no row id of their own.
-			name: resourcesTable,
-			columns: append(append([]column{{name: "revision", typ: "bigint"}}, keyColumns...),
-				column{name: "kind", typ: "s128"},
-				column{name: "uid", typ: "s64"},
-				column{name: "owner_uid", typ: "s64"},
-				column{name: "created_at", typ: "bigint"},
-				column{name: "member_resource_version", typ: "s253"},
-				column{name: "object", typ: "blob"},
-			),
-			primaryKey: []string{"revision"},
-			indexes: []index{
-				{name: "resources_key", unique: true, columns: []string{"api_group", "version", "resource", "cluster", "namespace", "name"}},
-				{name: "resources_namespace_name", columns: []string{"api_group", "version", "resource", "namespace", "name"}},
-				{name: "resources_created", columns: []string{"api_group", "version", "resource", "created_at", "cluster", "namespace", "name"}},
-				{name: "resources_name", columns: []string{"name"}},
-				{name: "resources_owner", columns: []string{"owner_uid"}},
-			},
-		},
+		resourcesV1,
 		{
 			// Labels and selectable fields, one row each, so selectors are
 			// index lookups rather than scans of JSON.
@@ -271,22 +251,23 @@ var migrations = []struct {
 			indexes:    []index{{name: "attribute_values_value", unique: true, columns: []string{"key_id", "value"}}},
 		},
 		{
-			// A row's attributes are found by its revision, the rows that
-			// have a key's values by the index. InnoDB's and SQLite's
-			// entries end with the primary key, so that a semi-join reads
-			// the index alone; PostgreSQL's, without the revision,
-			// deduplicate a common value's entries, a good share of the
-			// attribute rows' bytes (BenchmarkBytesPerObject).
+			// A row's attributes are found by its object's id (named
+			// resource_revision, the row's revision, until version 19), the
+			// rows that have a key's values by the index. InnoDB's and
+			// SQLite's entries end with the primary key, so that a
+			// semi-join reads the index alone; PostgreSQL's, without the
+			// object's id, deduplicate a common value's entries, a good
+			// share of the attribute rows' bytes (BenchmarkBytesPerObject).
 			name: attributesTable,
 			// Ids are never assigned again, and values that never recur
 			// (an Event's) take one each: a 32-bit id would run out.
 			columns: []column{
-				{name: "resource_revision", typ: "bigint"},
+				{name: "object_id", typ: "bigint"},
 				{name: "key_id", typ: "bigint"},
 				{name: "value_id", typ: "bigint"},
 				{name: "seq", typ: "int"},
 			},
-			primaryKey: []string{"resource_revision", "key_id", "seq"},
+			primaryKey: []string{"object_id", "key_id", "seq"},
 			indexes:    []index{{name: "object_attributes_lookup", columns: []string{"key_id", "value_id"}}},
 			clustered:  true,
 		},
@@ -300,15 +281,17 @@ var migrations = []struct {
 	// The log keeps pre-images against the next state, a bounded number of
 	// a key's in a row, which each row counts (log.go).
 	version:     16,
-	alterations: []alteration{{table: resourcesTable, column: &column{name: "delta_chain", typ: "int", nullable: true}}},
+	alterations: []alteration{{table: resourcesTable, column: &deltaChainColumn}},
 }, {
 	// Keyword search (keywords.go). Stores made before fill it as they
-	// reindex for the built-in fields' revision that came with it.
+	// reindex for the built-in fields' revision that came with it. Its
+	// rows are found by their object's id (resource_revision, the row's
+	// revision, until version 19).
 	version: 17,
 	tables: []table{{
 		name:       keywordsTable,
-		columns:    []column{{name: "resource_revision", typ: "bigint"}, {name: "words", typ: "text"}},
-		primaryKey: []string{"resource_revision"},
+		columns:    []column{{name: "object_id", typ: "bigint"}, {name: "words", typ: "text"}},
+		primaryKey: []string{"object_id"},
 		indexes:    []index{{name: keywordsIndex, text: true, columns: []string{"words"}}},
 	}},
 }, {
@@ -319,7 +302,59 @@ var migrations = []struct {
 		{table: summaryTable, column: &column{name: heldSinceColumn, typ: "bigint", nullable: true}},
 		{table: summaryTable, column: &column{name: heldSinceAtColumn, typ: "bigint", nullable: true}},
 	},
+}, {
+	// Rows keyed by their object (keyRowsByObject).
+	version:     19,
+	alterations: []alteration{{table: resourcesTable, column: &column{name: objectIDColumn, typ: "bigint", nullable: true}}},
+	run:         (*Store).keyRowsByObject,
 }}
+
+// resourcesV1 is the table of objects as version 1 made it: one row per
+// live object, keyed by the revision that wrote it, until version 19
+// keyed it by the object (resourcesByObject).
+var resourcesV1 = table{
+	name: resourcesTable,
+	columns: append(append([]column{{name: "revision", typ: "bigint"}}, keyColumns...),
+		column{name: "kind", typ: "s128"},
+		column{name: "uid", typ: "s64"},
+		column{name: "owner_uid", typ: "s64"},
+		column{name: "created_at", typ: "bigint"},
+		column{name: "member_resource_version", typ: "s253"},
+		column{name: "object", typ: "blob"},
+	),
+	primaryKey: []string{"revision"},
+	indexes: []index{
+		{name: "resources_key", unique: true, columns: []string{"api_group", "version", "resource", "cluster", "namespace", "name"}},
+		{name: "resources_namespace_name", columns: []string{"api_group", "version", "resource", "namespace", "name"}},
+		{name: "resources_created", columns: []string{"api_group", "version", "resource", "created_at", "cluster", "namespace", "name"}},
+		{name: "resources_name", columns: []string{"name"}},
+		{name: "resources_owner", columns: []string{"owner_uid"}},
+	},
+}
+
+// deltaChainColumn is the count of pre-images kept against the next state
+// in a row (version 16, log.go).
+var deltaChainColumn = column{name: "delta_chain", typ: "int", nullable: true}
+
+const (
+	// objectIDColumn is the id of an object (resourceRow.ObjectID), which
+	// its attribute and keyword rows are found by.
+	objectIDColumn = "object_id"
+	// resourcesRevisionIndex finds a row by the revision that wrote it, as
+	// the log does (log.go), since rows are keyed by the object.
+	resourcesRevisionIndex = "resources_revision"
+)
+
+// resourcesByObject is the table of objects as version 19 keys it: by
+// the object's id, with a unique index of the revision that wrote the
+// row, and the columns added since version 1.
+func resourcesByObject() table {
+	t := resourcesV1
+	t.columns = append(append([]column{{name: objectIDColumn, typ: "bigint"}}, resourcesV1.columns...), deltaChainColumn)
+	t.primaryKey = []string{objectIDColumn}
+	t.indexes = append(slices.Clone(resourcesV1.indexes), index{name: resourcesRevisionIndex, unique: true, columns: []string{"revision"}})
+	return t
+}
 
 // attributesKey is the legacy attributes' primary key since migration 4.
 const attributesKey = "PRIMARY KEY (resource_revision, kind, attr_key, seq)"
@@ -339,6 +374,97 @@ func (s *Store) rekeyAttributes(db *gorm.DB) error {
 		}
 		return nil
 	})
+}
+
+// keyRowsByObject moves the stored rows from keys of the revision that
+// wrote them to keys of their object (schema version 19): an update
+// rewrote a row whole, its indexes' entries and its attribute and keyword
+// rows, where now it rewrites what changed (BenchmarkUpdateChurn). Each
+// row's object id is its revision, so the attribute and keyword rows keep
+// their values; their column is renamed last, since that is what stops
+// binaries of before. Each step is skipped once done, for a migration cut
+// short, or made meanwhile by a replica on another Galera node.
+func (s *Store) keyRowsByObject(db *gorm.DB) error {
+	m := db.Migrator()
+	if !m.HasIndex(resourcesTable, resourcesRevisionIndex) {
+		if err := fillObjectIDs(db); err != nil {
+			return err
+		}
+		err := db.Transaction(func(tx *gorm.DB) error {
+			// Holding the revision counter, where DDL is transactional, so
+			// that a writer from before leaves no row without its id.
+			if err := barrier(tx); err != nil {
+				return err
+			}
+			if err := tx.Exec("UPDATE " + resourcesTable + " SET object_id = revision WHERE object_id IS NULL").Error; err != nil {
+				return err
+			}
+			for _, stmt := range s.dialect.keyByObject(s.dialect) {
+				if err := tx.Exec(stmt).Error; err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil && !m.HasIndex(resourcesTable, resourcesRevisionIndex) {
+			return err
+		}
+	}
+	return s.renameObjectIDs(db)
+}
+
+// fillObjectIDs sets each row's object id to its revision, a page of rows
+// a statement, so that no transaction holds every row of a large table
+// (a Galera node refuses a write set past 2 GB).
+func fillObjectIDs(db *gorm.DB) error {
+	const page = 5000
+	for after := int64(0); ; {
+		var revs []int64
+		if err := db.Table(resourcesTable).Where("revision > ?", after).Order("revision").Limit(page).Pluck("revision", &revs).Error; err != nil {
+			return err
+		}
+		if len(revs) == 0 {
+			return nil
+		}
+		last := revs[len(revs)-1]
+		if err := db.Exec("UPDATE "+resourcesTable+" SET object_id = revision WHERE revision > ? AND revision <= ? AND object_id IS NULL", after, last).Error; err != nil {
+			return err
+		}
+		after = last
+	}
+}
+
+// renameObjectIDs names object_id the column of the attribute and keyword
+// tables that a binary from before version 19 made, which named it
+// resource_revision: migrations 9 and 15, run again or cut short by such
+// a binary, find it under its new name too.
+func (s *Store) renameObjectIDs(db *gorm.DB) error {
+	m := db.Migrator()
+	for _, t := range []string{attributesTable, keywordsTable} {
+		if !m.HasTable(t) || !m.HasColumn(t, "resource_revision") {
+			continue
+		}
+		stmt := s.dialect.renameColumn(t, "resource_revision", objectIDColumn, s.dialect.types["bigint"])
+		if err := db.Exec(stmt).Error; err != nil && m.HasColumn(t, "resource_revision") {
+			return err
+		}
+	}
+	return nil
+}
+
+// rowIDColumn is the column of resources whose values the attribute and
+// keyword rows' object_id holds: the revision, until version 19 keyed the
+// rows by object, when the two were one.
+func rowIDColumn(db *gorm.DB) string {
+	if db.Migrator().HasIndex(resourcesTable, resourcesRevisionIndex) {
+		return objectIDColumn
+	}
+	return "revision"
+}
+
+// renameColumn is RENAME COLUMN, where the database has it.
+func renameColumn(table, from, to, _ string) string {
+	return "ALTER TABLE " + table + " RENAME COLUMN " + from + " TO " + to
 }
 
 // alteration adds a column or an index to an existing table, or drops an

@@ -221,30 +221,38 @@ func (c *cell) row(scopes map[[5]string][2]string, n, since, at int64) summaryRo
 }
 
 // objects counts the objects of rows sign times (1 written, -1 removed).
-func (t *tally) objects(rows map[int64]*KeyColumns, sign int64) {
-	for rev, k := range rows {
-		t.add(k, rev, "", "", nil, sign)
+func (t *tally) objects(rows map[int64]counted, sign int64) {
+	for _, r := range rows {
+		t.add(r.key, r.rev, "", "", nil, sign)
 	}
 }
 
-// attributes counts attrs, the attribute rows of rows, sign times: each in
-// its value's cell, and each key of an object once in the key's cell.
-func (t *tally) attributes(rows map[int64]*KeyColumns, attrs []attributeRow, sign int64) {
+// counted is a row as a tally counts it: its key, and the revision that
+// wrote it (0 where no period begins: a fill, a removal).
+type counted struct {
+	key *KeyColumns
+	rev int64
+}
+
+// attributes counts attrs, the attribute rows of rows (by object id), sign
+// times: each in its value's cell, and each key of an object once in the
+// key's cell.
+func (t *tally) attributes(rows map[int64]counted, attrs []attributeRow, sign int64) {
 	type objectKey struct {
-		rev       int64
+		id        int64
 		kind, key string
 	}
 	seen := make(map[objectKey]bool, len(attrs))
 	for i := range attrs {
 		a := &attrs[i]
-		k := rows[a.Revision]
-		if k == nil {
+		r, ok := rows[a.ObjectID]
+		if !ok {
 			continue // of no row: a join from the rows would not count it either
 		}
-		t.add(k, a.Revision, a.Kind, a.Key, &a.Value, sign)
-		if ok := (objectKey{a.Revision, a.Kind, a.Key}); !seen[ok] {
+		t.add(r.key, r.rev, a.Kind, a.Key, &a.Value, sign)
+		if ok := (objectKey{a.ObjectID, a.Kind, a.Key}); !seen[ok] {
 			seen[ok] = true
-			t.add(k, a.Revision, a.Kind, a.Key, nil, sign)
+			t.add(r.key, r.rev, a.Kind, a.Key, nil, sign)
 		}
 	}
 }
@@ -322,6 +330,10 @@ func sweepSummary(db *gorm.DB) error {
 // starts from an empty summary, so that it may run again.
 func (s *Store) fillSummary(db *gorm.DB) error {
 	const page = 5000
+	// Before the transaction: MySQL commits before a rename.
+	if err := s.renameObjectIDs(db); err != nil {
+		return err
+	}
 	return db.Transaction(func(tx *gorm.DB) error {
 		// Writing the counter's row first holds writers off on every
 		// database: SQLite has no FOR UPDATE, and its transaction, had it
@@ -331,9 +343,11 @@ func (s *Store) fillSummary(db *gorm.DB) error {
 			return err
 		}
 		// The summary came before the dictionary: filled again
-		// (operations.md), it reads the dictionary's rows.
+		// (operations.md), it reads the dictionary's rows, by the column
+		// of resources that they are found by (rowIDColumn).
+		id := rowIDColumn(tx)
 		attributes := func(tx *gorm.DB, after, last int64) ([]attributeRow, error) {
-			return attributesOf(tx, "resource_revision > ? AND resource_revision <= ?", after, last)
+			return attributesOf(tx, "object_id > ? AND object_id <= ?", after, last)
 		}
 		if tx.Migrator().HasTable(legacyAttributesTable) {
 			attributes = legacyAttributes
@@ -344,18 +358,18 @@ func (s *Store) fillSummary(db *gorm.DB) error {
 		t := tally{filling: true}
 		for after := int64(-1); ; {
 			var rows []resourceRow
-			if err := tx.Select("revision", "cluster", "api_group", "version", "resource", "namespace").
-				Where("revision > ?", after).Order("revision").Limit(page).Find(&rows).Error; err != nil {
+			if err := tx.Select(id+" AS object_id", "cluster", "api_group", "version", "resource", "namespace").
+				Where(id+" > ?", after).Order(id).Limit(page).Find(&rows).Error; err != nil {
 				return err
 			}
 			if len(rows) == 0 {
 				break
 			}
-			keys := make(map[int64]*KeyColumns, len(rows))
+			keys := make(map[int64]counted, len(rows))
 			for i := range rows {
-				keys[rows[i].Revision] = &rows[i].KeyColumns
+				keys[rows[i].ObjectID] = counted{key: &rows[i].KeyColumns}
 			}
-			last := rows[len(rows)-1].Revision
+			last := rows[len(rows)-1].ObjectID
 			// A row's attributes go with it: the range holds those of these rows only.
 			attrs, err := attributes(tx, after, last)
 			if err != nil {

@@ -320,17 +320,24 @@ func TestCountSummaryMigration(t *testing.T) {
 			t.Fatalf("%d of the %d cells writes kept have a period", n, len(kept))
 		}
 		for i, c := range []struct {
-			legacy bool // the summary came before the dictionary
-			stmts  []string
+			legacy        bool // the summary came before the dictionary
+			revisionKeyed bool // and after it, before rows were keyed by object
+			stmts         []string
 		}{
 			// As before the summary, and before its periods.
-			{true, []string{"DROP TABLE count_summary", "DELETE FROM panorama_schema_migrations WHERE version = 18"}},
-			{true, nil},
+			{true, false, []string{"DROP TABLE count_summary", "DELETE FROM panorama_schema_migrations WHERE version = 18"}},
+			{true, false, nil},
 			// Filled again by hand (operations.md), from the dictionary.
-			{false, []string{"DELETE FROM count_summary", "DELETE FROM panorama_schema_migrations WHERE version = 9"}},
+			{false, false, []string{"DELETE FROM count_summary", "DELETE FROM panorama_schema_migrations WHERE version = 9"}},
+			// The same by a binary from before version 19, then upgraded:
+			// 9 runs again before 19.
+			{false, true, []string{"DELETE FROM count_summary", "DELETE FROM panorama_schema_migrations WHERE version = 9"}},
 		} {
-			if c.legacy {
+			switch {
+			case c.legacy:
 				toLegacyAttributes(t, b.Name, sqlstore.GormDB(s), true, "", 9)
+			case c.revisionKeyed:
+				toRevisionKeyed(t, b.Name, sqlstore.GormDB(s))
 			}
 			execAll(t, sqlstore.GormDB(s), c.stmts...)
 			migrated := storagetest.OpenStore(t, opts)

@@ -367,9 +367,18 @@ func older(a, b string) bool {
 // insertChunked inserts rows in statements bounded by d.insertRows rows and
 // insertBytes, as arrays where the dialect takes them.
 func insertChunked[T any](tx *gorm.DB, d *dialect, rows []T, size func(*T) int) error {
+	return upsertChunked(tx, d, rows, size, nil)
+}
+
+// upsertChunked is insertChunked, where the rows that conflict with one
+// stored on conflict's columns update it instead, unless conflict is nil.
+func upsertChunked[T any](tx *gorm.DB, d *dialect, rows []T, size func(*T) int, conflict *clause.OnConflict) error {
+	if conflict != nil {
+		tx = tx.Clauses(*conflict)
+	}
 	return inChunks(rows, d.insertRows, size, func(chunk []T) error {
 		if d.insertArrays {
-			return insertArrays(tx, chunk)
+			return insertArrays(tx, chunk, conflict)
 		}
 		return tx.Omit(clause.Associations).Create(chunk).Error
 	})
@@ -410,8 +419,13 @@ func newRow(fs *storage.FieldSet, cluster string, gvr schema.GroupVersionResourc
 	if err != nil {
 		return madeRow{}, fmt.Errorf("encoding %s/%s: %w", d.Namespace, d.Name, err)
 	}
+	// An object keeps the id its first revision gave it.
+	id := rev
+	if o.old != nil {
+		id = o.old.ObjectID
+	}
 	row := resourceRow{
-		Revision: rev, KeyColumns: newKeyColumns(cluster, gvr, d.Namespace, d.Name), Kind: d.Kind, UID: d.UID, OwnerUID: d.OwnerUID,
+		ObjectID: id, Revision: rev, KeyColumns: newKeyColumns(cluster, gvr, d.Namespace, d.Name), Kind: d.Kind, UID: d.UID, OwnerUID: d.OwnerUID,
 		Created: d.CreatedAt, MemberResourceVersion: d.MemberResourceVersion, Object: blob,
 	}
 	// Deflate's window is 32 KB: an object much bigger keeps little against
@@ -425,10 +439,10 @@ func newRow(fs *storage.FieldSet, cluster string, gvr schema.GroupVersionResourc
 	}
 	attrs := make([]attributeRow, 0, len(d.Labels)+len(fields))
 	for k, v := range d.Labels {
-		attrs = append(attrs, attributeRow{Revision: rev, Kind: attrKindLabel, Key: k, Value: v})
+		attrs = append(attrs, attributeRow{ObjectID: id, Kind: attrKindLabel, Key: k, Value: v})
 	}
-	made := madeRow{row: row, attrs: fieldRows(attrs, rev, fields), keptPreImage: keptPreImage}
-	made.keywords, made.hasKeywords = keywordRowOf(rev, words)
+	made := madeRow{row: row, attrs: fieldRows(attrs, id, fields), keptPreImage: keptPreImage}
+	made.keywords, made.hasKeywords = keywordRowOf(id, words)
 	return made, nil
 }
 
@@ -456,15 +470,15 @@ func stamped(u *unstructured.Unstructured, cluster, memberRV string, rev int64) 
 	return out
 }
 
-// fieldRows appends the attribute rows of a row's fields. describeChange
+// fieldRows appends the attribute rows of an object's fields. describeChange
 // refuses objects whose built-in fields no database stores; a declared
 // field's such values are left out, since a row stored before the
 // declaration cannot be refused any more.
-func fieldRows(attrs []attributeRow, rev int64, fields map[string][]string) []attributeRow {
+func fieldRows(attrs []attributeRow, id int64, fields map[string][]string) []attributeRow {
 	for k, vs := range fields {
 		for i, v := range vs {
 			if storage.StorableText(v) {
-				attrs = append(attrs, attributeRow{Revision: rev, Kind: attrKindField, Key: k, Seq: i, Value: v})
+				attrs = append(attrs, attributeRow{ObjectID: id, Kind: attrKindField, Key: k, Seq: i, Value: v})
 			}
 		}
 	}
