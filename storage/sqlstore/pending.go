@@ -317,16 +317,23 @@ func (a *attributeWrites) rows() []attributeRow {
 	return out
 }
 
-// keywordWrites are the keyword rows of new rows, and which of them are
-// stored as they are: rows are never updated (sqliteTextIndex).
+// keywordWrites are the keyword rows of new rows, the documents of
+// updated objects by id, and which of them are stored as they are: rows
+// are never updated (sqliteTextIndex).
 type keywordWrites struct {
-	all     []keywordRow
-	updated map[int64]bool
-	kept    map[int64]bool
+	all   []keywordRow
+	words map[int64]string
+	kept  map[int64]bool
 }
 
 func newKeywordWrites(rows []keywordRow, updated map[int64]bool) *keywordWrites {
-	return &keywordWrites{all: rows, updated: updated, kept: map[int64]bool{}}
+	k := &keywordWrites{all: rows, words: map[int64]string{}, kept: map[int64]bool{}}
+	for _, r := range rows {
+		if updated[r.ObjectID] {
+			k.words[r.ObjectID] = r.Words
+		}
+	}
+	return k
 }
 
 // replace deletes the keyword rows of the objects of ids, read, but those
@@ -336,15 +343,9 @@ func (k *keywordWrites) replace(tx *gorm.DB, ids []int64) error {
 	if err := tx.Where("object_id IN ?", ids).Find(&stored).Error; err != nil {
 		return err
 	}
-	words := make(map[int64]string, len(k.all))
-	for _, r := range k.all {
-		if k.updated[r.ObjectID] {
-			words[r.ObjectID] = r.Words
-		}
-	}
 	var changed []int64
 	for _, r := range stored {
-		if w, ok := words[r.ObjectID]; ok && w == r.Words {
+		if w, ok := k.words[r.ObjectID]; ok && w == r.Words {
 			k.kept[r.ObjectID] = true
 		} else {
 			changed = append(changed, r.ObjectID)

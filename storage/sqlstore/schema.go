@@ -387,16 +387,18 @@ func (s *Store) rekeyAttributes(db *gorm.DB) error {
 func (s *Store) keyRowsByObject(db *gorm.DB) error {
 	m := db.Migrator()
 	if !m.HasIndex(resourcesTable, resourcesRevisionIndex) {
-		if err := fillObjectIDs(db); err != nil {
+		filled, err := fillObjectIDs(db)
+		if err != nil {
 			return err
 		}
-		err := db.Transaction(func(tx *gorm.DB) error {
+		err = db.Transaction(func(tx *gorm.DB) error {
 			// Holding the revision counter, where DDL is transactional, so
-			// that a writer from before leaves no row without its id.
+			// that a writer from before leaves no row without its id: those
+			// it wrote since the fill, by the revision key, not a scan.
 			if err := barrier(tx); err != nil {
 				return err
 			}
-			if err := tx.Exec("UPDATE " + resourcesTable + " SET object_id = revision WHERE object_id IS NULL").Error; err != nil {
+			if err := tx.Exec("UPDATE "+resourcesTable+" SET object_id = revision WHERE revision > ? AND object_id IS NULL", filled).Error; err != nil {
 				return err
 			}
 			for _, stmt := range s.dialect.keyByObject(s.dialect) {
@@ -415,20 +417,22 @@ func (s *Store) keyRowsByObject(db *gorm.DB) error {
 
 // fillObjectIDs sets each row's object id to its revision, a page of rows
 // a statement, so that no transaction holds every row of a large table
-// (a Galera node refuses a write set past 2 GB).
-func fillObjectIDs(db *gorm.DB) error {
+// (a Galera node refuses a write set past 2 GB), and returns the last
+// revision it filled: a row written later has a later one, since writers
+// take revisions in the order they commit.
+func fillObjectIDs(db *gorm.DB) (int64, error) {
 	const page = 5000
 	for after := int64(0); ; {
 		var revs []int64
 		if err := db.Table(resourcesTable).Where("revision > ?", after).Order("revision").Limit(page).Pluck("revision", &revs).Error; err != nil {
-			return err
+			return 0, err
 		}
 		if len(revs) == 0 {
-			return nil
+			return after, nil
 		}
 		last := revs[len(revs)-1]
 		if err := db.Exec("UPDATE "+resourcesTable+" SET object_id = revision WHERE revision > ? AND revision <= ? AND object_id IS NULL", after, last).Error; err != nil {
-			return err
+			return 0, err
 		}
 		after = last
 	}
