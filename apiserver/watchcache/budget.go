@@ -220,7 +220,7 @@ func (c *Cache) touch(r *resource) { r.used.Store(c.clock.Add(1)) }
 // cache holds what is read, as it did before budgets.
 func DefaultMemoryBudget(root string) int64 {
 	limit := containermemory.Limit(root)
-	return max(sharedBudget(limit), (containermemory.SoftLimit(limit)-serverMemory)/13*10)
+	return max(sharedBudget(limit), budgetWithin(containermemory.SoftLimit(limit)))
 }
 
 // SharedMemoryBudget is the default budget of a cache that shares its
@@ -237,6 +237,13 @@ func sharedBudget(limit int64) int64 { return limit / 4 }
 // clients, informers, requests in flight and the runtime.
 const serverMemory = 300 << 20
 
+// heapTenths is how many tenths of the budget Go's soft limit lets the
+// heap hold (GoMemoryLimit): issue 35's bound, 1.3 × the budget.
+const heapTenths = 13
+
+// budgetWithin is the largest budget whose GoMemoryLimit is within limit.
+func budgetWithin(limit int64) int64 { return (limit - serverMemory) / heapTenths * 10 }
+
 // GoMemoryLimit is Go's soft memory limit for an API server whose cache
 // has budget (0 when unlimited: none). The cache's estimate of its heap
 // is mostly above the heap (TestHeldBytesEstimate), and the live heap
@@ -251,10 +258,10 @@ func GoMemoryLimit(budget int64) int64 {
 	if budget <= 0 {
 		return 0
 	}
-	if budget > (math.MaxInt64-serverMemory)/13*10 {
+	if budget > budgetWithin(math.MaxInt64) {
 		return math.MaxInt64 // no bound in reach
 	}
-	return budget/10*13 + serverMemory
+	return budget/10*heapTenths + serverMemory
 }
 
 // The cache's metrics, measured here.

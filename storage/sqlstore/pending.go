@@ -230,9 +230,20 @@ func (p *pending) flush(tx *gorm.DB, d *dialect) error {
 // rewriteRow has an updated object's row rewritten: every column but its
 // id and its key, which are the object's.
 var rewriteRow = clause.OnConflict{
-	Columns: []clause.Column{{Name: "object_id"}},
-	DoUpdates: clause.AssignmentColumns([]string{"revision", "kind", "uid", "owner_uid", "created_at",
-		"member_resource_version", "object", "delta_chain"}),
+	Columns:   []clause.Column{{Name: objectIDColumn}},
+	DoUpdates: clause.AssignmentColumns(rewrittenColumns()),
+}
+
+// rewrittenColumns are the columns of the objects' table but the id and
+// the key.
+func rewrittenColumns() []string {
+	var out []string
+	for _, c := range resourcesByObject().columns {
+		if c.name != objectIDColumn && !slices.ContainsFunc(keyColumns, func(k column) bool { return k.name == c.name }) {
+			out = append(out, c.name)
+		}
+	}
+	return out
 }
 
 // attrID is an attribute row's primary key.
