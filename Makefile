@@ -104,7 +104,7 @@ bench-fleet-2m: ## Issue 35's run by hand (hours; not in bench or CI), on MariaD
 	export KUBEBUILDER_ASSETS="$$(hack/test-assets.sh)"; \
 	PANORAMA_BENCH_FLEET_OBJECTS=20000 PANORAMA_BENCH_FLEET_CLUSTERS=100 \
 	go test -v -run '^$$' -bench 'BenchmarkFleet$$/(mysql|postgres)' -benchtime 1x -timeout 480m ./controllers/ && \
-	PANORAMA_BENCH_RECONCILE_CLUSTERS=1,100 \
+	PANORAMA_BENCH_RECONCILE_OBJECTS=20000 PANORAMA_BENCH_RECONCILE_CLUSTERS=1,100 \
 	go test -v -run '^$$' -bench 'BenchmarkFleetReconcile/(mysql|postgres)' -benchtime 1x -timeout 120m ./controllers/ && \
 	PANORAMA_BENCH_COUNT_OBJECTS=62500 PANORAMA_BENCH_BUDGET_RESOURCES=32 \
 	go test -v -run '^$$' -bench 'BenchmarkBudgetedCache/(mysql|postgres)' -benchtime 1x -timeout 480m ./apiserver/watchcache/ && \
