@@ -35,8 +35,11 @@ const churnObjects, churnFlush = 200, 10
 // patches do), and a change of nothing indexed (an annotation). Each is
 // printed as a ratio to the same writers adding as many new objects of the
 // same size in the same run, and to as many pod JSONs written as raw
-// multi-row INSERTs from one connection. Where the writer's time goes is
-// printed too: the statements it ran, summed by kind.
+// multi-row INSERTs from one connection, and to the floor of the same
+// updates (sqlstore.RewriteFloor): their rows rewritten and their log
+// entries inserted again, alone. Where the writer's time goes is printed
+// too: the stages of its groups (panorama_storage_write_seconds) and the
+// statements it ran, summed by kind.
 func BenchmarkUpdateChurn(b *testing.B) {
 	stored := storagetest.BenchBatch
 	if v := os.Getenv("PANORAMA_BENCH_CHURN_OBJECTS"); v != "" {
@@ -76,8 +79,10 @@ func BenchmarkUpdateChurn(b *testing.B) {
 				}},
 			} {
 				timer.start()
+				stagesBefore := sqlstore.WriteStages()
 				took := concurrentWrites(b, s, churnObjects, churnFlush, phase.object)
 				stmts := timer.stop()
+				stages := stagesSince(stagesBefore)
 				if phase.metric == "insert" {
 					inserts = took
 				}
@@ -85,9 +90,19 @@ func BenchmarkUpdateChurn(b *testing.B) {
 				b.ReportMetric(took.Seconds(), phase.metric+"-s")
 				b.ReportMetric(rate/raw, phase.metric+"/raw")
 				b.ReportMetric(float64(took)/float64(inserts), phase.metric+"/insert")
-				b.Logf("%s: %s, %d writers × %d in writes of %d: %v, %.0f rows/s, %.2fx raw INSERTs' rate, %.2fx the time of as many new objects; statements: %s",
+				b.Logf("%s: %s, %d writers × %d in writes of %d: %v, %.0f rows/s, %.2fx raw INSERTs' rate, %.2fx the time of as many new objects; the writer's stages: %s; statements: %s",
 					be.Name, phase.name, benchWriters, churnObjects, churnFlush, took.Round(time.Millisecond), rate, rate/raw,
-					float64(took)/float64(inserts), stmts)
+					float64(took)/float64(inserts), stages, stmts)
+				if phase.metric == "insert" {
+					continue
+				}
+				floor, err := sqlstore.RewriteFloor(s, rows)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(took)/float64(floor), phase.metric+"/floor")
+				b.Logf("%s: %s: the floor, the same rows rewritten and their log entries inserted again in one transaction, nothing read: %v, %.0f rows/s; the writes took %.2fx that",
+					be.Name, phase.name, floor.Round(time.Millisecond), float64(rows)/floor.Seconds(), float64(took)/float64(floor))
 			}
 		})
 	}
@@ -134,6 +149,17 @@ func concurrentWrites(b *testing.B, s *sqlstore.Store, n, flush int, object func
 		b.Fatal(err)
 	}
 	return took
+}
+
+// stagesSince is the time the writer's groups spent in each stage since
+// before (panorama_storage_write_seconds).
+func stagesSince(before []sqlstore.WriteStage) string {
+	after := sqlstore.WriteStages()
+	parts := make([]string, len(after))
+	for i, st := range after {
+		parts[i] = fmt.Sprintf("%s %v", st.Name, time.Duration((st.Seconds-before[i].Seconds)*float64(time.Second)).Round(time.Millisecond))
+	}
+	return fmt.Sprintf("%d groups: %s", after[0].Groups-before[0].Groups, strings.Join(parts, ", "))
 }
 
 func withLabel(labels map[string]string, k, v string) map[string]string {

@@ -2,9 +2,13 @@ package sqlstore
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	"gorm.io/gorm"
 )
 
@@ -31,6 +35,27 @@ func Queued(s *Store) int {
 // WriteConflicts is the process's panorama_storage_write_conflicts_total.
 func WriteConflicts() float64 { return testutil.ToFloat64(writeConflicts) }
 
+// WriteStage is a stage's series of panorama_storage_write_seconds.
+type WriteStage struct {
+	Name    string
+	Groups  uint64
+	Seconds float64
+}
+
+// WriteStages are the series of panorama_storage_write_seconds, a stage
+// each, in the order a group goes through them.
+func WriteStages() []WriteStage {
+	out := make([]WriteStage, len(stageNames))
+	for i, name := range stageNames {
+		var m dto.Metric
+		if err := writeSeconds.WithLabelValues(name).(prometheus.Metric).Write(&m); err != nil {
+			panic(err)
+		}
+		out[i] = WriteStage{Name: name, Groups: m.GetHistogram().GetSampleCount(), Seconds: m.GetHistogram().GetSampleSum()}
+	}
+	return out
+}
+
 // MeasureLag measures the standby's lag now, rather than at the next tick.
 func MeasureLag(ctx context.Context, r *Replicated) error { return r.measure(ctx) }
 
@@ -48,3 +73,46 @@ var Refusal = refusal
 const MaxDeltaChain = maxDeltaChain
 
 var KeptAgainstNext = keptAgainstNext
+
+// RewriteFloor times what no store can skip in n updates of stored
+// objects: the n rows last written rewritten in place, by the statement
+// an update rewrites its row with, and the n log entries last written
+// inserted again, each at a revision past the counter, in the largest
+// multi-row statements, one transaction, nothing read or encoded while
+// timed. It is rolled back, untimed.
+func RewriteFloor(s *Store, n int) (time.Duration, error) {
+	var rows []resourceRow
+	var events []eventRow
+	if err := s.db.Order("revision DESC").Limit(n).Find(&rows).Error; err != nil {
+		return 0, err
+	}
+	if err := s.db.Order("revision DESC").Limit(n).Find(&events).Error; err != nil {
+		return 0, err
+	}
+	if len(rows) != n || len(events) != n {
+		return 0, fmt.Errorf("%d rows and %d log entries stored, want %d", len(rows), len(events), n)
+	}
+	past := events[0].Revision
+	for i := range rows {
+		rows[i].Revision = past + int64(i) + 1
+		events[i].Revision = past + int64(i) + 1
+		events[i].Object = storedElsewhere // as the writer writes it; read back as NULL on SQLite
+	}
+	var took time.Duration
+	rolledBack := errors.New("rolled back")
+	err := s.db.Transaction(func(tx *gorm.DB) error {
+		t0 := time.Now()
+		if err := upsertChunked(tx, s.dialect, rows, func(r *resourceRow) int { return len(r.Object) }, &rewriteRow); err != nil {
+			return err
+		}
+		if err := insertChunked(tx, s.dialect, events, func(e *eventRow) int { return len(e.Object) + len(e.PrevObject) }); err != nil {
+			return err
+		}
+		took = time.Since(t0)
+		return rolledBack
+	})
+	if !errors.Is(err, rolledBack) {
+		return 0, err
+	}
+	return took, nil
+}

@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -11,7 +12,7 @@ import (
 // lag of the read replica of the process that reads from one
 // (OpenForReads with a ReadDSN), exported once it opened one.
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{writeConflicts, replicaMetrics{}}
+	return []prometheus.Collector{writeConflicts, writeSeconds, replicaMetrics{}}
 }
 
 // writeConflicts counts what conflict.go retries: on Galera, where
@@ -22,6 +23,53 @@ var writeConflicts = prometheus.NewCounter(prometheus.CounterOpts{
 	Name: "panorama_storage_write_conflicts_total",
 	Help: "Write groups written again after the database refused them for a conflict (deadlock, Galera certification failure, serialization failure).",
 })
+
+// writeSeconds times the stages of each committed write group: where the
+// one writer's time goes, and so what delays changes under churn
+// (operations.md, "Fleet scale").
+var writeSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+	Name: "panorama_storage_write_seconds",
+	Help: "Time each committed write group spent in a stage: lock (beginning its transaction and locking the revision counter), " +
+		"read (the stored rows its changes replace), plan (planning and encoding the changes), " +
+		"write (the statements of rows, indexes, counts and log), commit (taking the revisions and committing).",
+	Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16), // 0.5 ms to 16 s
+}, []string{"stage"})
+
+// stage is a part of a write group's time (writeSeconds).
+type stage int
+
+const (
+	stageLock stage = iota
+	stageRead
+	stagePlan
+	stageWrite
+	stageCommit
+	stages
+)
+
+var stageNames = [stages]string{"lock", "read", "plan", "write", "commit"}
+
+// stageClock adds the time between its marks to the stages they end.
+type stageClock struct {
+	spent [stages]time.Duration
+	mark  time.Time
+}
+
+func newStageClock() *stageClock { return &stageClock{mark: time.Now()} }
+
+// ended adds the time since the last mark to s.
+func (c *stageClock) ended(s stage) {
+	now := time.Now()
+	c.spent[s] += now.Sub(c.mark)
+	c.mark = now
+}
+
+// observe records a committed group's stages.
+func (c *stageClock) observe() {
+	for s, d := range c.spent {
+		writeSeconds.WithLabelValues(stageNames[s]).Observe(d.Seconds())
+	}
+}
 
 var (
 	replicaLagSeconds = prometheus.NewDesc("panorama_storage_replica_lag_seconds",

@@ -204,6 +204,7 @@ func (w *clusterWriter) DeleteResource(ctx context.Context, gvr schema.GroupVers
 // batches it is to blame on: the one that failed, or those whose pending
 // rows failed to be written, or none (the counter, the commit).
 func (s *Store) write(group []*batch) (ran int, blamed []*batch, err error) {
+	clock := newStageClock()
 	ctx, cancel := groupContext(group)
 	defer cancel()
 	revs := make([]int64, 0, len(group))
@@ -211,6 +212,7 @@ func (s *Store) write(group []*batch) (ran int, blamed []*batch, err error) {
 	var p pending
 	flushed := 0 // group[flushed:ran] have rows pending
 	flush := func(tx *gorm.DB) error {
+		defer clock.ended(stageWrite)
 		if err := p.flush(tx, s.dialect); err != nil {
 			blamed = slices.Clone(group[flushed:ran])
 			return err
@@ -238,6 +240,7 @@ func (s *Store) write(group []*batch) (ran int, blamed []*batch, err error) {
 		// The group's time, once it holds the counter: groups' times follow
 		// their revisions.
 		p.fields, p.dict, p.committed = fs, s.dict.begin(), time.Now().UnixMicro()
+		clock.ended(stageLock)
 		next = base
 		var reads runReads // of group[ran:looked]
 		looked := 0
@@ -256,6 +259,7 @@ func (s *Store) write(group []*batch) (ran int, blamed []*batch, err error) {
 					return err
 				}
 				looked = ran + len(run)
+				clock.ended(stageRead)
 			}
 			if err := checkFence(b, reads.epochs); err != nil {
 				blamed = []*batch{b}
@@ -268,6 +272,7 @@ func (s *Store) write(group []*batch) (ran int, blamed []*batch, err error) {
 			}
 			next += n
 			revs = append(revs, next)
+			clock.ended(stagePlan)
 		}
 		if err := flush(tx); err != nil {
 			return err
@@ -289,6 +294,8 @@ func (s *Store) write(group []*batch) (ran int, blamed []*batch, err error) {
 	if err != nil {
 		return 0, blamed, err
 	}
+	clock.ended(stageCommit)
+	clock.observe()
 	s.dict.learn(p.dict)
 	if next > base {
 		s.notify()
