@@ -78,7 +78,9 @@ var (
 //     each are in SQL, as a ratio to 3 s and to the time the patches took
 //     to send; the watch latency (member patch to event on a watch of
 //     Panorama's watch cache over a second store, as an API server has)
-//     p50/p99, as ratios to a watch of the member itself;
+//     p50/p99, as ratios to a watch of the member itself; where the
+//     store's writer spent the time until the last copy was in SQL (the
+//     stages of panorama_storage_write_seconds);
 //   - a paged list (limit 500) of every ConfigMap of every cluster through
 //     the storage (no HTTP), as ratios to the unpaged list of the same and
 //     to kube-apiserver's paged list of the member's ConfigMaps, N times
@@ -325,6 +327,7 @@ func churn(b *testing.B, ctx context.Context, store storage.Interface, cache *wa
 		memberSeen <- lat
 	}()
 	inSQL := make(chan time.Duration, 1)
+	stages := storagetest.WriteStages(b)
 	start := time.Now()
 	go func() { inSQL <- waitLogged(b, ctx, store, rev, want, start) }()
 
@@ -339,6 +342,7 @@ func churn(b *testing.B, ctx context.Context, store storage.Interface, cache *wa
 	sending := time.Since(start)
 	took := <-inSQL
 	stopProfile()
+	b.Logf("churn: the store's writer until then, %s", storagetest.StagesSince(b, stages))
 	locks := stopLocks()
 	var pLat, mLat []time.Duration
 	select {

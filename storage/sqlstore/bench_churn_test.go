@@ -79,10 +79,10 @@ func BenchmarkUpdateChurn(b *testing.B) {
 				}},
 			} {
 				timer.start()
-				stagesBefore := sqlstore.WriteStages()
+				stagesBefore := storagetest.WriteStages(b)
 				took := concurrentWrites(b, s, churnObjects, churnFlush, phase.object)
 				stmts := timer.stop()
-				stages := stagesSince(stagesBefore)
+				stages := storagetest.StagesSince(b, stagesBefore)
 				if phase.metric == "insert" {
 					inserts = took
 				}
@@ -149,17 +149,6 @@ func concurrentWrites(b *testing.B, s *sqlstore.Store, n, flush int, object func
 		b.Fatal(err)
 	}
 	return took
-}
-
-// stagesSince is the time the writer's groups spent in each stage since
-// before (panorama_storage_write_seconds).
-func stagesSince(before []sqlstore.WriteStage) string {
-	after := sqlstore.WriteStages()
-	parts := make([]string, len(after))
-	for i, st := range after {
-		parts[i] = fmt.Sprintf("%s %v", st.Name, time.Duration((st.Seconds-before[i].Seconds)*float64(time.Second)).Round(time.Millisecond))
-	}
-	return fmt.Sprintf("%d groups: %s", after[0].Groups-before[0].Groups, strings.Join(parts, ", "))
 }
 
 func withLabel(labels map[string]string, k, v string) map[string]string {

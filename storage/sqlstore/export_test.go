@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	dto "github.com/prometheus/client_model/go"
 	"gorm.io/gorm"
 )
 
@@ -34,27 +32,6 @@ func Queued(s *Store) int {
 
 // WriteConflicts is the process's panorama_storage_write_conflicts_total.
 func WriteConflicts() float64 { return testutil.ToFloat64(writeConflicts) }
-
-// WriteStage is a stage's series of panorama_storage_write_seconds.
-type WriteStage struct {
-	Name    string
-	Groups  uint64
-	Seconds float64
-}
-
-// WriteStages are the series of panorama_storage_write_seconds, a stage
-// each, in the order a group goes through them.
-func WriteStages() []WriteStage {
-	out := make([]WriteStage, len(stageNames))
-	for i, name := range stageNames {
-		var m dto.Metric
-		if err := writeSeconds.WithLabelValues(name).(prometheus.Metric).Write(&m); err != nil {
-			panic(err)
-		}
-		out[i] = WriteStage{Name: name, Groups: m.GetHistogram().GetSampleCount(), Seconds: m.GetHistogram().GetSampleSum()}
-	}
-	return out
-}
 
 // MeasureLag measures the standby's lag now, rather than at the next tick.
 func MeasureLag(ctx context.Context, r *Replicated) error { return r.measure(ctx) }
