@@ -35,6 +35,14 @@ var writeSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 	Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16), // 0.5 ms to 16 s
 }, []string{"stage"})
 
+// Every stage's series is there from the start, at zero: a dashboard's
+// rate of them is 0 before the first write, not absent.
+func init() {
+	for _, name := range stageNames {
+		writeSeconds.WithLabelValues(name)
+	}
+}
+
 // stage is a part of a write group's time (writeSeconds).
 type stage int
 
