@@ -241,7 +241,8 @@ const serverMemory = 300 << 20
 // heap hold (GoMemoryLimit): issue 35's bound, 1.3 × the budget.
 const heapTenths = 13
 
-// budgetWithin is the largest budget whose GoMemoryLimit is within limit.
+// budgetWithin is GoMemoryLimit's inverse: the budget whose soft limit is
+// limit, to within GoMemoryLimit's rounding to tens of bytes.
 func budgetWithin(limit int64) int64 { return (limit - serverMemory) / heapTenths * 10 }
 
 // GoMemoryLimit is Go's soft memory limit for an API server whose cache

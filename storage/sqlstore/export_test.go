@@ -56,7 +56,9 @@ var KeptAgainstNext = keptAgainstNext
 // an update rewrites its row with, and the n log entries last written
 // inserted again, each at a revision past the counter, in the largest
 // multi-row statements, one transaction, nothing read or encoded while
-// timed. It is rolled back, untimed.
+// timed. It is rolled back, untimed: a lower bound, which leaves out the
+// commit, and the attribute and count rows of an update that changes
+// them.
 func RewriteFloor(s *Store, n int) (time.Duration, error) {
 	var rows []resourceRow
 	var events []eventRow

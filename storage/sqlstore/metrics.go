@@ -30,8 +30,9 @@ var writeConflicts = prometheus.NewCounter(prometheus.CounterOpts{
 var writeSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 	Name: "panorama_storage_write_seconds",
 	Help: "Time each committed write group spent in a stage: lock (beginning its transaction and locking the revision counter), " +
-		"read (the stored rows its changes replace), plan (planning and encoding the changes), " +
-		"write (the statements of rows, indexes, counts and log), commit (taking the revisions and committing).",
+		"read (the stored rows objects' changes replace, and owner epochs), plan (planning and encoding objects' changes; " +
+		"the whole of other writes: taking a cluster over, deleting a resource, reindexing fields), " +
+		"write (the statements of objects' rows, their attributes, keywords, counts and log), commit (taking the revisions and committing).",
 	Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16), // 0.5 ms to 16 s
 }, []string{"stage"})
 

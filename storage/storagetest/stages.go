@@ -20,8 +20,7 @@ type WriteStage struct {
 	Seconds float64
 }
 
-// WriteStages reads panorama_storage_write_seconds, by stage: a stage no
-// group has gone through yet is not there.
+// WriteStages reads panorama_storage_write_seconds, by stage.
 func WriteStages(tb testing.TB) map[string]WriteStage {
 	tb.Helper()
 	reg := prometheus.NewRegistry()
