@@ -37,9 +37,10 @@ const churnObjects, churnFlush = 200, 10
 // same size in the same run, and to as many pod JSONs written as raw
 // multi-row INSERTs from one connection, and to a floor of as many
 // updates (sqlstore.RewriteFloor): the last phase's rows rewritten and
-// their log entries inserted again, alone, uncommitted. Where the writer's time goes is printed
-// too: the stages of its groups (panorama_storage_write_seconds) and the
-// statements it ran, summed by kind.
+// their log entries inserted again, alone, uncommitted. Where the
+// writer's time goes is printed too: the stages of its groups
+// (panorama_storage_write_seconds) and the statements it ran, summed by
+// kind.
 func BenchmarkUpdateChurn(b *testing.B) {
 	stored := storagetest.BenchBatch
 	if v := os.Getenv("PANORAMA_BENCH_CHURN_OBJECTS"); v != "" {

@@ -81,10 +81,10 @@ func RewriteFloor(s *Store, n int) (time.Duration, error) {
 	rolledBack := errors.New("rolled back")
 	err := s.db.Transaction(func(tx *gorm.DB) error {
 		t0 := time.Now()
-		if err := upsertChunked(tx, s.dialect, rows, func(r *resourceRow) int { return len(r.Object) }, &rewriteRow); err != nil {
+		if err := upsertChunked(tx, s.dialect, rows, objectBytes, &rewriteRow); err != nil {
 			return err
 		}
-		if err := insertChunked(tx, s.dialect, events, func(e *eventRow) int { return len(e.Object) + len(e.PrevObject) }); err != nil {
+		if err := insertChunked(tx, s.dialect, events, entryBytes); err != nil {
 			return err
 		}
 		took = time.Since(t0)

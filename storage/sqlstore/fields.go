@@ -271,7 +271,7 @@ func (s *Store) reindex(ctx context.Context, version int64) error {
 			if err := tx.Where("object_id IN ?", ids).Delete(&keywordRow{}).Error; err != nil {
 				return 0, err
 			}
-			if err := insertChunked(tx, s.dialect, keywords, func(r *keywordRow) int { return len(r.Words) }); err != nil {
+			if err := insertChunked(tx, s.dialect, keywords, wordsBytes); err != nil {
 				return 0, err
 			}
 			t := tally{reindexing: true}

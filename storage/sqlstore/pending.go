@@ -202,14 +202,13 @@ func (p *pending) flush(tx *gorm.DB, d *dialect) error {
 			inserted = append(inserted, r)
 		}
 	}
-	size := func(r *resourceRow) int { return len(r.Object) }
-	if err := insertChunked(tx, d, inserted, size); err != nil {
+	if err := insertChunked(tx, d, inserted, objectBytes); err != nil {
 		return err
 	}
-	if err := upsertChunked(tx, d, rewritten, size, &rewriteRow); err != nil {
+	if err := upsertChunked(tx, d, rewritten, objectBytes, &rewriteRow); err != nil {
 		return err
 	}
-	if err := insertChunked(tx, d, words.rows(), func(r *keywordRow) int { return len(r.Words) }); err != nil {
+	if err := insertChunked(tx, d, words.rows(), wordsBytes); err != nil {
 		return err
 	}
 	if err := p.dict.insert(tx, d, fresh.rows()); err != nil {
@@ -224,13 +223,19 @@ func (p *pending) flush(tx *gorm.DB, d *dialect) error {
 	if err := t.apply(tx, d); err != nil {
 		return err
 	}
-	return insertChunked(tx, d, events, func(e *eventRow) int { return len(e.Object) + len(e.PrevObject) })
+	return insertChunked(tx, d, events, entryBytes)
 }
+
+// The bytes of a row that bound a multi-row statement (insertBytes), by
+// table.
+func objectBytes(r *resourceRow) int { return len(r.Object) }
+func entryBytes(e *eventRow) int     { return len(e.Object) + len(e.PrevObject) }
+func wordsBytes(r *keywordRow) int   { return len(r.Words) }
 
 // rewriteRow has an updated object's row rewritten: every column but its
 // id and its key, which are the object's.
 var rewriteRow = clause.OnConflict{
-	Columns:   []clause.Column{{Name: objectIDColumn}},
+	Columns:   []clause.Column{{Name: "object_id"}},
 	DoUpdates: clause.AssignmentColumns(rewrittenColumns()),
 }
 
@@ -239,7 +244,7 @@ var rewriteRow = clause.OnConflict{
 func rewrittenColumns() []string {
 	var out []string
 	for _, c := range resourcesByObject().columns {
-		if c.name != objectIDColumn && !slices.ContainsFunc(keyColumns, func(k column) bool { return k.name == c.name }) {
+		if c.name != "object_id" && !slices.ContainsFunc(keyColumns, func(k column) bool { return k.name == c.name }) {
 			out = append(out, c.name)
 		}
 	}

@@ -305,7 +305,7 @@ var migrations = []struct {
 }, {
 	// Rows keyed by their object (keyRowsByObject).
 	version:     19,
-	alterations: []alteration{{table: resourcesTable, column: &column{name: objectIDColumn, typ: "bigint", nullable: true}}},
+	alterations: []alteration{{table: resourcesTable, column: &column{name: "object_id", typ: "bigint", nullable: true}}},
 	run:         (*Store).keyRowsByObject,
 }}
 
@@ -336,22 +336,17 @@ var resourcesV1 = table{
 // in a row (version 16, log.go).
 var deltaChainColumn = column{name: "delta_chain", typ: "int", nullable: true}
 
-const (
-	// objectIDColumn is the id of an object (resourceRow.ObjectID), which
-	// its attribute and keyword rows are found by.
-	objectIDColumn = "object_id"
-	// resourcesRevisionIndex finds a row by the revision that wrote it, as
-	// the log does (log.go), since rows are keyed by the object.
-	resourcesRevisionIndex = "resources_revision"
-)
+// resourcesRevisionIndex finds a row by the revision that wrote it, as
+// the log does (log.go), since rows are keyed by the object.
+const resourcesRevisionIndex = "resources_revision"
 
 // resourcesByObject is the table of objects as version 19 keys it: by
 // the object's id, with a unique index of the revision that wrote the
 // row, and the columns added since version 1.
 func resourcesByObject() table {
 	t := resourcesV1
-	t.columns = append(append([]column{{name: objectIDColumn, typ: "bigint"}}, resourcesV1.columns...), deltaChainColumn)
-	t.primaryKey = []string{objectIDColumn}
+	t.columns = append(append([]column{{name: "object_id", typ: "bigint"}}, resourcesV1.columns...), deltaChainColumn)
+	t.primaryKey = []string{"object_id"}
 	t.indexes = append(slices.Clone(resourcesV1.indexes), index{name: resourcesRevisionIndex, unique: true, columns: []string{"revision"}})
 	return t
 }
@@ -448,7 +443,7 @@ func (s *Store) renameObjectIDs(db *gorm.DB) error {
 		if !m.HasTable(t) || !m.HasColumn(t, "resource_revision") {
 			continue
 		}
-		stmt := s.dialect.renameColumn(t, "resource_revision", objectIDColumn, s.dialect.types["bigint"])
+		stmt := s.dialect.renameColumn(t, "resource_revision", "object_id", s.dialect.types["bigint"])
 		if err := db.Exec(stmt).Error; err != nil && m.HasColumn(t, "resource_revision") {
 			return err
 		}
@@ -461,7 +456,7 @@ func (s *Store) renameObjectIDs(db *gorm.DB) error {
 // rows by object, when the two were one.
 func rowIDColumn(db *gorm.DB) string {
 	if db.Migrator().HasIndex(resourcesTable, resourcesRevisionIndex) {
-		return objectIDColumn
+		return "object_id"
 	}
 	return "revision"
 }
