@@ -91,14 +91,20 @@ type dialect struct {
 	writeTx *sql.TxOptions
 	// insertRows bounds the rows of one multi-row INSERT.
 	insertRows int
-	// insertArrays inserts rows as arrays, one a column (arrays.go).
-	insertArrays bool
+	// arrays: rows are inserted as arrays, one a column (arrays.go).
+	arrays bool
 	// lookupKeys bounds the whole keys one statement looks up, lookupLists
 	// the lists of names of one cluster's namespace they are given as
 	// (lookup.go). PostgreSQL plans each list as an index scan of its own,
 	// in time that grows faster than their number: the keys of many
 	// clusters' churn take it far longer in statements of as many lists
 	// as keys than in statements of ten lists (BenchmarkUpdateChurn).
+	// Joined from arrays in one plan, the keys were each looked up by
+	// whatever index a misestimate chose, again and again: through
+	// resources_namespace_name every cluster's copy
+	// (TestWriteReadsOnlyItsKeys, with more namespaces than clusters), and
+	// early in an initial sync through resources_created all of the
+	// resource's rows (BenchmarkFleet, auto_explain).
 	lookupKeys, lookupLists int
 	// parenthesizedUnion: each SELECT of a UNION ALL may have an ORDER BY
 	// and LIMIT of its own in parentheses. Without it (SQLite) each is a

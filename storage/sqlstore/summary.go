@@ -278,18 +278,16 @@ func (t *tally) apply(tx *gorm.DB, d *dialect) error {
 		{Column: clause.Column{Name: heldSinceAtColumn}, Value: gorm.Expr(fmt.Sprintf(d.keepPeriod, heldSinceAtColumn))},
 		{Column: clause.Column{Name: "n"}, Value: gorm.Expr(d.addExcluded)},
 	}
-	omit := []string{clause.Associations}
+	var omit []string
 	switch {
 	case t.filling:
-		updates, omit = updates[2:], append(omit, heldSinceColumn, heldSinceAtColumn)
+		updates, omit = updates[2:], []string{heldSinceColumn, heldSinceAtColumn}
 	case t.reindexing:
 		updates[0].Value = gorm.Expr(fmt.Sprintf(d.forgetPeriod, heldSinceColumn))
 		updates[1].Value = gorm.Expr(fmt.Sprintf(d.forgetPeriod, heldSinceAtColumn))
 	}
-	upsert := tx.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "id"}}, DoUpdates: updates})
-	return inChunks(rows, d.insertRows, func(*summaryRow) int { return 256 }, func(chunk []summaryRow) error {
-		return upsert.Omit(omit...).Create(chunk).Error
-	})
+	conflict := clause.OnConflict{Columns: []clause.Column{{Name: "id"}}, DoUpdates: updates}
+	return upsertChunked(tx.Omit(omit...), d, rows, func(*summaryRow) int { return 256 }, &conflict)
 }
 
 // summarized reports whether the summary keeps cells of an attribute
