@@ -3,7 +3,6 @@ package sqlstore
 import (
 	"fmt"
 	"reflect"
-	"slices"
 	"strings"
 
 	"gorm.io/gorm"
@@ -12,12 +11,12 @@ import (
 )
 
 // PostgreSQL takes many rows' values as one array parameter a column. A
-// multi-row VALUES of 500 rows, or a condition of as many keys, has
-// thousands of parameters, and PostgreSQL plans it anew at each execution
-// (customPlans): binding took a third of the time of the initial sync's
-// inserts (BenchmarkInitialSync, statement log), and lists of keys took a
-// plan each (BenchmarkUpdateChurn). An array is decoded in one call, and
-// the statement's plan is the same whatever the number of rows.
+// multi-row VALUES of 500 rows has thousands of parameters, and
+// PostgreSQL plans it anew at each execution (customPlans): binding took
+// a third of the time of the initial sync's inserts (BenchmarkInitialSync,
+// statement log), and the count summary's upserts most of the write
+// stage of new objects (BenchmarkUpdateChurn). An array is decoded in one
+// call, and the statement's plan is the same whatever the number of rows.
 
 // pgArray binds a slice as one array parameter, cast to its type: gorm
 // binds a slice as a list of parameters. pgx encodes the slice itself.
@@ -27,7 +26,11 @@ type pgArray struct {
 }
 
 func (a pgArray) Build(b clause.Builder) {
-	stmt := b.(*gorm.Statement)
+	stmt, ok := b.(*gorm.Statement)
+	if !ok {
+		b.AddError(fmt.Errorf("an array parameter needs a gorm statement, not %T", b))
+		return
+	}
 	stmt.Vars = append(stmt.Vars, a.values)
 	stmt.DB.Dialector.BindVarTo(stmt, stmt, a.values)
 	stmt.WriteString("::" + a.cast)
@@ -54,18 +57,20 @@ func arrayCast(t reflect.Type) (elem reflect.Type, cast string, ok bool) {
 // insertArrays inserts rows as one array parameter a column, unnested by
 // the statement: INSERT ... SELECT * FROM unnest($1::bigint[], ...), and
 // on conflict updates the stored row where conflict says. Columns tx
-// omits are left to their defaults.
+// selects or omits are chosen as gorm's own inserts choose them; those
+// left out take their defaults.
 func insertArrays[T any](tx *gorm.DB, rows []T, conflict *clause.OnConflict) error {
-	stmt := &gorm.Statement{DB: tx}
+	stmt := &gorm.Statement{DB: tx, Selects: tx.Statement.Selects, Omits: tx.Statement.Omits}
 	if err := stmt.Parse(&rows[0]); err != nil {
 		return err
 	}
+	chosen, restricted := stmt.SelectAndOmitColumns(true, false)
 	var columns []*schema.Field
 	var names []string
 	var arrays []reflect.Value
 	var params []any
 	for _, f := range stmt.Schema.Fields {
-		if f.DBName == "" || slices.Contains(tx.Statement.Omits, f.DBName) {
+		if v, ok := chosen[f.DBName]; f.DBName == "" || (ok && !v) || (!ok && restricted) {
 			continue
 		}
 		elem, cast, ok := arrayCast(f.FieldType)
@@ -95,9 +100,15 @@ func insertArrays[T any](tx *gorm.DB, rows []T, conflict *clause.OnConflict) err
 	return tx.Exec(sql, params...).Error
 }
 
-// onConflict is PostgreSQL's ON CONFLICT of c, whose updates are columns
-// of the row inserted (excluded) or expressions without parameters.
+// onConflict is PostgreSQL's ON CONFLICT of c, which names its columns
+// and updates some, each to a column of the row inserted (excluded) or an
+// expression without parameters: an expression's text is parsed for
+// gorm's parameters and named parameters again, so it may hold neither
+// ? nor @.
 func onConflict(c *clause.OnConflict) (string, error) {
+	if c.DoNothing || c.UpdateAll || c.OnConstraint != "" || len(c.Where.Exprs) > 0 || len(c.TargetWhere.Exprs) > 0 || len(c.DoUpdates) == 0 {
+		return "", fmt.Errorf("only columns and updates of an ON CONFLICT are written, not %+v", *c)
+	}
 	keys := make([]string, len(c.Columns))
 	for i, col := range c.Columns {
 		keys[i] = col.Name
@@ -106,9 +117,12 @@ func onConflict(c *clause.OnConflict) (string, error) {
 	for i, set := range c.DoUpdates {
 		switch v := set.Value.(type) {
 		case clause.Column:
+			if v.Table != "excluded" || v.Raw {
+				return "", fmt.Errorf("update of %s: %+v is no column of the row inserted", set.Column.Name, v)
+			}
 			sets[i] = set.Column.Name + " = " + v.Table + "." + v.Name
 		case clause.Expr:
-			if len(v.Vars) > 0 {
+			if len(v.Vars) > 0 || strings.ContainsAny(v.SQL, "?@") {
 				return "", fmt.Errorf("update of %s: an expression with parameters", set.Column.Name)
 			}
 			sets[i] = set.Column.Name + " = " + v.SQL

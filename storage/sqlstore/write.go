@@ -384,13 +384,11 @@ func upsertChunked[T any](tx *gorm.DB, d *dialect, rows []T, size func(*T) int, 
 	if conflict != nil {
 		tx = tx.Clauses(*conflict)
 	}
+	if d.arrays {
+		return inChunks(rows, d.insertRows, size, func(chunk []T) error { return insertArrays(tx, chunk, conflict) })
+	}
 	omits := append(slices.Clone(tx.Statement.Omits), clause.Associations)
-	return inChunks(rows, d.insertRows, size, func(chunk []T) error {
-		if d.arrays {
-			return insertArrays(tx, chunk, conflict)
-		}
-		return tx.Omit(omits...).Create(chunk).Error
-	})
+	return inChunks(rows, d.insertRows, size, func(chunk []T) error { return tx.Omit(omits...).Create(chunk).Error })
 }
 
 // inChunks calls write with runs of rows bounded by count and bytes.
