@@ -91,8 +91,8 @@ type dialect struct {
 	writeTx *sql.TxOptions
 	// insertRows bounds the rows of one multi-row INSERT.
 	insertRows int
-	// arrays: rows are inserted as arrays, one a column (arrays.go).
-	arrays bool
+	// insertArrays inserts rows as arrays, one a column (arrays.go).
+	insertArrays bool
 	// lookupKeys bounds the whole keys one statement looks up, lookupLists
 	// the lists of names of one cluster's namespace they are given as
 	// (lookup.go). PostgreSQL plans each list as an index scan of its own,

@@ -99,7 +99,7 @@ var postgresDialect = &dialect{
 	readTx:             &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true},
 	writeTx:            &sql.TxOptions{Isolation: sql.LevelReadCommitted},
 	insertRows:         500,
-	arrays:             true,
+	insertArrays:       true,
 	lookupKeys:         keyChunk,
 	lookupLists:        10,
 	parenthesizedUnion: true,

@@ -271,24 +271,25 @@ func (t *tally) apply(tx *gorm.DB, d *dialect) error {
 	}
 	t.cells, t.started = nil, nil
 	slices.SortFunc(rows, func(a, b summaryRow) int { return strings.Compare(a.ID, b.ID) })
-	// The period's first: MySQL's assignments see the ones before them, so
-	// they read the count as the upsert found it.
-	var updates clause.Set
-	var omit []string
-	period := d.keepPeriod
-	if t.reindexing {
-		period = d.forgetPeriod
+	// In this order: MySQL's assignments see the ones before them, so the
+	// period's read the count as the upsert found it.
+	updates := clause.Set{
+		{Column: clause.Column{Name: heldSinceColumn}, Value: gorm.Expr(fmt.Sprintf(d.keepPeriod, heldSinceColumn))},
+		{Column: clause.Column{Name: heldSinceAtColumn}, Value: gorm.Expr(fmt.Sprintf(d.keepPeriod, heldSinceAtColumn))},
+		{Column: clause.Column{Name: "n"}, Value: gorm.Expr(d.addExcluded)},
 	}
-	for _, column := range []string{heldSinceColumn, heldSinceAtColumn} {
-		if t.filling {
-			omit = append(omit, column)
-		} else {
-			updates = append(updates, clause.Assignment{Column: clause.Column{Name: column}, Value: gorm.Expr(fmt.Sprintf(period, column))})
-		}
+	omit := []string{clause.Associations}
+	switch {
+	case t.filling:
+		updates, omit = updates[2:], append(omit, heldSinceColumn, heldSinceAtColumn)
+	case t.reindexing:
+		updates[0].Value = gorm.Expr(fmt.Sprintf(d.forgetPeriod, heldSinceColumn))
+		updates[1].Value = gorm.Expr(fmt.Sprintf(d.forgetPeriod, heldSinceAtColumn))
 	}
-	updates = append(updates, clause.Assignment{Column: clause.Column{Name: "n"}, Value: gorm.Expr(d.addExcluded)})
-	conflict := clause.OnConflict{Columns: []clause.Column{{Name: "id"}}, DoUpdates: updates}
-	return upsertChunked(tx.Omit(omit...), d, rows, func(*summaryRow) int { return 256 }, &conflict)
+	upsert := tx.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "id"}}, DoUpdates: updates})
+	return inChunks(rows, d.insertRows, func(*summaryRow) int { return 256 }, func(chunk []summaryRow) error {
+		return upsert.Omit(omit...).Create(chunk).Error
+	})
 }
 
 // summarized reports whether the summary keeps cells of an attribute

@@ -379,16 +379,16 @@ func insertChunked[T any](tx *gorm.DB, d *dialect, rows []T, size func(*T) int) 
 
 // upsertChunked is insertChunked, where the rows that conflict with one
 // stored on conflict's columns update it instead, unless conflict is nil.
-// Columns tx omits are left to their defaults.
 func upsertChunked[T any](tx *gorm.DB, d *dialect, rows []T, size func(*T) int, conflict *clause.OnConflict) error {
 	if conflict != nil {
 		tx = tx.Clauses(*conflict)
 	}
-	if d.arrays {
-		return inChunks(rows, d.insertRows, size, func(chunk []T) error { return insertArrays(tx, chunk, conflict) })
-	}
-	omits := append(slices.Clone(tx.Statement.Omits), clause.Associations)
-	return inChunks(rows, d.insertRows, size, func(chunk []T) error { return tx.Omit(omits...).Create(chunk).Error })
+	return inChunks(rows, d.insertRows, size, func(chunk []T) error {
+		if d.insertArrays {
+			return insertArrays(tx, chunk, conflict)
+		}
+		return tx.Omit(clause.Associations).Create(chunk).Error
+	})
 }
 
 // inChunks calls write with runs of rows bounded by count and bytes.
